@@ -1,0 +1,43 @@
+# agentmotifs — one Makefile for install, tests, benchmarks, lint and the demo.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export JAX_ENABLE_X64 ?= 1
+
+.PHONY: install test test-slow test-gpu bench lint demo clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# The CPU build of torch is installed first and pinned, so that no extra pulls a CUDA build.
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[llm,cluster,interop,dev]" "torch==2.13.0"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow
+
+test-gpu: install
+	$(BIN)/python -m pytest -q -m gpu
+
+bench: install
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check simulate calibrate llm_runs tests benchmarks paper
+	$(BIN)/pyright
+
+demo: install
+	$(BIN)/python -m simulate demo --out demo_out
+
+clean:
+	rm -rf $(VENV) demo_out .pytest_cache

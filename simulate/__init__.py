@@ -1,0 +1,34 @@
+"""simulate — a JAX model of agent competences on signed regulatory networks."""
+
+from . import spec as spec
+from ._kinetics import AlonKinetics as AlonKinetics
+from ._kinetics import CompetenceKinetics as CompetenceKinetics
+from ._kinetics import Kinetics as Kinetics
+from ._kinetics import Model as Model
+from ._kinetics import Schedule as Schedule
+from ._network import Network as Network
+from ._network import as_network as as_network
+from ._params import get_param as get_param
+from ._params import make_model as make_model
+from ._params import param_names as param_names
+from ._params import set_param as set_param
+from ._params import set_params as set_params
+from ._regulation import edge_term as edge_term
+from ._regulation import gate_and as gate_and
+from ._regulation import gate_or as gate_or
+from ._regulation import hill_activation as hill_activation
+from ._regulation import hill_repression as hill_repression
+from ._regulation import network_regulation as network_regulation
+from ._solve import FAILURE_MESSAGES as FAILURE_MESSAGES
+from ._solve import Solution as Solution
+from ._solve import solve as solve
+from .spec import FFL_SIGNS as FFL_SIGNS
+from .spec import MOTIFS as MOTIFS
+from .spec import EdgeSpec as EdgeSpec
+from .spec import NetworkSpec as NetworkSpec
+from .spec import SpecError as SpecError
+from .spec import add_feedback as add_feedback
+from .spec import ffl_spec as ffl_spec
+from .spec import load_spec as load_spec
+from .spec import ring_spec as ring_spec
+from .spec import save_spec as save_spec

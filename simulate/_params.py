@@ -1,0 +1,199 @@
+"""Building models and reading/writing their parameters by name.
+
+Parameter names (shared with calibrate's summaries)::
+
+    rho[X]  b[X]  delta[X]  A0[X]      competence kinetics, per node
+    beta[Y] gamma[Z] A0[X]             alon kinetics, per node
+    K[X->Y] n[X->Y]                    per edge
+    sigma[X]                           gradient noise, per node
+    tau  eta  x0                       policy lag, learning-step size, input level
+
+A name without brackets sets every node (or every edge) at once, e.g. ``rho=0.3``.
+For ``alon`` kinetics on a network with nodes X, Y, Z the textbook shorthands apply:
+``beta`` = beta[Y], ``gamma`` = gamma[Z], ``kappa`` = 1/K[X->Y], ``n_xy``, ``n_xz``, ``n_yz``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._kinetics import KINETICS, Kinetics, Model
+from ._network import Network, as_network
+from .spec import NetworkSpec, SpecError
+
+__all__ = ["get_param", "make_model", "param_names", "set_param", "set_params"]
+
+_NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*([^\]]+?)\s*\])?\s*$")
+_ALON_SHORT = {
+    "beta": ("beta", "Y"),
+    "gamma": ("gamma", "Z"),
+    "n_xy": ("n", "X->Y"),
+    "n_xz": ("n", "X->Z"),
+    "n_yz": ("n", "Y->Z"),
+}
+# (lower bound, lower inclusive, upper bound, upper inclusive)
+_BOUNDS: dict[str, tuple[float, bool, float, bool]] = {
+    "rho": (0, True, np.inf, False),
+    "delta": (0, True, np.inf, False),
+    "b": (0, True, 1, True),
+    "beta": (0, True, np.inf, False),
+    "gamma": (0, False, np.inf, False),
+    "K": (0, False, np.inf, False),
+    "n": (0, False, np.inf, False),
+    "sigma": (0, True, np.inf, False),
+    "tau": (0, False, np.inf, False),
+    "eta": (0, False, np.inf, False),
+    "x0": (0, True, np.inf, False),
+}
+
+
+def _check_value(name: str, base: str, value: Any, kinetics: Kinetics) -> None:
+    if isinstance(value, jax.core.Tracer):
+        return  # inside a sweep: values are checked by the caller before tracing
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise SpecError(f"parameter {name} must be finite, got {value!r}")
+    lo, lo_inc, hi, hi_inc = _BOUNDS.get(base, (-np.inf, True, np.inf, True))
+    if base in ("A0", "x0") and kinetics.bounded:
+        lo, lo_inc, hi, hi_inc = 0, True, 1, True
+    bad_lo = np.any(arr < lo) if lo_inc else np.any(arr <= lo)
+    bad_hi = np.any(arr > hi) if hi_inc else np.any(arr >= hi)
+    if bad_lo or bad_hi:
+        lb = "[" if lo_inc else "("
+        ub = "]" if hi_inc else ")"
+        raise SpecError(f"parameter {name}={value!r} is outside its domain {lb}{lo}, {hi}{ub}")
+
+
+def _parse(model: Model, name: str) -> tuple[str, str | None]:
+    m = _NAME.match(name)
+    if not m:
+        raise SpecError(f"cannot read parameter name {name!r}; write e.g. rho[X] or K[X->Y]")
+    base, target = m.group(1), m.group(2)
+    net = model.network
+    if target is None and model.kinetics.name == "alon" and {"X", "Y", "Z"} <= set(net.names):
+        if base in _ALON_SHORT:
+            return _ALON_SHORT[base]
+    return base, target
+
+
+def _where(model: Model, base: str, target: str | None):
+    """Return (getter-path function, index) for parameter ``base[target]``."""
+    kin = model.kinetics
+    if base in ("K", "n"):
+        if target is None:
+            mask = np.asarray(model.network.sign != 0) | np.asarray(model.network.feedback)
+            return (lambda m: getattr(m.network, base)), mask
+        return (lambda m: getattr(m.network, base)), model.network.edge_index(target)
+    if base == "sigma" or base in kin.node_params:
+        get = (lambda m: m.sigma) if base == "sigma" else (lambda m: getattr(m.kinetics, base))
+        if target is None:
+            return get, np.ones(model.size, dtype=bool)
+        return get, model.network.index(target)
+    if base in ("tau", "eta") and target is None:
+        return (lambda m: getattr(m, base)), None
+    if base == "x0" and target is None:
+        return (lambda m: m.kinetics.x0), None
+    known = ", ".join(param_names(model)[:12])
+    raise SpecError(
+        f"unknown parameter {base}{'[' + target + ']' if target else ''} for "
+        f"{kin.name} kinetics; known names include {known}, …"
+    )
+
+
+def set_param(model: Model, name: str, value: Any) -> Model:
+    """Return a copy of ``model`` with parameter ``name`` set to ``value``.
+
+    Works under ``jax.vmap`` (traced values skip the domain checks).
+    """
+    if name.strip() == "kappa":
+        if model.kinetics.name != "alon":
+            raise SpecError("kappa is an alon-kinetics shorthand (kappa = 1/K[X->Y])")
+        _check_value("kappa", "K", value, model.kinetics)
+        return set_param(model, "K[X->Y]", 1.0 / jnp.asarray(value, dtype=float))
+    base, target = _parse(model, name)
+    _check_value(name, base, value, model.kinetics)
+    get, idx = _where(model, base, target)
+    old = get(model)
+    val = jnp.asarray(value, dtype=jnp.result_type(float))
+    if idx is None:
+        new = val
+    elif isinstance(idx, np.ndarray):
+        new = jnp.where(jnp.asarray(idx), val, jnp.asarray(old))
+    else:
+        new = jnp.asarray(old).at[idx].set(val)
+    return eqx.tree_at(get, model, new)
+
+
+def set_params(model: Model, params: Mapping[str, Any]) -> Model:
+    """Apply several :func:`set_param` in order."""
+    for k, v in params.items():
+        model = set_param(model, k, v)
+    return model
+
+
+def get_param(model: Model, name: str) -> jax.Array:
+    """Current value of parameter ``name`` (an array; vectors for unbracketed names)."""
+    if name.strip() == "kappa":
+        return 1.0 / get_param(model, "K[X->Y]")
+    base, target = _parse(model, name)
+    get, idx = _where(model, base, target)
+    val = jnp.asarray(get(model))
+    return val if idx is None else val[idx]
+
+
+def param_names(model: Model) -> list[str]:
+    """Every bracketed parameter name of ``model`` (nodes, edges, globals)."""
+    names = [f"{p}[{node}]" for p in model.kinetics.node_params for node in model.network.names]
+    names += [f"sigma[{node}]" for node in model.network.names]
+    for i, row in enumerate(model.network.signs):
+        for j, s in enumerate(row):
+            if s != 0 or model.network.feedback[i][j]:
+                key = f"{model.network.names[j]}->{model.network.names[i]}"
+                names += [f"K[{key}]", f"n[{key}]"]
+    return [*names, "tau", "eta", "x0"]
+
+
+def make_model(
+    network: Network | NetworkSpec | str,
+    kinetics: str = "competence",
+    params: Mapping[str, Any] | None = None,
+    *,
+    delay_stages: int = 0,
+    tau: float = 1.0,
+    eta: float = 0.1,
+    sigma: float = 0.0,
+) -> Model:
+    """Build a :class:`Model` with default rates, then apply ``params`` by name.
+
+    Args:
+        network: A Network, a spec, a preset name (``"C1"``, ``"I1-OR"``) or a spec path.
+        kinetics: ``"alon"`` or ``"competence"``.
+        params: Parameter overrides by name (see module docstring).
+        delay_stages: Erlang stages of the policy lag (0 = none).
+        tau: Mean policy lag (time units).
+        eta: Learning-step size for ``method="map"``.
+        sigma: Noise amplitude for every node (``method="sde"``).
+    """
+    net = as_network(network)
+    if kinetics not in KINETICS:
+        raise SpecError(f"unknown kinetics {kinetics!r}; choose one of {list(KINETICS)}")
+    if int(delay_stages) < 0:
+        raise SpecError(f"delay_stages must be >= 0, got {delay_stages!r}")
+    kin = KINETICS[kinetics].default(net.size)  # type: ignore[attr-defined]
+    model = Model(
+        network=net,
+        kinetics=kin,
+        sigma=jnp.full(net.size, 0.0),
+        tau=jnp.asarray(1.0),
+        eta=jnp.asarray(0.1),
+        delay_stages=int(delay_stages),
+    )
+    model = set_params(model, {"tau": tau, "eta": eta, "sigma": sigma})
+    return set_params(model, params or {})

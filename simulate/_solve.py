@@ -1,0 +1,225 @@
+"""One ``solve`` for the ODE, the SDE (gradient noise) and the discrete learning-step map."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import lineax as lx
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+
+from ._kinetics import Model, Schedule
+from .spec import SpecError
+
+__all__ = ["FAILURE_MESSAGES", "SOLVERS", "Solution", "solve"]
+
+SOLVERS = {
+    "tsit5": diffrax.Tsit5,
+    "dopri5": diffrax.Dopri5,
+    "dopri8": diffrax.Dopri8,
+    "kvaerno5": diffrax.Kvaerno5,
+    "kvaerno3": diffrax.Kvaerno3,
+}
+STIFF = {"kvaerno5", "kvaerno3"}
+
+#: Meaning of :attr:`Solution.code`.
+FAILURE_MESSAGES = {
+    0: "ok",
+    1: "solver failed (max_steps reached or step size collapsed); the system may be stiff: "
+    "try solver='kvaerno5' or a larger max_steps",
+    2: "non-finite values (NaN/inf) in the trajectory; parameters out of range or the "
+    "discrete map diverged",
+}
+
+
+class Solution(eqx.Module):
+    """A solved trajectory.
+
+    Attributes:
+        t: Save times, shape ``(T,)``.
+        states: Node levels (competences), shape ``(T, N)``; algebraic inputs filled in.
+        inputs: Input value ``x(t)`` at the save times, shape ``(T,)``.
+        y_final: Full final state incl. delay stages, shape ``(S,)``.
+        code: 0 ok, 1 solver failure, 2 non-finite values (see :data:`FAILURE_MESSAGES`).
+        names: Node names.
+        method: ``"ode"``, ``"sde"`` or ``"map"``.
+    """
+
+    t: Float[Array, " T"]
+    states: Float[Array, "T N"]
+    inputs: Float[Array, " T"]
+    y_final: Float[Array, " S"]
+    code: Int[Array, ""]
+    names: tuple[str, ...] = eqx.field(static=True)
+    method: str = eqx.field(static=True)
+
+    @property
+    def ok(self) -> Bool[Array, "..."]:
+        """True where the solve succeeded with finite values."""
+        return self.code == 0
+
+    def message(self) -> str:
+        """Human-readable status (for an unbatched solution)."""
+        return FAILURE_MESSAGES[int(self.code)]
+
+    def node(self, name: str) -> Float[Array, "... T"]:
+        """Trajectory of one node."""
+        if name not in self.names:
+            raise SpecError(f"unknown node {name!r}; nodes are {list(self.names)}")
+        return self.states[..., self.names.index(name)]
+
+
+def _finish(model, schedule, ts, ys, code, method) -> Solution:
+    x = jax.vmap(lambda t: model.input_value(schedule(t)))(ts)
+    states = jax.vmap(model.levels)(ys, x)
+    if method == "sde":
+        states = jnp.clip(states, 0.0, 1.0)
+    finite = jnp.all(jnp.isfinite(states))
+    code = jnp.where(code != 0, code, jnp.where(finite, 0, 2))
+    return Solution(ts, states, x, ys[-1], code, model.network.names, method)
+
+
+@eqx.filter_jit
+def _solve_ode(model, schedule, ts, solver, rtol, atol, dt0, max_steps):
+    def vf(t, y, args):
+        return model.rhs(y, model.input_value(schedule(t)))
+
+    stepper = SOLVERS[solver]()
+    controller = diffrax.ClipStepSizeController(
+        diffrax.PIDController(rtol=rtol, atol=atol), jump_ts=schedule.times
+    )
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(vf),
+        stepper,
+        ts[0],
+        ts[-1],
+        dt0,
+        model.initial_state(),
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=controller,
+        max_steps=max_steps,
+        throw=False,
+    )
+    code = jnp.where(sol.result == diffrax.RESULTS.successful, 0, 1)
+    ys = jnp.where(jnp.isfinite(sol.ys), sol.ys, jnp.nan)  # type: ignore[arg-type]
+    return _finish(model, schedule, ts, ys, code, "ode")
+
+
+@eqx.filter_jit
+def _solve_sde(model, schedule, ts, dt, max_steps, key):
+    def drift(t, y, args):
+        return model.rhs(y, model.input_value(schedule(t)), clip=True)
+
+    def diffusion(t, y, args):
+        return lx.DiagonalLinearOperator(model.diffusion(y))
+
+    bm = diffrax.UnsafeBrownianPath(shape=(model.state_size,), key=key)
+    terms = diffrax.MultiTerm(diffrax.ODETerm(drift), diffrax.ControlTerm(diffusion, bm))
+    sol = diffrax.diffeqsolve(
+        terms,
+        diffrax.Euler(),
+        ts[0],
+        ts[-1],
+        dt,
+        model.initial_state(),
+        saveat=diffrax.SaveAt(ts=ts),
+        adjoint=diffrax.ForwardMode(),
+        max_steps=max_steps,
+        throw=False,
+    )
+    code = jnp.where(sol.result == diffrax.RESULTS.successful, 0, 1)
+    return _finish(model, schedule, ts, sol.ys, code, "sde")
+
+
+@eqx.filter_jit
+def _solve_map(model, schedule, t0, steps):
+    def step(y, k):
+        t = t0 + k * model.eta
+        y_next = y + model.eta * model.rhs(y, model.input_value(schedule(t)))
+        return y_next, y_next
+
+    y0 = model.initial_state()
+    _, ys = jax.lax.scan(step, y0, jnp.arange(steps))
+    ys = jnp.concatenate([y0[None], ys])
+    ts = t0 + model.eta * jnp.arange(steps + 1)
+    return _finish(model, schedule, ts, ys, jnp.asarray(0), "map")
+
+
+def solve(
+    model: Model,
+    schedule: Schedule | str | None = None,
+    *,
+    t1: float = 20.0,
+    t0: float = 0.0,
+    n_points: int = 1001,
+    method: Literal["ode", "sde", "map"] = "ode",
+    solver: str = "tsit5",
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    dt0: float | None = None,
+    dt: float = 0.01,
+    steps: int | None = None,
+    max_steps: int = 100_000,
+    key: PRNGKeyArray | None = None,
+) -> Solution:
+    """Solve the model's dynamics under an input schedule.
+
+    Failures never raise inside the solver: they come back as ``Solution.code != 0``
+    (so a vmapped sweep masks them). Inputs that are wrong before any solving raise
+    :class:`~simulate.spec.SpecError`.
+
+    Args:
+        model: The model (see :func:`~simulate.make_model`).
+        schedule: Input schedule, a :class:`Schedule` or text like ``"on@0,off@10"``;
+            default: on from ``t0``.
+        t1: End time (time units of the kinetics; steps for competence).
+        t0: Start time.
+        n_points: Evenly spaced save points (``ode``, ``sde``); the map saves every step.
+        method: ``"ode"`` (diffrax, adaptive), ``"sde"`` (Euler–Maruyama with
+            Wright–Fisher noise ``sigma sqrt(A(1-A))``; levels kept in [0, 1] by projection)
+            or ``"map"`` (discrete learning steps ``A <- A + eta F(A)`` by ``lax.scan``).
+        solver: ODE solver: ``tsit5`` (default), ``dopri5``, ``dopri8``; stiff: ``kvaerno5``.
+        rtol: Relative tolerance (ODE).
+        atol: Absolute tolerance (ODE).
+        dt0: Initial step (ODE; default chosen by diffrax).
+        dt: Fixed step of the SDE.
+        steps: Number of map steps (default ``round((t1 - t0) / eta)``; give it in sweeps).
+        max_steps: Solver step budget.
+        key: PRNG key, keyword-only, required for ``method="sde"``.
+
+    Returns:
+        A :class:`Solution`.
+    """
+    if isinstance(schedule, str):
+        schedule = Schedule.parse(schedule)
+    elif schedule is None:
+        schedule = Schedule.step(t0)
+    if method == "map":
+        if steps is None:
+            eta = float(model.eta)
+            steps = round((t1 - t0) / eta)
+        if int(steps) < 1:
+            raise SpecError(f"the map needs >= 1 step, got steps={steps}")
+        return _solve_map(model, schedule, jnp.asarray(t0, float), int(steps))
+    if not t1 > t0:
+        raise SpecError(f"t1 must be > t0, got t0={t0}, t1={t1}")
+    if int(n_points) < 2:
+        raise SpecError(f"n_points must be >= 2, got {n_points}")
+    ts = jnp.linspace(t0, t1, int(n_points))
+    if method == "ode":
+        if solver not in SOLVERS:
+            raise SpecError(f"unknown solver {solver!r}; choose one of {sorted(SOLVERS)}")
+        return _solve_ode(model, schedule, ts, solver, rtol, atol, dt0, int(max_steps))
+    if method == "sde":
+        if key is None:
+            raise SpecError("method='sde' needs a PRNG key: solve(..., key=jax.random.key(0))")
+        if not model.kinetics.bounded:
+            raise SpecError("Wright–Fisher noise needs bounded competences: kinetics='competence'")
+        if not dt > 0:
+            raise SpecError(f"dt must be > 0, got {dt}")
+        budget = max(int(max_steps), int((t1 - t0) / dt) + 10)
+        return _solve_sde(model, schedule, ts, float(dt), budget, key)
+    raise SpecError(f"unknown method {method!r}; choose ode, sde or map")
