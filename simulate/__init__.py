@@ -32,3 +32,10 @@ from .spec import ffl_spec as ffl_spec
 from .spec import load_spec as load_spec
 from .spec import ring_spec as ring_spec
 from .spec import save_spec as save_spec
+from ._analysis import REGIME_NAMES as REGIME_NAMES
+from ._analysis import Regime as Regime
+from ._analysis import Stability as Stability
+from ._analysis import classify as classify
+from ._analysis import linear_stability as linear_stability
+from ._analysis import metrics as metrics
+from ._analysis import steady_state as steady_state

@@ -16,75 +16,81 @@ __all__ = ["Network", "as_network"]
 class Network(eqx.Module):
     """Signed network with per-edge thresholds and Hill coefficients.
 
-    The structure (names, signs, gates, inputs) is static; ``K`` and ``n`` are array
-    leaves, so sweeps can ``vmap`` over them.
+    The wiring (names, which edges exist, inputs) is static; signs, gates, ``K`` and ``n``
+    are array leaves, so one compiled solver serves all networks of the same wiring
+    (e.g. all 16 FFL presets) and sweeps can ``vmap`` over any of them.
 
     Attributes:
         names: Node names in state order.
-        signs: ``signs[i][j]`` is the sign of edge ``j → i`` (+1, -1, 0).
-        gates_or: Per node, True if its regulators combine with an OR gate.
+        wiring: ``wiring[i][j]`` True if the spec has an edge ``j → i`` (any sign).
         inputs: Per node, True if the input schedule drives it.
         feedback: ``feedback[i][j]`` True for end-to-end reward edges.
+        sign: Signed adjacency, shape ``(N, N)``; ``sign[i, j]`` for edge ``j → i``.
+        is_or: Per node, 1.0 if its regulators combine with an OR gate, shape ``(N,)``.
         K: Thresholds, shape ``(N, N)`` (1 where there is no edge).
         n: Hill coefficients, shape ``(N, N)`` (1 where there is no edge).
-        name: Label of the network.
+
+    The spec's ``name`` is not kept (so all presets share one tree structure).
     """
 
     names: tuple[str, ...] = eqx.field(static=True)
-    signs: tuple[tuple[int, ...], ...] = eqx.field(static=True)
-    gates_or: tuple[bool, ...] = eqx.field(static=True)
+    wiring: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
     inputs: tuple[bool, ...] = eqx.field(static=True)
     feedback: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
+    sign: Float[Array, "N N"]
+    is_or: Float[Array, " N"]
     K: Float[Array, "N N"]
     n: Float[Array, "N N"]
-    name: str = eqx.field(static=True, default="network")
 
     @classmethod
     def from_spec(cls, spec: NetworkSpec) -> Network:
         """Build from a validated :class:`~simulate.spec.NetworkSpec`."""
         N = len(spec.nodes)
-        sign = np.zeros((N, N), dtype=int)
+        sign = np.zeros((N, N))
+        wired = np.zeros((N, N), dtype=bool)
         fb = np.zeros((N, N), dtype=bool)
         K = np.ones((N, N))
         n = np.ones((N, N))
         for e in spec.edges:
             i, j = spec.index(e.target), spec.index(e.source)
             sign[i, j], K[i, j], n[i, j], fb[i, j] = e.sign, e.K, e.n, e.feedback
+            wired[i, j] = True
         return cls(
             names=tuple(spec.nodes),
-            signs=tuple(tuple(int(s) for s in row) for row in sign),
-            gates_or=tuple(spec.gate(node) == "OR" for node in spec.nodes),
+            wiring=tuple(tuple(bool(w) for w in row) for row in wired),
             inputs=tuple(node in (spec.inputs or ()) for node in spec.nodes),
             feedback=tuple(tuple(bool(f) for f in row) for row in fb),
+            sign=jnp.asarray(sign, dtype=float),
+            is_or=jnp.asarray([spec.gate(node) == "OR" for node in spec.nodes], dtype=float),
             K=jnp.asarray(K, dtype=float),
             n=jnp.asarray(n, dtype=float),
-            name=spec.name,
         )
 
-    def to_spec(self) -> NetworkSpec:
+    def to_spec(self, name: str = "network") -> NetworkSpec:
         """Back to a spec, with the current (concrete) ``K`` and ``n``."""
-        K, n = np.asarray(self.K), np.asarray(self.n)
+        K, n, sign = np.asarray(self.K), np.asarray(self.n), np.asarray(self.sign)
         edges = []
-        for i, row in enumerate(self.signs):
-            for j, s in enumerate(row):
-                if s != 0 or self.feedback[i][j]:
+        for i, row in enumerate(self.wiring):
+            for j, wired in enumerate(row):
+                if wired:
                     edges.append(
                         EdgeSpec(
                             self.names[j],
                             self.names[i],
-                            s,
+                            int(sign[i, j]),
                             K=float(K[i, j]),
                             n=float(n[i, j]),
                             feedback=self.feedback[i][j],
                         )
                     )
+        is_or = np.asarray(self.is_or)
         gates = {
-            name: "OR" if o else "AND"
-            for name, o, row in zip(self.names, self.gates_or, self.signs, strict=True)
-            if sum(1 for s in row if s != 0) >= 2
+            name: "OR" if is_or[i] > 0.5 else "AND"
+            for i, name in enumerate(self.names)
+            if sum(self.wiring[i]) >= 2
         }
         inputs = tuple(nm for nm, flag in zip(self.names, self.inputs, strict=True) if flag)
-        return NetworkSpec(self.names, tuple(edges), gates, inputs, self.name)
+        return NetworkSpec(self.names, tuple(edges), gates, inputs, name)
 
     # -- structure (NumPy, static) --------------------------------------------------
     @property
@@ -93,14 +99,24 @@ class Network(eqx.Module):
         return len(self.names)
 
     @property
-    def sign(self) -> np.ndarray:
-        """Signed adjacency, shape ``(N, N)``, ``sign[i, j]`` for edge ``j → i``."""
-        return np.asarray(self.signs, dtype=int)
+    def edge_mask(self) -> np.ndarray:
+        """Static wiring as a boolean array, shape ``(N, N)``."""
+        return np.asarray(self.wiring, dtype=bool)
 
     @property
     def has_parents(self) -> np.ndarray:
-        """Per node, True if any edge regulates it."""
-        return (self.sign != 0).any(axis=1)
+        """Per node, True if any edge regulates it (static wiring)."""
+        return self.edge_mask.any(axis=1)
+
+    @property
+    def edge_keys(self) -> list[str]:
+        """``"SRC->DST"`` of every wired edge, row-major by target."""
+        return [
+            f"{self.names[j]}->{self.names[i]}"
+            for i, row in enumerate(self.wiring)
+            for j, wired in enumerate(row)
+            if wired
+        ]
 
     @property
     def pure_sources(self) -> np.ndarray:
@@ -119,14 +135,14 @@ class Network(eqx.Module):
             raise SpecError(f"edge must be written SRC->DST, got {key!r}")
         src, dst = (s.strip() for s in key.split("->", 1))
         i, j = self.index(dst), self.index(src)
-        if self.signs[i][j] == 0 and not self.feedback[i][j]:
-            raise SpecError(f"no edge {src}->{dst} in network {self.name!r}")
+        if not self.wiring[i][j]:
+            raise SpecError(f"no edge {src}->{dst}; edges are {self.edge_keys}")
         return i, j
 
     # -- dynamics -------------------------------------------------------------------
     def regulation(self, A: Float[Array, " N"]) -> Float[Array, " N"]:
         """Gated regulation ``G_i(A)`` of every node by its parents, shape ``(N,)``."""
-        return network_regulation(A, self.sign, self.K, self.n, np.asarray(self.gates_or))
+        return network_regulation(A, self.sign, self.K, self.n, self.is_or > 0.5)
 
 
 def as_network(obj: Network | NetworkSpec | str, gate: str = "AND") -> Network:

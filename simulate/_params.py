@@ -88,8 +88,7 @@ def _where(model: Model, base: str, target: str | None):
     kin = model.kinetics
     if base in ("K", "n"):
         if target is None:
-            mask = np.asarray(model.network.sign != 0) | np.asarray(model.network.feedback)
-            return (lambda m: getattr(m.network, base)), mask
+            return (lambda m: getattr(m.network, base)), model.network.edge_mask
         return (lambda m: getattr(m.network, base)), model.network.edge_index(target)
     if base == "sigma" or base in kin.node_params:
         get = (lambda m: m.sigma) if base == "sigma" else (lambda m: getattr(m.kinetics, base))
@@ -152,11 +151,8 @@ def param_names(model: Model) -> list[str]:
     """Every bracketed parameter name of ``model`` (nodes, edges, globals)."""
     names = [f"{p}[{node}]" for p in model.kinetics.node_params for node in model.network.names]
     names += [f"sigma[{node}]" for node in model.network.names]
-    for i, row in enumerate(model.network.signs):
-        for j, s in enumerate(row):
-            if s != 0 or model.network.feedback[i][j]:
-                key = f"{model.network.names[j]}->{model.network.names[i]}"
-                names += [f"K[{key}]", f"n[{key}]"]
+    for key in model.network.edge_keys:
+        names += [f"K[{key}]", f"n[{key}]"]
     return [*names, "tau", "eta", "x0"]
 
 

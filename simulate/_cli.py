@@ -1,0 +1,204 @@
+"""Command line: ``python -m simulate {motifs,trajectory,demo}``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .spec import FFL_SIGNS, GATES, SpecError, add_feedback, ffl_spec, load_spec
+
+__all__ = ["build_parser", "jsonable", "main", "simulate_summary"]
+
+
+def jsonable(value: Any) -> Any:
+    """Arrays → lists, NaN/inf → None (JSON has no NaN), recursively."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        return jsonable(np.asarray(value).tolist())
+    if isinstance(value, complex):
+        return [jsonable(value.real), jsonable(value.imag)]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _parse_param(text: str) -> tuple[str, float]:
+    if "=" not in text:
+        raise SpecError(f"--param {text!r}: write NAME=VALUE, e.g. beta=5 or K[X->Y]=0.5")
+    name, value = text.split("=", 1)
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise SpecError(f"--param {text!r}: value {value!r} is not a number") from None
+
+
+def _network_spec(args: argparse.Namespace):
+    source = args.network or args.motif
+    if source is None:
+        raise SpecError("give --motif NAME (C1…I4) or --network FILE")
+    if source.upper() in FFL_SIGNS:
+        spec = ffl_spec(source, args.gate)
+    elif Path(source).suffix.lower() in (".json", ".yaml", ".yml") or Path(source).exists():
+        spec = load_spec(source)
+    else:
+        raise SpecError(
+            f"--motif {source!r} is neither a preset ({', '.join(FFL_SIGNS)}) nor a spec file"
+        )
+    if args.feedback is not None:
+        sink = spec.nodes[-1]
+        spec = add_feedback(spec, sink, sign=int(args.feedback), K=args.feedback_K)
+    return spec
+
+
+def simulate_summary(
+    model, sol, *, name: str = "network", include_trajectory: bool = True
+) -> dict[str, Any]:
+    """JSON-ready summary of one solution: regime, per-node metrics, stability."""
+    from ._analysis import REGIME_NAMES, Regime, classify, linear_stability, metrics
+
+    regime, node_regimes = classify(sol, bounded=model.kinetics.bounded)
+    mets = metrics(sol)
+    out: dict[str, Any] = {
+        "network": name,
+        "kinetics": model.kinetics.name,
+        "method": sol.method,
+        "status": sol.message(),
+        "regime": REGIME_NAMES[Regime(int(regime))],
+        "node_regimes": {
+            n: REGIME_NAMES[Regime(int(r))] for n, r in zip(sol.names, node_regimes, strict=True)
+        },
+        "metrics": {
+            n: {k: np.asarray(v)[i].item() for k, v in mets.items()}
+            for i, n in enumerate(sol.names)
+        },
+    }
+    if bool(sol.ok):
+        st = linear_stability(model, sol.y_final, sol.inputs[-1])
+        out["stability"] = {
+            "steady_state": dict(
+                zip(sol.names, np.asarray(st.steady)[: len(sol.names)].tolist(), strict=True)
+            ),
+            "found": bool(st.found),
+            "max_real_eigenvalue": float(st.max_real),
+            "leading_imag": float(st.leading_imag),
+            "spectral_radius_map": float(st.spectral_radius),
+            "eigenvalues": [[float(e.real), float(e.imag)] for e in np.asarray(st.eigenvalues)],
+        }
+    if include_trajectory:
+        out["t"] = np.asarray(sol.t)
+        out["states"] = {n: np.asarray(sol.states[:, i]) for i, n in enumerate(sol.names)}
+    return jsonable(out)
+
+
+def _cmd_motifs(args: argparse.Namespace) -> int:
+    rows = [
+        {"motif": m, "gate": g, "X->Y": s[0], "X->Z": s[1], "Y->Z": s[2],
+         "type": "coherent" if s[0] * s[2] == s[1] else "incoherent"}
+        for m, s in FFL_SIGNS.items() for g in GATES
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    sym = {1: "+", -1: "-"}
+    print(f"{'preset':<8} {'X->Y':>5} {'X->Z':>5} {'Y->Z':>5}  type")
+    for r in rows:
+        print(f"{r['motif'] + '-' + r['gate']:<8} {sym[r['X->Y']]:>5} {sym[r['X->Z']]:>5} "
+              f"{sym[r['Y->Z']]:>5}  {r['type']}")
+    return 0
+
+
+def _cmd_trajectory(args: argparse.Namespace) -> int:
+    import jax
+
+    from ._params import make_model
+    from ._plot import plot_trajectory
+    from ._solve import solve
+
+    spec = _network_spec(args)
+    params = dict(_parse_param(p) for p in args.param)
+    model = make_model(spec, args.kinetics, params, delay_stages=args.delay_stages,
+                       tau=args.tau, eta=args.eta, sigma=args.sigma)
+    sol = solve(model, args.schedule, t1=args.t1, t0=args.t0, n_points=args.points,
+                method=args.method, solver=args.solver, key=jax.random.key(args.seed))
+    summary = simulate_summary(model, sol, name=spec.name)
+    if args.plot:
+        title = f"{spec.name} · {args.kinetics} · {args.method} · {summary['regime']}"
+        plot_trajectory(sol, args.plot, title=title)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{spec.name}: {summary['regime']} ({summary['status']})")
+        for n, m in summary["metrics"].items():
+            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                              for k, v in m.items() if v is not None)
+            print(f"  {n}: {summary['node_regimes'][n]}; {shown}")
+        if args.plot:
+            print(f"figure: {args.plot}")
+    return 0 if sol.message() == "ok" else 1
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
+
+    run_demo(Path(args.out))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``python -m simulate``."""
+    p = argparse.ArgumentParser(prog="python -m simulate", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    m = sub.add_parser("motifs", help="list the 16 motif/gate presets and their signs")
+    m.add_argument("--json", action="store_true", help="print JSON")
+    m.set_defaults(func=_cmd_motifs)
+
+    t = sub.add_parser("trajectory", help="simulate one network and report its regime")
+    t.add_argument("--motif", help="preset C1…C4, I1…I4, or a network spec file")
+    t.add_argument("--network", help="network spec file (JSON/YAML)")
+    t.add_argument("--gate", default="AND", choices=GATES, type=str.upper)
+    t.add_argument("--kinetics", default="alon", choices=("alon", "competence"))
+    t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="e.g. beta=5, rho[X]=0.3, K[X->Y]=0.5 (repeatable)")
+    t.add_argument("--schedule", default="on@0", help="input schedule, e.g. on@0,off@10")
+    t.add_argument("--t0", type=float, default=0.0)
+    t.add_argument("--t1", type=float, default=20.0, help="end time")
+    t.add_argument("--points", type=int, default=1001, help="saved time points")
+    t.add_argument("--method", default="ode", choices=("ode", "sde", "map"))
+    t.add_argument("--solver", default="tsit5", help="tsit5, dopri5, dopri8, kvaerno5 (stiff)")
+    t.add_argument("--delay-stages", type=int, default=0, help="Erlang stages of policy lag")
+    t.add_argument("--tau", type=float, default=1.0, help="mean policy lag")
+    t.add_argument("--eta", type=float, default=0.1, help="learning-step size (map)")
+    t.add_argument("--sigma", type=float, default=0.0, help="gradient noise (sde)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--feedback", type=int, choices=(-1, 1), default=None,
+                   help="add end-to-end reward edges from the last node, with this sign")
+    t.add_argument("--feedback-K", type=float, default=0.5, help="threshold of feedback edges")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.add_argument("--plot", metavar="FILE.png", help="draw the trajectory")
+    t.set_defaults(func=_cmd_trajectory)
+
+    d = sub.add_parser("demo", help="step responses of all 16 presets")
+    d.add_argument("--out", default="demo_out", help="output folder")
+    d.set_defaults(func=_cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code (2 for bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SpecError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
