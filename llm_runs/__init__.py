@@ -1,0 +1,38 @@
+"""llm_runs — real joint LoRA training of motif-wired agents, with competence logs.
+
+Light at import: only the torch-free log schema and configs load here; the training
+modules (torch, transformers, peft) load on first use of :func:`train` and friends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import config as config
+from . import runlog as runlog
+from .config import ConfigError as ConfigError
+from .config import SweepConfig as SweepConfig
+from .config import TrainConfig as TrainConfig
+from .config import load_config as load_config
+from .config import save_config as save_config
+from .runlog import RunLog as RunLog
+from .runlog import RunLogError as RunLogError
+from .runlog import competence_table as competence_table
+from .runlog import read_run as read_run
+
+_LAZY = {
+    "train": ("._train", "train"),
+    "get_base": ("._base", "get_base"),
+    "get_task": ("._tasks", "get_task"),
+    "run_sweep": ("._sweep", "run_sweep"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load the torch-side entry points on first access (keeps ``import llm_runs`` light)."""
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(mod, __name__), attr)
+    raise AttributeError(f"module 'llm_runs' has no attribute {name!r}")
