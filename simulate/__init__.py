@@ -1,6 +1,14 @@
 """simulate — a JAX model of agent competences on signed regulatory networks."""
 
 from . import spec as spec
+from ._analysis import REGIME_NAMES as REGIME_NAMES
+from ._analysis import Regime as Regime
+from ._analysis import Stability as Stability
+from ._analysis import classify as classify
+from ._analysis import equilibrate as equilibrate
+from ._analysis import linear_stability as linear_stability
+from ._analysis import metrics as metrics
+from ._analysis import steady_state as steady_state
 from ._kinetics import AlonKinetics as AlonKinetics
 from ._kinetics import CompetenceKinetics as CompetenceKinetics
 from ._kinetics import Kinetics as Kinetics
@@ -32,10 +40,3 @@ from .spec import ffl_spec as ffl_spec
 from .spec import load_spec as load_spec
 from .spec import ring_spec as ring_spec
 from .spec import save_spec as save_spec
-from ._analysis import REGIME_NAMES as REGIME_NAMES
-from ._analysis import Regime as Regime
-from ._analysis import Stability as Stability
-from ._analysis import classify as classify
-from ._analysis import linear_stability as linear_stability
-from ._analysis import metrics as metrics
-from ._analysis import steady_state as steady_state

@@ -24,6 +24,7 @@ __all__ = [
     "Regime",
     "Stability",
     "classify",
+    "equilibrate",
     "linear_stability",
     "metrics",
     "steady_state",
@@ -102,7 +103,9 @@ def _node_features(t, y, w, rel_tol, abs_tol):
     a_late = 0.5 * (late_max - late_min)
     a_mid = jnp.max(jnp.where(mid, jnp.abs(y - m), 0.0))
     n_cross, n_up, first_i, last_i = _crossings(y, m, h, w)
-    excursion = jnp.maximum(yw_max - jnp.maximum(y_start, y_end), jnp.minimum(y_start, y_end) - yw_min)
+    excursion = jnp.maximum(
+        yw_max - jnp.maximum(y_start, y_end), jnp.minimum(y_start, y_end) - yw_min
+    )
     period = jnp.where(n_up >= 2, (t[last_i] - t[first_i]) / jnp.maximum(n_up - 1, 1), jnp.nan)
     decay = jnp.where(a_mid > h, a_late / jnp.maximum(a_mid, 1e-300), jnp.nan)
     return dict(
@@ -120,6 +123,7 @@ def _node_features(t, y, w, rel_tol, abs_tol):
     )
 
 
+@eqx.filter_jit
 def classify(
     sol: Solution,
     *,
@@ -132,8 +136,8 @@ def classify(
     """Regime of a trajectory, judged on the part after the last input switch.
 
     Rules per node, with band ``h = max(rel_tol * max|A|, abs_tol)`` around the late level:
-    ``failed`` if the solve failed; ``collapse`` if bounded, the input is on and the final
-    level is below ``collapse_level``; an oscillation if the node crosses the band at
+    ``failed`` if the solve failed; ``collapse`` if bounded, the input is on and the node
+    settles below ``collapse_level``; an oscillation if the node crosses the band at
     least twice — ``sustained`` when the late amplitude exceeds ``h`` and
     ``sustain_ratio`` × the earlier amplitude, else ``damped``; ``overshoot/pulse`` if it
     leaves the interval between its start and end levels by more than ``h``; else
@@ -151,20 +155,17 @@ def classify(
         (network regime, per-node regimes, shape ``(N,)``), as ints of :class:`Regime`.
     """
     w = _window(sol)
-    feats = jax.vmap(lambda y: _node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(
-        sol.states
-    )
+    feats = jax.vmap(lambda y: _node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(sol.states)
     osc = feats["n_cross"] >= 2
-    sustained = (feats["a_late"] > feats["h"]) & (
-        feats["a_late"] >= sustain_ratio * feats["a_mid"]
-    )
+    sustained = (feats["a_late"] > feats["h"]) & (feats["a_late"] >= sustain_ratio * feats["a_mid"])
     label = jnp.where(
         osc,
         jnp.where(sustained, int(Regime.SUSTAINED), int(Regime.DAMPED)),
         jnp.where(feats["excursion"] > feats["h"], int(Regime.OVERSHOOT), int(Regime.CONVERGED)),
     )
     if bounded:
-        collapsed = (sol.inputs[-1] > 0) & (feats["y_end"] < collapse_level)
+        settled = feats["a_late"] <= feats["h"]
+        collapsed = (sol.inputs[-1] > 0) & (feats["y_end"] < collapse_level) & settled
         label = jnp.where(collapsed, int(Regime.COLLAPSE), label)
     finite = jnp.all(jnp.isfinite(sol.states), axis=0)
     label = jnp.where((sol.code != 0) | ~finite, int(Regime.FAILED), label)
@@ -194,6 +195,7 @@ def _half_time(t, y, x, turn_on: bool):
     return jnp.where(ok, t_half, jnp.nan)
 
 
+@eqx.filter_jit
 def metrics(sol: Solution, *, rel_tol: float = 0.02, abs_tol: float = 1e-6) -> dict[str, Array]:
     """Response metrics per node, each of shape ``(N,)`` (NaN where undefined).
 
@@ -204,9 +206,7 @@ def metrics(sol: Solution, *, rel_tol: float = 0.02, abs_tol: float = 1e-6) -> d
     ``n_peaks``, ``period`` (mean time between peaks), ``decay`` (late/earlier amplitude).
     """
     w = _window(sol)
-    feats = jax.vmap(lambda y: _node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(
-        sol.states
-    )
+    feats = jax.vmap(lambda y: _node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(sol.states)
     on = jax.vmap(lambda y: _half_time(sol.t, y, sol.inputs, True), in_axes=1)(sol.states)
     off = jax.vmap(lambda y: _half_time(sol.t, y, sol.inputs, False), in_axes=1)(sol.states)
     steady = feats["y_end"]
@@ -230,6 +230,7 @@ def _dynamic_index(model: Model) -> np.ndarray:
     return np.nonzero(mask)[0]
 
 
+@eqx.filter_jit
 def steady_state(
     model: Model, y_guess: Float[Array, " S"], x: Float[Array, ""] | float
 ) -> tuple[Float[Array, " S"], Array]:
@@ -273,6 +274,7 @@ class Stability(eqx.Module):
     found: Array
 
 
+@eqx.filter_jit
 def linear_stability(model: Model, y_guess: Float[Array, " S"], x: Float[Array, ""] | float):
     """Steady state near ``y_guess`` and the Jacobian spectrum there (``jax.jacfwd``)."""
     y_ss, ok = steady_state(model, y_guess, x)
@@ -287,3 +289,25 @@ def linear_stability(model: Model, y_guess: Float[Array, " S"], x: Float[Array, 
     lead = jnp.argmax(ev.real)
     rho = jnp.max(jnp.abs(1.0 + model.eta * ev))
     return Stability(y_ss, ev, ev.real[lead], rho, jnp.abs(ev.imag[lead]), ok)
+
+
+def equilibrate(model: Model, level: float = 0.0, *, t1: float = 200.0) -> Model:
+    """Copy of ``model`` whose ``A0`` is its steady state at schedule level ``level``.
+
+    Textbook step responses start from the pre-stimulus steady state (e.g. for C3, Z is
+    high while the input is off). Integrates to ``t1`` and polishes with Newton.
+
+    Raises:
+        SpecError: If no steady state is reached (e.g. the model oscillates at ``level``).
+    """
+    from ._kinetics import Schedule
+    from ._solve import solve
+    from .spec import SpecError
+
+    sched = Schedule(jnp.asarray([0.0]), jnp.asarray([float(level)]))
+    sol = solve(model, sched, t1=t1, n_points=2)
+    y, ok = steady_state(model, sol.y_final, model.input_value(jnp.asarray(level)))
+    if not (bool(ok) and sol.message() == "ok"):
+        raise SpecError(f"no steady state at input level {level}: {sol.message()}")
+    A0 = model.levels(y, model.input_value(jnp.asarray(level)))
+    return eqx.tree_at(lambda m: m.kinetics.A0, model, A0)

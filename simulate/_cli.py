@@ -101,9 +101,16 @@ def simulate_summary(
 
 def _cmd_motifs(args: argparse.Namespace) -> int:
     rows = [
-        {"motif": m, "gate": g, "X->Y": s[0], "X->Z": s[1], "Y->Z": s[2],
-         "type": "coherent" if s[0] * s[2] == s[1] else "incoherent"}
-        for m, s in FFL_SIGNS.items() for g in GATES
+        {
+            "motif": m,
+            "gate": g,
+            "X->Y": s[0],
+            "X->Z": s[1],
+            "Y->Z": s[2],
+            "type": "coherent" if s[0] * s[2] == s[1] else "incoherent",
+        }
+        for m, s in FFL_SIGNS.items()
+        for g in GATES
     ]
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -111,8 +118,10 @@ def _cmd_motifs(args: argparse.Namespace) -> int:
     sym = {1: "+", -1: "-"}
     print(f"{'preset':<8} {'X->Y':>5} {'X->Z':>5} {'Y->Z':>5}  type")
     for r in rows:
-        print(f"{r['motif'] + '-' + r['gate']:<8} {sym[r['X->Y']]:>5} {sym[r['X->Z']]:>5} "
-              f"{sym[r['Y->Z']]:>5}  {r['type']}")
+        print(
+            f"{r['motif'] + '-' + r['gate']:<8} {sym[r['X->Y']]:>5} {sym[r['X->Z']]:>5} "
+            f"{sym[r['Y->Z']]:>5}  {r['type']}"
+        )
     return 0
 
 
@@ -125,10 +134,25 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
 
     spec = _network_spec(args)
     params = dict(_parse_param(p) for p in args.param)
-    model = make_model(spec, args.kinetics, params, delay_stages=args.delay_stages,
-                       tau=args.tau, eta=args.eta, sigma=args.sigma)
-    sol = solve(model, args.schedule, t1=args.t1, t0=args.t0, n_points=args.points,
-                method=args.method, solver=args.solver, key=jax.random.key(args.seed))
+    model = make_model(
+        spec,
+        args.kinetics,
+        params,
+        delay_stages=args.delay_stages,
+        tau=args.tau,
+        eta=args.eta,
+        sigma=args.sigma,
+    )
+    sol = solve(
+        model,
+        args.schedule,
+        t1=args.t1,
+        t0=args.t0,
+        n_points=args.points,
+        method=args.method,
+        solver=args.solver,
+        key=jax.random.key(args.seed),
+    )
     summary = simulate_summary(model, sol, name=spec.name)
     if args.plot:
         title = f"{spec.name} · {args.kinetics} · {args.method} · {summary['regime']}"
@@ -138,8 +162,11 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
     else:
         print(f"{spec.name}: {summary['regime']} ({summary['status']})")
         for n, m in summary["metrics"].items():
-            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                              for k, v in m.items() if v is not None)
+            shown = ", ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                for k, v in m.items()
+                if v is not None
+            )
             print(f"  {n}: {summary['node_regimes'][n]}; {shown}")
         if args.plot:
             print(f"figure: {args.plot}")
@@ -167,8 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--network", help="network spec file (JSON/YAML)")
     t.add_argument("--gate", default="AND", choices=GATES, type=str.upper)
     t.add_argument("--kinetics", default="alon", choices=("alon", "competence"))
-    t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="e.g. beta=5, rho[X]=0.3, K[X->Y]=0.5 (repeatable)")
+    t.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="e.g. beta=5, rho[X]=0.3, K[X->Y]=0.5 (repeatable)",
+    )
     t.add_argument("--schedule", default="on@0", help="input schedule, e.g. on@0,off@10")
     t.add_argument("--t0", type=float, default=0.0)
     t.add_argument("--t1", type=float, default=20.0, help="end time")
@@ -180,8 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--eta", type=float, default=0.1, help="learning-step size (map)")
     t.add_argument("--sigma", type=float, default=0.0, help="gradient noise (sde)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--feedback", type=int, choices=(-1, 1), default=None,
-                   help="add end-to-end reward edges from the last node, with this sign")
+    t.add_argument(
+        "--feedback",
+        type=int,
+        choices=(-1, 1),
+        default=None,
+        help="add end-to-end reward edges from the last node, with this sign",
+    )
     t.add_argument("--feedback-K", type=float, default=0.5, help="threshold of feedback edges")
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.add_argument("--plot", metavar="FILE.png", help="draw the trajectory")

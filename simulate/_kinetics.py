@@ -25,6 +25,7 @@ discrete map, and gradient-noise amplitudes ``sigma``.
 
 from __future__ import annotations
 
+import itertools
 from typing import ClassVar
 
 import equinox as eqx
@@ -74,7 +75,7 @@ class Schedule(eqx.Module):
             levels.append(level)
         if not times:
             raise SpecError("schedule is empty; write e.g. on@0,off@10")
-        if any(b <= a for a, b in zip(times, times[1:], strict=False)):
+        if any(b <= a for a, b in itertools.pairwise(times)):
             raise SpecError(f"schedule times must be strictly increasing, got {times}")
         return cls(jnp.asarray(times, dtype=float), jnp.asarray(levels, dtype=float))
 

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._regulation import network_regulation
-from .spec import EdgeSpec, NetworkSpec, SpecError, ffl_spec, load_spec
+from ._regulation import gate_or
+from .spec import MOTIFS, EdgeSpec, NetworkSpec, SpecError, ffl_spec, load_spec
 
 __all__ = ["Network", "as_network"]
 
@@ -140,9 +140,36 @@ class Network(eqx.Module):
         return i, j
 
     # -- dynamics -------------------------------------------------------------------
+    def _hill_power(self, r: Array, n: Array) -> Array:
+        """Occupancy ``r**n``; a fast path may override it (see simulate._batch)."""
+        return jnp.power(r, n)
+
     def regulation(self, A: Float[Array, " N"]) -> Float[Array, " N"]:
-        """Gated regulation ``G_i(A)`` of every node by its parents, shape ``(N,)``."""
-        return network_regulation(A, self.sign, self.K, self.n, self.is_or > 0.5)
+        """Gated regulation ``G_i(A)`` of every node by its parents, shape ``(N,)``.
+
+        Same values as :func:`~simulate.network_regulation` on the full ``(N, N)`` arrays,
+        but evaluated only on the (static) wired edges: for sparse networks this is many
+        times faster in batched solves (one Hill power per edge instead of per pair).
+        """
+        dtype = jnp.result_type(A, self.K)
+        one = jnp.ones((), dtype)
+        G = []
+        for i, row in enumerate(self.wiring):
+            js = [j for j, w in enumerate(row) if w]
+            if not js:
+                G.append(one)
+                continue
+            s = jnp.stack([self.sign[i, j] for j in js])
+            a = jnp.stack([A[j] for j in js])
+            u = self._hill_power(
+                jnp.maximum(a, 0.0) / jnp.stack([self.K[i, j] for j in js]),
+                jnp.stack([self.n[i, j] for j in js]),
+            )
+            terms = jnp.where(s > 0, u / (1.0 + u), jnp.where(s < 0, 1.0 / (1.0 + u), 1.0))
+            g_and = jnp.prod(terms)
+            g_or = gate_or(u, s)
+            G.append(jnp.where(self.is_or[i] > 0.5, g_or, g_and).astype(dtype))
+        return jnp.stack(G)
 
 
 def as_network(obj: Network | NetworkSpec | str, gate: str = "AND") -> Network:
@@ -153,10 +180,8 @@ def as_network(obj: Network | NetworkSpec | str, gate: str = "AND") -> Network:
         return Network.from_spec(obj)
     if isinstance(obj, str):
         text = obj.strip()
-        if "-" in text and text.split("-")[0].upper() in {"C1", "C2", "C3", "C4", "I1", "I2", "I3", "I4"}:
-            motif, g = text.split("-", 1)
-            return Network.from_spec(ffl_spec(motif, g))
-        if text.upper() in {"C1", "C2", "C3", "C4", "I1", "I2", "I3", "I4"}:
-            return Network.from_spec(ffl_spec(text, gate))
+        head, _, gate_part = text.partition("-")
+        if head.upper() in MOTIFS:
+            return Network.from_spec(ffl_spec(head, gate_part or gate))
         return Network.from_spec(load_spec(text))
     raise SpecError(f"cannot make a network from {type(obj).__name__}")

@@ -28,8 +28,16 @@ def _draw(ax, sol: Solution, legend: bool = True) -> None:
     x = np.asarray(sol.inputs)
     on = x > 0
     if on.any():
-        ax.fill_between(t, 0, 1, where=on, transform=ax.get_xaxis_transform(),
-                        color="0.92", step="post", label="input on")
+        ax.fill_between(
+            t,
+            0,
+            1,
+            where=on,
+            transform=ax.get_xaxis_transform(),
+            color="0.92",
+            step="post",
+            label="input on",
+        )
     states = np.asarray(sol.states)
     for k, name in enumerate(sol.names):
         style = "-" if sol.method != "map" else ".-"
@@ -62,12 +70,13 @@ def plot_preset_grid(
     """Save a grid of trajectories, one panel per solution (e.g. the 16 presets)."""
     plt = _pyplot()
     nrows = -(-len(sols) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.3 * nrows), dpi=110,
-                             sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(3.2 * ncols, 2.3 * nrows), dpi=110, sharex=True, squeeze=False
+    )
     for ax, sol, title in zip(axes.ravel(), sols, titles, strict=False):
         _draw(ax, sol, legend=False)
         ax.set_title(title, fontsize=9)
-    for ax in axes.ravel()[len(sols):]:
+    for ax in axes.ravel()[len(sols) :]:
         ax.axis("off")
     handles, labels = axes.ravel()[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)

@@ -57,7 +57,7 @@ class Solution(eqx.Module):
     method: str = eqx.field(static=True)
 
     @property
-    def ok(self) -> Bool[Array, "..."]:
+    def ok(self) -> Bool[Array, ...]:
         """True where the solve succeeded with finite values."""
         return self.code == 0
 

@@ -317,8 +317,16 @@ def ffl_spec(
     edges = []
     for (src, dst), sign in zip(((x, y), (x, z), (y, z)), FFL_SIGNS[m], strict=True):
         key = f"{src}->{dst}"
-        k = K[key] if isinstance(K, Mapping) and key in K else (K if not isinstance(K, Mapping) else 1.0)
-        h = n[key] if isinstance(n, Mapping) and key in n else (n if not isinstance(n, Mapping) else 2.0)
+        k = (
+            K[key]
+            if isinstance(K, Mapping) and key in K
+            else (K if not isinstance(K, Mapping) else 1.0)
+        )
+        h = (
+            n[key]
+            if isinstance(n, Mapping) and key in n
+            else (n if not isinstance(n, Mapping) else 2.0)
+        )
         edges.append(EdgeSpec(src, dst, sign, K=k, n=h))
     return NetworkSpec(nodes=(x, y, z), edges=tuple(edges), gates={z: g}, name=f"{m}-{g}")
 
