@@ -1,0 +1,206 @@
+"""The frozen base model: a char-level GPT-2 built from a config, pretrained from scratch
+on the task family's text and cached as a local transformers checkpoint.
+
+No hub download anywhere: ``--base PATH`` loads any local checkpoint instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._tasks import Task
+from ._tokenizer import CharTokenizer, HFTokenizer, load_tokenizer
+
+__all__ = ["BASE_PRESETS", "Base", "default_cache", "get_base", "pretrain_base"]
+
+#: GPT-2 shapes and default pretraining steps per preset (parameters approximate).
+BASE_PRESETS: dict[str, dict[str, int]] = {
+    "micro": {"n_embd": 32, "n_layer": 2, "n_head": 2, "steps": 60},  # ~30k, tests
+    "tiny": {"n_embd": 128, "n_layer": 4, "n_head": 4, "steps": 1500},  # ~0.8M, CPU
+    "small": {"n_embd": 256, "n_layer": 8, "n_head": 8, "steps": 3000},  # ~6.3M, GPU
+    "medium": {"n_embd": 512, "n_layer": 8, "n_head": 8, "steps": 4000},  # ~25M, GPU
+}
+N_POSITIONS = 96
+
+
+@dataclass
+class Base:
+    """A loaded base: model (eval mode, frozen), tokenizer and where it came from."""
+
+    model: Any
+    tokenizer: CharTokenizer | HFTokenizer
+    path: Path
+    meta: dict[str, Any]
+
+
+def default_cache() -> Path:
+    """``$AGENTMOTIFS_CACHE`` or ``~/.cache/agentmotifs``."""
+    env = os.environ.get("AGENTMOTIFS_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "agentmotifs"
+
+
+def _build(preset: str, vocab: int) -> Any:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    p = BASE_PRESETS[preset]
+    cfg = GPT2Config(
+        vocab_size=vocab, n_positions=N_POSITIONS, n_embd=p["n_embd"], n_layer=p["n_layer"],
+        n_head=p["n_head"], bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+    )
+    return GPT2LMHeadModel(cfg)
+
+
+def pretrain_base(
+    task: Task,
+    out: str | Path,
+    *,
+    preset: str = "tiny",
+    steps: int | None = None,
+    batch: int = 64,
+    lr: float = 3e-3,
+    seed: int = 0,
+    device: str = "cpu",
+    progress: bool = False,
+) -> Path:
+    """Pretrain a char-level GPT-2 from scratch on ``task``'s text and save it to ``out``.
+
+    The corpus is the task's :meth:`~llm_runs._tasks.Task.pretrain_corpus` (one-step facts,
+    not the role formats, from the train split only). Written atomically (temp folder,
+    then rename).
+
+    Args:
+        task: Source of the pretraining text.
+        out: Checkpoint folder to create.
+        preset: Model size, a key of :data:`BASE_PRESETS`.
+        steps: Optimizer steps (default: the preset's).
+        batch: Sequences per step.
+        lr: Peak learning rate (linear warm-up 5%, cosine decay).
+        seed: Seed of the weights and the corpus.
+        device: torch device.
+        progress: Show a tqdm bar.
+
+    Returns:
+        The checkpoint folder.
+    """
+    if preset not in BASE_PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose from {list(BASE_PRESETS)}")
+    steps = int(steps or BASE_PRESETS[preset]["steps"])
+    torch.manual_seed(seed)
+    tok = CharTokenizer()
+    model = _build(preset, tok.vocab_size).to(device)
+    rng = np.random.default_rng([seed, 4242])
+    corpus = task.pretrain_corpus(rng, max(40000, 4 * batch))
+    encoded = [[tok.bos_id, *tok.encode(line), tok.eos_id] for line in corpus]
+    length = max(len(e) for e in encoded)
+    if length > N_POSITIONS:
+        raise ValueError(f"pretraining line of {length} tokens exceeds {N_POSITIONS} positions")
+    ids = torch.full((len(encoded), length), tok.pad_id, dtype=torch.long)
+    for i, e in enumerate(encoded):
+        ids[i, : len(e)] = torch.tensor(e)
+    mask = (ids != tok.pad_id).long()
+    labels = ids.masked_fill(mask == 0, -100)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    warm = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps))),
+    )
+    model.train()
+    t0 = time.perf_counter()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, desc=f"pretrain {preset}", leave=False)
+    loss_val = float("nan")
+    for _ in range(steps):
+        idx = torch.from_numpy(rng.integers(0, len(encoded), size=batch))
+        out_ = model(
+            input_ids=ids[idx].to(device), attention_mask=mask[idx].to(device),
+            labels=labels[idx].to(device),
+        )
+        opt.zero_grad(set_to_none=True)
+        out_.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        loss_val = float(out_.loss.detach())
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss_val:.3f}")
+    if bar is not None:
+        bar.close()
+    out = Path(out)
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.eval().cpu().save_pretrained(str(tmp))
+    tok.save(tmp)
+    meta = {
+        "preset": preset, "task": task.name, "steps": steps, "batch": batch, "lr": lr,
+        "seed": seed, "final_loss": loss_val, "seconds": time.perf_counter() - t0,
+        "n_params": sum(p.numel() for p in model.parameters()),
+    }
+    (tmp / "agentmotifs_base.json").write_text(json.dumps(meta, indent=2))
+    if out.exists():
+        shutil.rmtree(tmp)  # another process finished first; keep its copy
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, out)
+    return out
+
+
+def load_base(path: str | Path, *, device: str = "cpu") -> Base:
+    """Load a local checkpoint (ours or any transformers causal LM) frozen, in eval mode."""
+    from transformers import AutoModelForCausalLM
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"base checkpoint not found: {path}")
+    model = AutoModelForCausalLM.from_pretrained(str(path)).to(device)
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    meta_file = path / "agentmotifs_base.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {"path": str(path)}
+    return Base(model, load_tokenizer(path), path, meta)
+
+
+def get_base(
+    task: Task,
+    *,
+    preset: str = "tiny",
+    base: str | Path | None = None,
+    cache: str | Path | None = None,
+    steps: int | None = None,
+    batch: int = 64,
+    lr: float = 3e-3,
+    device: str = "cpu",
+    progress: bool = False,
+) -> Base:
+    """The base for ``task``: ``base`` if given, else the cached pretrained one (built once).
+
+    The cache entry is keyed by preset, task, task seed and pretraining settings.
+    """
+    if base is not None:
+        return load_base(base, device=device)
+    steps = int(steps or BASE_PRESETS[preset]["steps"])
+    key = json.dumps([preset, task.name, task.seed, task.roles, steps, batch, lr, 1])
+    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+    folder = Path(cache) if cache is not None else default_cache()
+    path = folder / f"base-{preset}-{task.name}-{digest}"
+    if not (path / "agentmotifs_base.json").exists():
+        pretrain_base(task, path, preset=preset, steps=steps, batch=batch, lr=lr,
+                      device=device, progress=progress)
+    return load_base(path, device=device)

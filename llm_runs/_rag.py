@@ -1,0 +1,110 @@
+"""The ``rag`` task: two-hop lookups in a synthetic knowledge base given as context.
+
+The knowledge base (from the task seed) maps each entity (a 3-letter name) to a linked
+entity. A problem asks for ``link(link(e))`` and shows a context of four facts
+``abc>def`` (the two needed facts and two distractors, shuffled). X retrieves
+``e1 = link(e)`` from the context, Y reasons over X's ``e1`` to ``link(e1)``, Z verifies
+Y's answer against the context and outputs the final entity. The split is by question
+entity, so held-out questions ask about unseen entities. The shift swaps in a second,
+disjoint set of entities ("new entities").
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+
+import numpy as np
+
+from ._tasks import Problem, Task, register_task
+
+__all__ = ["RagTask"]
+
+
+@register_task
+class RagTask(Task):
+    """Two-hop retrieval over a seeded synthetic knowledge base.
+
+    Args:
+        seed: Knowledge-base seed.
+        roles: Role names.
+        n_entities: Entities per pool (normal and shifted pools are disjoint).
+        n_distractors: Distractor facts per context.
+    """
+
+    name = "rag"
+    out_len = {"X": 3, "Y": 3, "Z": 3}
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        roles: tuple[str, ...] | None = None,
+        n_entities: int = 400,
+        n_distractors: int = 2,
+    ) -> None:
+        super().__init__(seed=seed, roles=roles)
+        if n_entities < 8:
+            raise ValueError(f"n_entities must be >= 8, got {n_entities}")
+        rng = np.random.default_rng([self.seed, 31337])
+        letters = np.array(list(string.ascii_lowercase))
+        names: list[str] = []
+        seen: set[str] = set()
+        while len(names) < 2 * n_entities:
+            nm = "".join(rng.choice(letters, size=3))
+            if nm not in seen:
+                seen.add(nm)
+                names.append(nm)
+        self.pools = (names[:n_entities], names[n_entities:])
+        self.link: dict[str, str] = {}
+        for pool in self.pools:
+            perm = rng.permutation(len(pool))
+            for i, j in enumerate(perm):
+                self.link[pool[i]] = pool[int(j)] if int(j) != i else pool[(i + 1) % len(pool)]
+        self.n_distractors = int(n_distractors)
+
+    def draw(self, rng: np.random.Generator, shifted: bool) -> Problem:
+        pool = self.pools[int(shifted)]
+        e = pool[int(rng.integers(len(pool)))]
+        e1 = self.link[e]
+        e2 = self.link[e1]
+        facts = {e, e1}
+        while len(facts) < 2 + self.n_distractors:
+            facts.add(pool[int(rng.integers(len(pool)))])
+        order = rng.permutation(sorted(facts))
+        ctx = ";".join(f"{f}>{self.link[f]}" for f in order)
+        x, y, z = self.roles
+        gold = {x: e1, y: e2, z: e2}
+        return Problem(f"{int(shifted)}:{e}", {"e": e, "ctx": ctx}, gold, e2, shifted)
+
+    def _lookup(self, ctx: str, ent: str) -> str | None:
+        for fact in ctx.split(";"):
+            src, dst = fact.split(">")
+            if src == ent:
+                return dst
+        return None
+
+    def prompt(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str:
+        x, y, _ = self.roles
+        d = problem.data
+        tag = self.canon(role)
+        if tag == "X":
+            return f"X{d['ctx']}?{d['e']}>"
+        if tag == "Y":
+            return f"Y{d['ctx']}?{d['e']}|{upstream[x]}>"
+        return f"Z{d['ctx']}?{d['e']}|{upstream[x]}|{upstream[y]}>"
+
+    def local_gold(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str | None:
+        if self.canon(role) == "Y":
+            return self._lookup(problem.data["ctx"], upstream[self.roles[0]])
+        return problem.gold[role]
+
+    def corrupt(self, role: str, text: str, rng: np.random.Generator) -> str:
+        letters = [c for c in string.ascii_lowercase if c != text[-1]]
+        return text[:-1] + letters[int(rng.integers(len(letters)))]
+
+    def pretrain_lines(self, problem: Problem) -> list[str]:
+        d = problem.data
+        ctx = d["ctx"]
+        first = ctx.split(";")[0].split(">")[0]
+        return [f"{ctx}?{d['e']}={problem.gold[self.roles[0]]}", f"{ctx}?{first}={self.link[first]}"]

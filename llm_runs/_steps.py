@@ -1,0 +1,251 @@
+"""One training step (supervised warm-up or RL) and evaluation, on a :class:`State`.
+
+Kept apart from the run loop (``_train.py``) so each piece stays small and testable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._edges import EdgeController
+from ._policy import MultiAdapter
+from ._rl import advantages, assign_credit, corrupt, policy_loss
+from ._tasks import Probe, Problem, Task
+from .config import TrainConfig
+
+__all__ = ["State", "evaluate", "rl_step", "warmup_step"]
+
+
+@dataclass
+class State:
+    """Everything a step reads or changes (checkpointed by ``_train``).
+
+    Attributes:
+        members: Role → its adapter names (``[role]`` or the pool ``role_0..role_{K-1}``).
+        acc: Per agent, lists of per-step metrics since the last evaluation.
+        acc_e2e: Training end-to-end rewards (uncorrupted) since the last evaluation.
+    """
+
+    cfg: TrainConfig
+    task: Task
+    policy: MultiAdapter
+    edges: EdgeController
+    opt: torch.optim.Optimizer
+    rng: np.random.Generator
+    gen: torch.Generator
+    members: dict[str, list[str]]
+    baseline: dict[str, float] = field(default_factory=dict)
+    acc: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    acc_e2e: list[float] = field(default_factory=list)
+
+    @property
+    def roles(self) -> list[str]:
+        return list(self.task.roles)
+
+    def record(self, role: str, **metrics: float | None) -> None:
+        d = self.acc.setdefault(role, {})
+        for k, v in metrics.items():
+            if v is not None:
+                d.setdefault(k, []).append(float(v))
+
+
+def _assign(n: int, k: int) -> np.ndarray:
+    return np.arange(n) % k
+
+
+def _generate(st: State, role: str, prompts: list[str], *, greedy: bool,
+              member: int | None = None) -> list[str]:
+    """Outputs of ``role`` for ``prompts`` (pool members by index, or one ``member``)."""
+    names = st.members[role]
+    n_new = st.task.out_len[role]
+    assign = _assign(len(prompts), len(names)) if member is None else np.full(len(prompts), member)
+    texts: list[str] = [""] * len(prompts)
+    for k, name in enumerate(names):
+        idx = np.nonzero(assign == k)[0]
+        if idx.size == 0:
+            continue
+        enc = st.policy.encode([prompts[i] for i in idx])
+        comp = st.policy.generate(name, enc, n_new, greedy=greedy,
+                                  temperature=st.cfg.rl.temperature, generator=st.gen)
+        for i, t in zip(idx, st.policy.decode(comp), strict=True):
+            texts[int(i)] = t[:n_new]
+    return texts
+
+
+def _set_lr(st: State, step: int, factors: dict[str, dict[str, float]]) -> None:
+    ramp = min(1.0, (step + 1) / 10)
+    for group in st.opt.param_groups:
+        group["lr"] = st.cfg.rl.lr * ramp * factors[group["role"]]["coupling"]
+
+
+def _clip_and_step(st: State) -> None:
+    for names in st.members.values():
+        for name in names:
+            torch.nn.utils.clip_grad_norm_(st.policy.params[name], st.cfg.rl.grad_clip)
+    st.opt.step()
+    st.opt.zero_grad(set_to_none=True)
+
+
+def warmup_step(st: State, step: int) -> None:
+    """Supervised step on the role formats: gold upstream inputs, gold targets (CE loss)."""
+    cfg, task, pol = st.cfg, st.task, st.policy
+    factors = st.edges.factors()
+    _set_lr(st, step, factors)
+    probs = task.sample(st.rng, cfg.rl.warmup_batch, split="train", shifted=_shifted(cfg, step))
+    measured = {}
+    for role in st.roles:
+        n = max(1, round(factors[role]["budget"] * len(probs)))
+        sub = probs[:n]
+        prompts = [task.prompt(role, p, task.gold_upstream(role, p)) for p in sub]
+        assign = _assign(len(sub), len(st.members[role]))
+        ok_all, losses, ents = [], [], []
+        for k, name in enumerate(st.members[role]):
+            idx = np.nonzero(assign == k)[0]
+            if idx.size == 0:
+                continue
+            enc = pol.encode([prompts[i] for i in idx])
+            tgt = _targets(pol, [sub[i].gold[role] for i in idx], task.out_len[role])
+            pol.activate(name)
+            logp, ent, ok = pol.token_logprobs(enc, tgt)
+            loss = -logp.mean()
+            pol.backward(name, loss)
+            ok_all.append(ok.all(1).float())
+            losses.append(float(loss.detach()))
+            ents.append(float(ent.mean().detach()))
+        acc = float(torch.cat(ok_all).mean())
+        measured[role] = acc
+        st.record(role, loss=float(np.mean(losses)), entropy=float(np.mean(ents)),
+                  lr=cfg.rl.lr * min(1.0, (step + 1) / 10) * factors[role]["coupling"],
+                  budget_share=n / len(probs))
+    _clip_and_step(st)
+    st.edges.update(measured)
+
+
+def _targets(pol: MultiAdapter, texts: list[str], n: int) -> torch.Tensor:
+    seqs = [pol.tok.encode(t)[:n] for t in texts]
+    width = max(len(s) for s in seqs)
+    out = torch.full((len(seqs), width), pol.tok.eos_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return out.to(pol.device)
+
+
+def _shifted(cfg: TrainConfig, step: int) -> bool:
+    return cfg.task.shift.step is not None and step >= cfg.task.shift.step
+
+
+def rollout(st: State, problems: list[Problem], *, greedy: bool
+            ) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
+    """Run the X → Y → Z pipeline; returns per-rollout outputs and per-role prompts."""
+    outs: list[dict[str, str]] = [{} for _ in problems]
+    prompts: dict[str, list[str]] = {}
+    for role in st.roles:
+        prompts[role] = [st.task.prompt(role, p, o) for p, o in zip(problems, outs, strict=True)]
+        for o, t in zip(outs, _generate(st, role, prompts[role], greedy=greedy), strict=True):
+            o[role] = t
+    return outs, prompts
+
+
+def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool) -> None:
+    """One RL step: sample pipelines, credit, advantages, per-agent policy update(s)."""
+    cfg, task, pol, rl = st.cfg, st.task, st.policy, st.cfg.rl
+    factors = st.edges.factors()
+    _set_lr(st, step, factors)
+    base = task.sample(st.rng, rl.batch, split="train", shifted=_shifted(cfg, step))
+    probs = [p for p in base for _ in range(rl.group)]
+    outs, prompts = rollout(st, probs, greedy=False)
+    e2e = np.array([task.verify(p, o[st.roles[-1]]) for p, o in zip(probs, outs, strict=True)])
+    local = {}
+    for role in st.roles:
+        gold = [task.local_gold(role, p, o) or p.gold[role] for p, o in zip(probs, outs,
+                                                                            strict=True)]
+        local[role] = np.array([float(o[role] == g) for o, g in zip(outs, gold, strict=True)])
+    st.acc_e2e.append(float(e2e.mean()))
+    st.edges.update({r: float(v.mean()) for r, v in local.items()})
+    e2e_l, local_l = e2e, local
+    if pulse:
+        e2e_l = corrupt(e2e, pulse_mode, st.rng)
+        local_l = {r: corrupt(v, pulse_mode, st.rng) for r, v in local.items()}
+    rewards = assign_credit(e2e_l, local_l, st.roles, mode=rl.credit, discount=rl.discount)
+    work = []
+    for role in st.roles:
+        r = rewards[role] + factors[role]["credit"] * local_l[role]
+        adv, mean = advantages(r, algo=rl.algo, group=rl.group,
+                               baseline=st.baseline.get(role, 0.0))
+        st.baseline[role] = rl.baseline_decay * st.baseline.get(role, mean) + (
+            1 - rl.baseline_decay) * mean
+        n = max(1, round(factors[role]["budget"] * rl.batch)) * rl.group
+        comp = _targets(pol, [o[role] for o in outs[:n]], task.out_len[role])
+        work.append((role, prompts[role][:n], comp, torch.tensor(adv[:n], dtype=torch.float32,
+                                                                 device=pol.device), r, n))
+    epochs = rl.ppo_epochs if rl.algo == "ppo" else 1
+    old: dict[tuple[str, int], torch.Tensor] = {}
+    for epoch in range(epochs):
+        for role, pr, comp, adv, r, n in work:
+            assign = _assign(n, len(st.members[role]))
+            losses, ents, kls = [], [], []
+            for k, name in enumerate(st.members[role]):
+                idx = np.nonzero(assign == k)[0]
+                if idx.size == 0:
+                    continue
+                enc = pol.encode([pr[i] for i in idx])
+                c = comp[torch.as_tensor(idx, device=comp.device)]
+                pol.activate(name)
+                logp, ent, _ = pol.token_logprobs(enc, c, temperature=rl.temperature)
+                if epoch == 0:
+                    old[(role, k)] = logp.detach()
+                ref = None
+                if rl.kl_coef > 0 or (log_kl and epoch == epochs - 1):
+                    with torch.no_grad(), pol.base_only():
+                        ref, _, _ = pol.token_logprobs(enc, c, temperature=rl.temperature)
+                loss, kl = policy_loss(
+                    logp, old[(role, k)], adv[torch.as_tensor(idx, device=adv.device)],
+                    clip=rl.clip if rl.algo == "ppo" else None, entropy=ent,
+                    entropy_coef=rl.entropy_coef, ref_logp=ref, kl_coef=rl.kl_coef)
+                pol.backward(name, loss)
+                losses.append(float(loss.detach()))
+                ents.append(float(ent.mean().detach()))
+                if kl is not None:
+                    kls.append(float(kl.detach()))
+            if epoch == epochs - 1:
+                st.record(role, reward=float(r.mean()), reward_std=float(r.std()),
+                          loss=float(np.mean(losses)), entropy=float(np.mean(ents)),
+                          kl=float(np.mean(kls)) if kls else None,
+                          lr=cfg.rl.lr * min(1.0, (step + 1) / 10) * factors[role]["coupling"],
+                          budget_share=n / len(probs))
+        _clip_and_step(st)
+
+
+def evaluate(st: State, step: int, probes: dict[str, list[Probe]], test: list[Problem]
+             ) -> tuple[dict[str, float], float, dict[str, list[float]]]:
+    """Probe competence per role (mean over pool members), end-to-end test accuracy."""
+    comp: dict[str, float] = {}
+    per_member: dict[str, list[float]] = {}
+    for role in st.roles:
+        items = probes[role]
+        prompts = [st.task.prompt(role, pb.problem, pb.upstream) for pb in items]
+        scores = []
+        for k in range(len(st.members[role])):
+            outs = _generate(st, role, prompts, greedy=True, member=k)
+            scores.append(float(np.mean([o == pb.target for o, pb in zip(outs, items,
+                                                                         strict=True)])))
+        per_member[role] = scores
+        comp[role] = float(np.mean(scores))
+    outs, _ = rollout(st, test, greedy=True)
+    acc = float(np.mean([st.task.verify(p, o[st.roles[-1]]) for p, o in zip(test, outs,
+                                                                              strict=True)]))
+    return comp, acc, per_member
+
+
+def metric_rows(st: State) -> dict[str, dict[str, Any]]:
+    """Averages of the accumulated per-step metrics; resets the accumulators."""
+    out = {}
+    for role in st.roles:
+        d = st.acc.get(role, {})
+        out[role] = {k: float(np.mean(v)) for k, v in d.items() if v}
+    st.acc = {}
+    return out

@@ -1,0 +1,243 @@
+"""Task interface, splits and probes; the ``math`` task. (``rag`` lives in ``_rag.py``.)
+
+A task is a pipeline of roles (default X → Y → Z). To add one, subclass :class:`Task` and
+implement four methods; everything else (splits, probes, pretraining text) is generic:
+
+- ``draw(rng, shifted) -> Problem``: one random problem (``key`` decides its split);
+- ``prompt(role, problem, upstream) -> str``: the role's prompt given the *actual* outputs
+  of the upstream roles (``upstream[role]`` strings), fixed width per role is advisable;
+- ``local_gold(role, problem, upstream) -> str | None``: the correct output of ``role``
+  given those upstream outputs (its own verifiable skill), None if undefined;
+- ``pretrain_lines(problem) -> list[str]``: base-model pretraining text from one problem.
+
+``verify(problem, answer)`` (end-to-end reward in [0, 1]) defaults to exact match of the last
+role's output with ``problem.answer``; override it for e.g. unit-test rewards. Role outputs
+are ``out_len[role]`` characters, generated greedily at evaluation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Problem", "Probe", "Task", "MathTask", "get_task", "register_task", "TASKS"]
+
+SPLITS = ("train", "probe", "test")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One task instance.
+
+    Attributes:
+        key: Identity used for the split (problems with one key share a split).
+        data: Task-specific fields (operands, context, ...).
+        gold: Correct output of every role given correct upstream outputs.
+        answer: The final answer (the last role's gold output).
+        shifted: Drawn from the shifted distribution.
+    """
+
+    key: str
+    data: Mapping[str, Any]
+    gold: Mapping[str, str]
+    answer: str
+    shifted: bool = False
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A fixed probe item for one role: prompt built from gold (or corrupted) upstream."""
+
+    role: str
+    problem: Problem
+    upstream: Mapping[str, str] = field(default_factory=dict)
+    target: str = ""
+
+
+def split_of(key: str, *, probe_frac: float = 0.05, test_frac: float = 0.10) -> str:
+    """Deterministic split of a problem key: ``probe``, ``test`` or ``train``."""
+    u = int.from_bytes(hashlib.sha1(key.encode()).digest()[:8], "big") / 2**64
+    if u < probe_frac:
+        return "probe"
+    if u < probe_frac + test_frac:
+        return "test"
+    return "train"
+
+
+class Task:
+    """Base class; see the module docstring for the interface.
+
+    Args:
+        seed: Seed of the task's fixed content (e.g. the knowledge base).
+        roles: Role names in pipeline order (the network's nodes, mapped in order).
+    """
+
+    name = "task"
+    default_roles: tuple[str, ...] = ("X", "Y", "Z")
+    out_len: dict[str, int] = {}
+
+    def __init__(self, *, seed: int = 0, roles: tuple[str, ...] | None = None) -> None:
+        self.seed = int(seed)
+        roles = tuple(roles) if roles is not None else self.default_roles
+        if len(roles) != len(self.default_roles):
+            raise ValueError(
+                f"task {self.name!r} has {len(self.default_roles)} roles, got {list(roles)}"
+            )
+        self._rename = dict(zip(self.default_roles, roles, strict=True))
+        self.roles = roles
+        self.out_len = {self._rename[r]: n for r, n in type(self).out_len.items()}
+
+    def canon(self, role: str) -> str:
+        """Default role name (X/Y/Z) of a (possibly renamed) role."""
+        for k, v in self._rename.items():
+            if v == role:
+                return k
+        raise KeyError(f"unknown role {role!r}; roles are {list(self.roles)}")
+
+    # -- to implement -------------------------------------------------------------------
+    def draw(self, rng: np.random.Generator, shifted: bool) -> Problem:
+        raise NotImplementedError
+
+    def prompt(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str:
+        raise NotImplementedError
+
+    def local_gold(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str | None:
+        raise NotImplementedError
+
+    def pretrain_lines(self, problem: Problem) -> list[str]:
+        raise NotImplementedError
+
+    def corrupt(self, role: str, text: str, rng: np.random.Generator) -> str:
+        """A wrong output of ``role`` (used for probes of downstream roles)."""
+        chars = list(text)
+        i = int(rng.integers(len(chars)))
+        pool = [c for c in "0123456789" if c != chars[i]] if chars[i].isdigit() else ["x"]
+        chars[i] = pool[int(rng.integers(len(pool)))]
+        return "".join(chars)
+
+    # -- generic ------------------------------------------------------------------------
+    def verify(self, problem: Problem, answer: str) -> float:
+        """End-to-end reward of the final output: exact match, in {0, 1}."""
+        return float(answer == problem.answer)
+
+    def sample(
+        self, rng: np.random.Generator, n: int, *, split: str = "train", shifted: bool = False
+    ) -> list[Problem]:
+        """``n`` problems of ``split`` (rejection on the key hash; splits never overlap)."""
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        out: list[Problem] = []
+        tries = 0
+        while len(out) < n:
+            p = self.draw(rng, shifted)
+            tries += 1
+            if split_of(p.key) == split:
+                out.append(p)
+            elif tries > 1000 * (n + 10):
+                raise RuntimeError(f"task {self.name}: cannot draw {n} {split} problems")
+        return out
+
+    def gold_upstream(self, role: str, problem: Problem) -> dict[str, str]:
+        """Gold outputs of the roles before ``role``."""
+        i = self.roles.index(role)
+        return {r: problem.gold[r] for r in self.roles[:i]}
+
+    def probes(self, role: str, n: int, *, seed: int, shifted: bool = False) -> list[Probe]:
+        """A fixed probe set of role ``role``: probe-split problems, gold upstream inputs.
+
+        The last role's probes get the second-to-last role's gold output corrupted in half
+        the items, so that checking-and-refining is measured, not copying.
+        """
+        rng = np.random.default_rng([seed, 7919, self.roles.index(role), int(shifted)])
+        out = []
+        for p in self.sample(rng, n, split="probe", shifted=shifted):
+            up = self.gold_upstream(role, p)
+            if role == self.roles[-1] and len(self.roles) > 1 and rng.random() < 0.5:
+                prev = self.roles[-2]
+                up[prev] = self.corrupt(prev, up[prev], rng)
+            target = self.local_gold(role, p, up)
+            out.append(Probe(role, p, up, target if target is not None else p.gold[role]))
+        return out
+
+    def pretrain_corpus(self, rng: np.random.Generator, n: int) -> list[str]:
+        """``n`` lines of pretraining text from train-split problems (20% shifted)."""
+        lines: list[str] = []
+        while len(lines) < n:
+            shifted = bool(rng.random() < 0.2)
+            lines.extend(self.pretrain_lines(self.sample(rng, 1, shifted=shifted)[0]))
+        return lines[:n]
+
+
+def _fmt(v: int, width: int = 3) -> str | None:
+    s = str(v).zfill(width) if v >= 0 else "-" + str(-v).zfill(width - 1)
+    return s if len(s) == width else None
+
+
+class MathTask(Task):
+    """Two-step arithmetic ``a + b - c``: X computes ``s = a + b``, Y computes ``s - c``
+    from X's ``s``, Z checks Y's answer against the problem and X's ``s`` and outputs the
+    final answer. Normal: a, b in [0, 49]; shifted ("harder numbers"): a, b in [50, 99].
+    Numbers are zero-padded (a, b: 2 digits, c and outputs: 3), so prompts have fixed width.
+    """
+
+    name = "math"
+    out_len = {"X": 3, "Y": 3, "Z": 3}
+
+    def draw(self, rng: np.random.Generator, shifted: bool) -> Problem:
+        lo, hi = (50, 100) if shifted else (0, 50)
+        a, b = (int(v) for v in rng.integers(lo, hi, size=2))
+        c = int(rng.integers(0, a + b + 1))
+        s, r = a + b, a + b - c
+        x, y, z = self.roles
+        gold = {x: _fmt(s) or "", y: _fmt(r) or "", z: _fmt(r) or ""}
+        return Problem(f"{a}+{b}-{c}", {"a": a, "b": b, "c": c}, gold, gold[z], shifted)
+
+    def _q(self, p: Problem) -> str:
+        d = p.data
+        return f"{d['a']:02d}+{d['b']:02d}-{d['c']:03d}"
+
+    def prompt(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str:
+        x, y, _ = self.roles
+        tag = self.canon(role)
+        if tag == "X":
+            return f"X{self._q(problem)}>"
+        if tag == "Y":
+            return f"Y{self._q(problem)}|{upstream[x]}>"
+        return f"Z{self._q(problem)}|{upstream[x]}|{upstream[y]}>"
+
+    def local_gold(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str | None:
+        tag = self.canon(role)
+        if tag == "Y":
+            try:
+                return _fmt(int(upstream[self.roles[0]]) - problem.data["c"])
+            except ValueError:
+                return None
+        return problem.gold[role]
+
+    def pretrain_lines(self, problem: Problem) -> list[str]:
+        d = problem.data
+        s = d["a"] + d["b"]
+        return [f"{d['a']:02d}+{d['b']:02d}={s:03d}", f"{s:03d}-{d['c']:03d}={problem.answer}"]
+
+
+TASKS: dict[str, type[Task]] = {"math": MathTask}
+
+
+def register_task(cls: type[Task]) -> type[Task]:
+    """Register a :class:`Task` subclass under ``cls.name`` (usable as a decorator)."""
+    TASKS[cls.name] = cls
+    return cls
+
+
+def get_task(name: str, *, seed: int = 0, roles: tuple[str, ...] | None = None, **options: Any
+             ) -> Task:
+    """Instantiate a registered task (``math``, ``rag`` or a user's)."""
+    from . import _rag  # noqa: F401  (registers "rag")
+
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; registered: {sorted(TASKS)}")
+    return TASKS[name](seed=seed, roles=roles, **options)
