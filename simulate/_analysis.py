@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array
 
 from ._kinetics import Model
 from ._solve import Solution
@@ -52,7 +52,7 @@ REGIME_NAMES = {
 }
 
 
-def _window(sol: Solution) -> Float[Array, " T"]:
+def _window(sol: Solution) -> Array:
     """Mask of the samples after the last input switch (the whole run if none)."""
     x = sol.inputs
     changed = jnp.concatenate([jnp.zeros(1, bool), x[1:] != x[:-1]])
@@ -132,7 +132,7 @@ def classify(
     abs_tol: float = 1e-6,
     collapse_level: float = 0.05,
     sustain_ratio: float = 0.5,
-) -> tuple[Int[Array, ""], Int[Array, " N"]]:
+) -> tuple[Array, Array]:
     """Regime of a trajectory, judged on the part after the last input switch.
 
     Rules per node, with band ``h = max(rel_tol * max|A|, abs_tol)`` around the late level:
@@ -232,8 +232,8 @@ def _dynamic_index(model: Model) -> np.ndarray:
 
 @eqx.filter_jit
 def steady_state(
-    model: Model, y_guess: Float[Array, " S"], x: Float[Array, ""] | float
-) -> tuple[Float[Array, " S"], Array]:
+    model: Model, y_guess: Array, x: Array | float
+) -> tuple[Array, Array]:
     """Root of the drift at input value ``x``, by Newton from ``y_guess``.
 
     Returns:
@@ -266,16 +266,16 @@ class Stability(eqx.Module):
         found: Whether the steady state was found.
     """
 
-    steady: Float[Array, " S"]
+    steady: Array
     eigenvalues: Array
-    max_real: Float[Array, ""]
-    spectral_radius: Float[Array, ""]
-    leading_imag: Float[Array, ""]
+    max_real: Array
+    spectral_radius: Array
+    leading_imag: Array
     found: Array
 
 
 @eqx.filter_jit
-def linear_stability(model: Model, y_guess: Float[Array, " S"], x: Float[Array, ""] | float):
+def linear_stability(model: Model, y_guess: Array, x: Array | float):
     """Steady state near ``y_guess`` and the Jacobian spectrum there (``jax.jacfwd``)."""
     y_ss, ok = steady_state(model, y_guess, x)
     dyn = _dynamic_index(model)

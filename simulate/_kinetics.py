@@ -31,7 +31,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array
 
 from ._network import Network
 from .spec import SpecError
@@ -47,8 +47,8 @@ class Schedule(eqx.Module):
         levels: Level from each switch on, shape ``(S,)`` (1 = on, 0 = off).
     """
 
-    times: Float[Array, " S"]
-    levels: Float[Array, " S"]
+    times: Array
+    levels: Array
 
     def __check_init__(self) -> None:
         t = np.asarray(self.times) if not isinstance(self.times, jnp.ndarray) else None
@@ -84,7 +84,7 @@ class Schedule(eqx.Module):
         """Input switched on at ``t_on`` and left on."""
         return cls(jnp.asarray([t_on], dtype=float), jnp.asarray([1.0]))
 
-    def __call__(self, t: Float[Array, ""]) -> Float[Array, ""]:
+    def __call__(self, t: Array) -> Array:
         idx = jnp.searchsorted(self.times, t, side="right") - 1
         return jnp.where(idx >= 0, self.levels[jnp.clip(idx, 0, None)], 0.0)
 
@@ -92,16 +92,16 @@ class Schedule(eqx.Module):
 class Kinetics(eqx.Module):
     """Base class: per-node rate parameters and the node-wise rate law."""
 
-    A0: eqx.AbstractVar[Float[Array, " N"]]
-    x0: eqx.AbstractVar[Float[Array, ""]]
+    A0: eqx.AbstractVar[Array]
+    x0: eqx.AbstractVar[Array]
     name: ClassVar[str] = "kinetics"
     algebraic_sources: ClassVar[bool] = False
     bounded: ClassVar[bool] = False
     node_params: ClassVar[tuple[str, ...]] = ()
 
     def rates(
-        self, A: Float[Array, " N"], G: Float[Array, " N"], drive: Float[Array, " N"]
-    ) -> Float[Array, " N"]:
+        self, A: Array, G: Array, drive: Array
+    ) -> Array:
         """``dA/dt`` given own levels ``A``, regulation ``G`` and input drive (1/time)."""
         raise NotImplementedError
 
@@ -116,10 +116,10 @@ class AlonKinetics(Kinetics):
         x0: Input level when the schedule is on.
     """
 
-    beta: Float[Array, " N"]
-    gamma: Float[Array, " N"]
-    A0: Float[Array, " N"]
-    x0: Float[Array, ""]
+    beta: Array
+    gamma: Array
+    A0: Array
+    x0: Array
     name: ClassVar[str] = "alon"
     algebraic_sources: ClassVar[bool] = True
     node_params: ClassVar[tuple[str, ...]] = ("beta", "gamma", "A0")
@@ -145,11 +145,11 @@ class CompetenceKinetics(Kinetics):
         x0: Input level in (0, 1] when the schedule is on.
     """
 
-    rho: Float[Array, " N"]
-    b: Float[Array, " N"]
-    delta: Float[Array, " N"]
-    A0: Float[Array, " N"]
-    x0: Float[Array, ""]
+    rho: Array
+    b: Array
+    delta: Array
+    A0: Array
+    x0: Array
     name: ClassVar[str] = "competence"
     bounded: ClassVar[bool] = True
     node_params: ClassVar[tuple[str, ...]] = ("rho", "b", "delta", "A0")
@@ -185,9 +185,9 @@ class Model(eqx.Module):
 
     network: Network
     kinetics: Kinetics
-    sigma: Float[Array, " N"]
-    tau: Float[Array, ""]
-    eta: Float[Array, ""]
+    sigma: Array
+    tau: Array
+    eta: Array
     delay_stages: int = eqx.field(static=True, default=0)
 
     @property
@@ -207,23 +207,23 @@ class Model(eqx.Module):
             return ~self.network.pure_sources
         return np.ones(self.size, dtype=bool)
 
-    def input_value(self, level: Float[Array, ""]) -> Float[Array, ""]:
+    def input_value(self, level: Array) -> Array:
         """Input ``x = x0 * s`` for schedule level ``s``."""
         return self.kinetics.x0 * level
 
-    def levels(self, y: Float[Array, " S"], x: Float[Array, ""]) -> Float[Array, " N"]:
+    def levels(self, y: Array, x: Array) -> Array:
         """Node levels from the state: algebraic input nodes take the input ``x``."""
         A = y[: self.size]
         if self.kinetics.algebraic_sources:
             A = jnp.where(jnp.asarray(self.network.pure_sources), x, A)
         return A
 
-    def initial_state(self) -> Float[Array, " S"]:
+    def initial_state(self) -> Array:
         """``A0`` with every delay stage at ``A0`` (constant history)."""
         A0 = jnp.asarray(self.kinetics.A0, dtype=float)
         return jnp.concatenate([A0] + [A0] * self.delay_stages)
 
-    def rhs(self, y: Float[Array, " S"], x: Float[Array, ""], clip: bool = False):
+    def rhs(self, y: Array, x: Array, clip: bool = False):
         """Autonomous drift ``dy/dt`` at input value ``x`` (``clip``: levels into [0, 1])."""
         N, k = self.size, self.delay_stages
         A = self.levels(y, x)
@@ -246,7 +246,7 @@ class Model(eqx.Module):
             return jnp.concatenate([dA, dD.reshape(-1)])
         return dA
 
-    def diffusion(self, y: Float[Array, " S"]) -> Float[Array, " S"]:
+    def diffusion(self, y: Array) -> Array:
         """Wright–Fisher diffusion ``sigma_i sqrt(A_i (1 - A_i))`` (0 on delay stages)."""
         A = jnp.clip(y[: self.size], 0.0, 1.0)
         g = self.sigma * jnp.sqrt(A * (1.0 - A))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array
 
 from ._regulation import gate_or
 from .spec import MOTIFS, EdgeSpec, NetworkSpec, SpecError, ffl_spec, load_spec
@@ -37,10 +37,10 @@ class Network(eqx.Module):
     wiring: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
     inputs: tuple[bool, ...] = eqx.field(static=True)
     feedback: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
-    sign: Float[Array, "N N"]
-    is_or: Float[Array, " N"]
-    K: Float[Array, "N N"]
-    n: Float[Array, "N N"]
+    sign: Array
+    is_or: Array
+    K: Array
+    n: Array
 
     @classmethod
     def from_spec(cls, spec: NetworkSpec) -> Network:
@@ -106,7 +106,7 @@ class Network(eqx.Module):
     @property
     def has_parents(self) -> np.ndarray:
         """Per node, True if any edge regulates it (static wiring)."""
-        return self.edge_mask.any(axis=1)
+        return np.asarray(self.edge_mask.any(axis=1), dtype=bool)
 
     @property
     def edge_keys(self) -> list[str]:
@@ -144,7 +144,7 @@ class Network(eqx.Module):
         """Occupancy ``r**n``; a fast path may override it (see simulate._batch)."""
         return jnp.power(r, n)
 
-    def regulation(self, A: Float[Array, " N"]) -> Float[Array, " N"]:
+    def regulation(self, A: Array) -> Array:
         """Gated regulation ``G_i(A)`` of every node by its parents, shape ``(N,)``.
 
         Same values as :func:`~simulate.network_regulation` on the full ``(N, N)`` arrays,

@@ -55,9 +55,10 @@ _BOUNDS: dict[str, tuple[float, bool, float, bool]] = {
 
 
 def _check_value(name: str, base: str, value: Any, kinetics: Kinetics) -> None:
-    if isinstance(value, jax.core.Tracer):
+    try:
+        arr = np.asarray(value, dtype=float)
+    except jax.errors.TracerArrayConversionError:
         return  # inside a sweep: values are checked by the caller before tracing
-    arr = np.asarray(value, dtype=float)
     if not np.all(np.isfinite(arr)):
         raise SpecError(f"parameter {name} must be finite, got {value!r}")
     lo, lo_inc, hi, hi_inc = _BOUNDS.get(base, (-np.inf, True, np.inf, True))

@@ -9,7 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
-from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+from jaxtyping import Array, PRNGKeyArray
 
 from ._kinetics import Model, Schedule
 from .spec import SpecError
@@ -48,16 +48,16 @@ class Solution(eqx.Module):
         method: ``"ode"``, ``"sde"`` or ``"map"``.
     """
 
-    t: Float[Array, " T"]
-    states: Float[Array, "T N"]
-    inputs: Float[Array, " T"]
-    y_final: Float[Array, " S"]
-    code: Int[Array, ""]
+    t: Array
+    states: Array
+    inputs: Array
+    y_final: Array
+    code: Array
     names: tuple[str, ...] = eqx.field(static=True)
     method: str = eqx.field(static=True)
 
     @property
-    def ok(self) -> Bool[Array, ...]:
+    def ok(self) -> Array:
         """True where the solve succeeded with finite values."""
         return self.code == 0
 
@@ -65,7 +65,7 @@ class Solution(eqx.Module):
         """Human-readable status (for an unbatched solution)."""
         return FAILURE_MESSAGES[int(self.code)]
 
-    def node(self, name: str) -> Float[Array, "... T"]:
+    def node(self, name: str) -> Array:
         """Trajectory of one node."""
         if name not in self.names:
             raise SpecError(f"unknown node {name!r}; nodes are {list(self.names)}")
