@@ -108,3 +108,15 @@ def test_module_entry_point_runs():
         [sys.executable, "-m", "simulate", "motifs"], capture_output=True, text=True, timeout=120
     )
     assert r.returncode == 0 and "I4-OR" in r.stdout
+
+
+def test_demo_writes_figure_and_summary(capsys, tmp_path):
+    code, out, _ = _run(capsys, "demo", "--out", str(tmp_path))
+    data = json.loads((tmp_path / "presets.json").read_text())
+    assert code == 0 and len(data["presets"]) == 16
+    assert (tmp_path / "presets.png").stat().st_size > 50_000
+    c1, c1_or = data["presets"]["C1-AND"], data["presets"]["C1-OR"]
+    # sign-sensitive delays: C1-AND slow ON / fast OFF; C1-OR the reverse
+    assert c1["z_t50_on"] > 1.2 * c1["z_t50_off"] and c1_or["z_t50_off"] > 2 * c1_or["z_t50_on"]
+    assert data["presets"]["I1-AND"]["regime"] == "overshoot/pulse"
+    assert "C1-AND" in out
