@@ -23,13 +23,29 @@ from .config import ConfigError, TrainConfig, load_config, load_sweep, set_dotte
 from .runlog import RunLogError, read_run
 
 _FLAGS = {  # CLI flag -> dotted config field
-    "motif": "network.motif", "gate": "network.gate", "K": "network.K", "n": "network.n",
-    "mechanism": "network.default_mechanism", "task": "task.name", "steps": "steps",
-    "seed": "seed", "algo": "rl.algo", "credit": "rl.credit", "device": "device",
-    "base": "model.base", "base_cache": "model.base_cache", "preset": "model.preset",
-    "eval_every": "eval_every", "ckpt_every": "ckpt_every", "threads": "threads",
-    "pool_size": "pool_size", "warmup_steps": "rl.warmup_steps", "batch": "rl.batch",
-    "group": "rl.group", "lr": "rl.lr", "name": "name",
+    "motif": "network.motif",
+    "gate": "network.gate",
+    "K": "network.K",
+    "n": "network.n",
+    "mechanism": "network.default_mechanism",
+    "task": "task.name",
+    "steps": "steps",
+    "seed": "seed",
+    "algo": "rl.algo",
+    "credit": "rl.credit",
+    "device": "device",
+    "base": "model.base",
+    "base_cache": "model.base_cache",
+    "preset": "model.preset",
+    "eval_every": "eval_every",
+    "ckpt_every": "ckpt_every",
+    "threads": "threads",
+    "pool_size": "pool_size",
+    "warmup_steps": "rl.warmup_steps",
+    "batch": "rl.batch",
+    "group": "rl.group",
+    "lr": "rl.lr",
+    "name": "name",
 }
 
 
@@ -50,11 +66,15 @@ def _train_config(args: argparse.Namespace) -> TrainConfig:
 def _summary(out: Path) -> str:
     log = read_run(out)
     e2e = log.e2e_rows
-    first, last = log.agent_rows[: len(log.manifest["agents"])], log.agent_rows[-len(
-        log.manifest["agents"]):]
-    lines = [f"run {log.name}: {out}",
-             f"  end-to-end accuracy {e2e[0]['accuracy']:.3f} -> {e2e[-1]['accuracy']:.3f} "
-             f"(step {e2e[0]['step']} -> {e2e[-1]['step']}, n={e2e[-1]['n_eval']})"]
+    first, last = (
+        log.agent_rows[: len(log.manifest["agents"])],
+        log.agent_rows[-len(log.manifest["agents"]) :],
+    )
+    lines = [
+        f"run {log.name}: {out}",
+        f"  end-to-end accuracy {e2e[0]['accuracy']:.3f} -> {e2e[-1]['accuracy']:.3f} "
+        f"(step {e2e[0]['step']} -> {e2e[-1]['step']}, n={e2e[-1]['n_eval']})",
+    ]
     for a, b in zip(first, last, strict=True):
         lines.append(f"  {a['agent']}: competence {a['competence']:.3f} -> {b['competence']:.3f}")
     return "\n".join(lines)
@@ -62,8 +82,11 @@ def _summary(out: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m llm_runs", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m llm_runs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train one run (or resume it)")
     t.add_argument("--config", help="TrainConfig .json/.yaml (flags override it)")
@@ -72,9 +95,20 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted override")
     t.add_argument("--no-progress", action="store_true")
     for flag in _FLAGS:
-        kind = {"steps": int, "seed": int, "eval_every": int, "ckpt_every": int,
-                "threads": int, "pool_size": int, "warmup_steps": int, "batch": int,
-                "group": int, "K": float, "n": float, "lr": float}.get(flag, str)
+        kind = {
+            "steps": int,
+            "seed": int,
+            "eval_every": int,
+            "ckpt_every": int,
+            "threads": int,
+            "pool_size": int,
+            "warmup_steps": int,
+            "batch": int,
+            "group": int,
+            "K": float,
+            "n": float,
+            "lr": float,
+        }.get(flag, str)
         t.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)
     s = sub.add_parser("sweep", help="seeds x grid, local process pool or Ray")
     s.add_argument("--config", required=True, help="SweepConfig .json/.yaml")
@@ -117,8 +151,13 @@ def main(argv: list[str] | None = None) -> int:
             from ._base import get_base
             from ._tasks import get_task
 
-            base = get_base(get_task(args.task), preset=args.preset, cache=args.base_cache,
-                            steps=args.steps, progress=True)
+            base = get_base(
+                get_task(args.task),
+                preset=args.preset,
+                cache=args.base_cache,
+                steps=args.steps,
+                progress=True,
+            )
             print(json.dumps({"path": str(base.path), **base.meta}, indent=2))
         else:
             from ._figure import competence_figure

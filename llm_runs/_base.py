@@ -55,9 +55,17 @@ def _build(preset: str, vocab: int) -> Any:
 
     p = BASE_PRESETS[preset]
     cfg = GPT2Config(
-        vocab_size=vocab, n_positions=N_POSITIONS, n_embd=p["n_embd"], n_layer=p["n_layer"],
-        n_head=p["n_head"], bos_token_id=1, eos_token_id=2, pad_token_id=0,
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        vocab_size=vocab,
+        n_positions=N_POSITIONS,
+        n_embd=p["n_embd"],
+        n_layer=p["n_layer"],
+        n_head=p["n_head"],
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
     )
     return GPT2LMHeadModel(cfg)
 
@@ -128,7 +136,8 @@ def pretrain_base(
     for _ in range(steps):
         idx = torch.from_numpy(rng.integers(0, len(encoded), size=batch))
         out_ = model(
-            input_ids=ids[idx].to(device), attention_mask=mask[idx].to(device),
+            input_ids=ids[idx].to(device),
+            attention_mask=mask[idx].to(device),
             labels=labels[idx].to(device),
         )
         opt.zero_grad(set_to_none=True)
@@ -148,8 +157,14 @@ def pretrain_base(
     model.eval().cpu().save_pretrained(str(tmp))
     tok.save(tmp)
     meta = {
-        "preset": preset, "task": task.name, "steps": steps, "batch": batch, "lr": lr,
-        "seed": seed, "final_loss": loss_val, "seconds": time.perf_counter() - t0,
+        "preset": preset,
+        "task": task.name,
+        "steps": steps,
+        "batch": batch,
+        "lr": lr,
+        "seed": seed,
+        "final_loss": loss_val,
+        "seconds": time.perf_counter() - t0,
         "n_params": sum(p.numel() for p in model.parameters()),
     }
     (tmp / "agentmotifs_base.json").write_text(json.dumps(meta, indent=2))
@@ -201,6 +216,14 @@ def get_base(
     folder = Path(cache) if cache is not None else default_cache()
     path = folder / f"base-{preset}-{task.name}-{digest}"
     if not (path / "agentmotifs_base.json").exists():
-        pretrain_base(task, path, preset=preset, steps=steps, batch=batch, lr=lr,
-                      device=device, progress=progress)
+        pretrain_base(
+            task,
+            path,
+            preset=preset,
+            steps=steps,
+            batch=batch,
+            lr=lr,
+            device=device,
+            progress=progress,
+        )
     return load_base(path, device=device)

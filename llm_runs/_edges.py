@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 from simulate._regulation import edge_term, gate_or
 
 from .config import MECHANISMS, NetworkConfig, SpuriousConfig

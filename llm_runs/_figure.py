@@ -10,8 +10,9 @@ from .runlog import read_run
 __all__ = ["competence_figure"]
 
 
-def competence_figure(runs: Sequence[str | Path], out: str | Path, *, title: str | None = None
-                      ) -> Path:
+def competence_figure(
+    runs: Sequence[str | Path], out: str | Path, *, title: str | None = None
+) -> Path:
     """One panel per run: probe competence A_i(t) per agent and end-to-end accuracy.
 
     Args:
@@ -28,8 +29,9 @@ def competence_figure(runs: Sequence[str | Path], out: str | Path, *, title: str
     import matplotlib.pyplot as plt
 
     logs = [read_run(r) for r in runs]
-    fig, axes = plt.subplots(1, len(logs), figsize=(4.2 * len(logs), 3.4), sharey=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(logs), figsize=(4.2 * len(logs), 3.4), sharey=True, squeeze=False
+    )
     for ax, log in zip(axes[0], logs, strict=True):
         wide = log.competence()
         for agent in log.manifest["agents"]:
@@ -46,8 +48,11 @@ def competence_figure(runs: Sequence[str | Path], out: str | Path, *, title: str
             ax.axvline(shift, color="tab:purple", lw=1)
         cfg = log.manifest["config"]
         mech = cfg["network"]["default_mechanism"]
-        ax.set_title(f"{log.manifest['spec']['name']} · {cfg['task']['name']} · {mech} · "
-                     f"seed {log.manifest['seed']}", fontsize=9)
+        ax.set_title(
+            f"{log.manifest['spec']['name']} · {cfg['task']['name']} · {mech} · "
+            f"seed {log.manifest['seed']}",
+            fontsize=9,
+        )
         ax.set_xlabel("optimizer step")
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,16 +72,22 @@ class MultiAdapter:
             raise ValueError(f"agent names must be unique and non-empty, got {list(agents)}")
         default_targets, fan = _targets(base.model)
         cfg = LoraConfig(
-            r=r, lora_alpha=alpha, lora_dropout=dropout, bias="none",
-            target_modules=target_modules or default_targets, fan_in_fan_out=fan,
+            r=r,
+            lora_alpha=alpha,
+            lora_dropout=dropout,
+            bias="none",
+            target_modules=target_modules or default_targets,
+            fan_in_fan_out=fan,
         )
         torch.manual_seed(seed)
         self.tok = base.tokenizer
         self.device = torch.device(device)
         self.agents = list(agents)
-        self.model = get_peft_model(base.model, cfg, adapter_name=self.agents[0])
-        for a in self.agents[1:]:
-            self.model.add_adapter(a, cfg)
+        with warnings.catch_warnings():  # transformers' deprecation notes inside peft
+            warnings.simplefilter("ignore", FutureWarning)
+            self.model = get_peft_model(base.model, cfg, adapter_name=self.agents[0])
+            for a in self.agents[1:]:
+                self.model.add_adapter(a, cfg)
         self.model.to(self.device)
         self.model.eval()  # no dropout in the base; LoRA dropout is off by default
         self.params: dict[str, list[torch.nn.Parameter]] = {
@@ -151,8 +158,9 @@ class MultiAdapter:
         mask, pos = enc.mask, enc.pos
         out_tokens = []
         with self.autocast():
-            out = self.model(input_ids=enc.ids, attention_mask=mask, position_ids=pos,
-                             use_cache=True)
+            out = self.model(
+                input_ids=enc.ids, attention_mask=mask, position_ids=pos, use_cache=True
+            )
             for t in range(n_new):
                 logits = out.logits[:, -1].float()
                 if greedy:
@@ -166,8 +174,13 @@ class MultiAdapter:
                 mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
                 pos = pos[:, -1:] + 1
                 past = {self._cache_kw: getattr(out, self._cache_kw, None)}
-                out = self.model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
-                                 use_cache=True, **past)
+                out = self.model(
+                    input_ids=nxt[:, None],
+                    attention_mask=mask,
+                    position_ids=pos,
+                    use_cache=True,
+                    **past,
+                )
         return torch.stack(out_tokens, 1)
 
     # -- scoring ------------------------------------------------------------------------

@@ -42,8 +42,9 @@ class RagTask(Task):
         roles: tuple[str, ...] | None = None,
         n_entities: int = 400,
         n_distractors: int = 2,
+        p_bug: float = 0.6,
     ) -> None:
-        super().__init__(seed=seed, roles=roles)
+        super().__init__(seed=seed, roles=roles, p_bug=p_bug)
         if n_entities < 8:
             raise ValueError(f"n_entities must be >= 8, got {n_entities}")
         rng = np.random.default_rng([self.seed, 31337])
@@ -103,8 +104,24 @@ class RagTask(Task):
         letters = [c for c in string.ascii_lowercase if c != text[-1]]
         return text[:-1] + letters[int(rng.integers(len(letters)))]
 
-    def pretrain_lines(self, problem: Problem) -> list[str]:
+    def pretrain_lines(self, problem: Problem, rng: np.random.Generator) -> list[str]:
         d = problem.data
         ctx = d["ctx"]
         first = ctx.split(";")[0].split(">")[0]
-        return [f"{ctx}?{d['e']}={problem.gold[self.roles[0]]}", f"{ctx}?{first}={self.link[first]}"]
+        facts = [
+            f"{ctx}?{d['e']}={problem.gold[self.roles[0]]}",
+            f"{ctx}?{first}={self.link[first]}",
+        ]
+        return facts + self.role_lines(problem, rng)
+
+    def demo(
+        self, role: str, problem: Problem, upstream: Mapping[str, str], rng: np.random.Generator
+    ) -> str:
+        """Misconceptions: X and Y take the first fact of the context (positional
+        retrieval), Z copies Y's candidate; each with probability ``p_bug``."""
+        tag = self.canon(role)
+        if rng.random() >= self.p_bug:
+            return self.local_gold(role, problem, upstream) or problem.gold[role]
+        if tag in ("X", "Y"):
+            return problem.data["ctx"].split(";")[0].split(">")[1]
+        return upstream[self.roles[1]]

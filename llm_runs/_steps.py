@@ -57,8 +57,9 @@ def _assign(n: int, k: int) -> np.ndarray:
     return np.arange(n) % k
 
 
-def _generate(st: State, role: str, prompts: list[str], *, greedy: bool,
-              member: int | None = None) -> list[str]:
+def _generate(
+    st: State, role: str, prompts: list[str], *, greedy: bool, member: int | None = None
+) -> list[str]:
     """Outputs of ``role`` for ``prompts`` (pool members by index, or one ``member``)."""
     names = st.members[role]
     n_new = st.task.out_len[role]
@@ -69,8 +70,9 @@ def _generate(st: State, role: str, prompts: list[str], *, greedy: bool,
         if idx.size == 0:
             continue
         enc = st.policy.encode([prompts[i] for i in idx])
-        comp = st.policy.generate(name, enc, n_new, greedy=greedy,
-                                  temperature=st.cfg.rl.temperature, generator=st.gen)
+        comp = st.policy.generate(
+            name, enc, n_new, greedy=greedy, temperature=st.cfg.rl.temperature, generator=st.gen
+        )
         for i, t in zip(idx, st.policy.decode(comp), strict=True):
             texts[int(i)] = t[:n_new]
     return texts
@@ -118,9 +120,13 @@ def warmup_step(st: State, step: int) -> None:
             ents.append(float(ent.mean().detach()))
         acc = float(torch.cat(ok_all).mean())
         measured[role] = acc
-        st.record(role, loss=float(np.mean(losses)), entropy=float(np.mean(ents)),
-                  lr=cfg.rl.lr * min(1.0, (step + 1) / 10) * factors[role]["coupling"],
-                  budget_share=n / len(probs))
+        st.record(
+            role,
+            loss=float(np.mean(losses)),
+            entropy=float(np.mean(ents)),
+            lr=cfg.rl.lr * min(1.0, (step + 1) / 10) * factors[role]["coupling"],
+            budget_share=n / len(probs),
+        )
     _clip_and_step(st)
     st.edges.update(measured)
 
@@ -138,8 +144,9 @@ def _shifted(cfg: TrainConfig, step: int) -> bool:
     return cfg.task.shift.step is not None and step >= cfg.task.shift.step
 
 
-def rollout(st: State, problems: list[Problem], *, greedy: bool
-            ) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
+def rollout(
+    st: State, problems: list[Problem], *, greedy: bool
+) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
     """Run the X → Y → Z pipeline; returns per-rollout outputs and per-role prompts."""
     outs: list[dict[str, str]] = [{} for _ in problems]
     prompts: dict[str, list[str]] = {}
@@ -161,8 +168,9 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
     e2e = np.array([task.verify(p, o[st.roles[-1]]) for p, o in zip(probs, outs, strict=True)])
     local = {}
     for role in st.roles:
-        gold = [task.local_gold(role, p, o) or p.gold[role] for p, o in zip(probs, outs,
-                                                                            strict=True)]
+        gold = [
+            task.local_gold(role, p, o) or p.gold[role] for p, o in zip(probs, outs, strict=True)
+        ]
         local[role] = np.array([float(o[role] == g) for o, g in zip(outs, gold, strict=True)])
     st.acc_e2e.append(float(e2e.mean()))
     st.edges.update({r: float(v.mean()) for r, v in local.items()})
@@ -174,14 +182,22 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
     work = []
     for role in st.roles:
         r = rewards[role] + factors[role]["credit"] * local_l[role]
-        adv, mean = advantages(r, algo=rl.algo, group=rl.group,
-                               baseline=st.baseline.get(role, 0.0))
-        st.baseline[role] = rl.baseline_decay * st.baseline.get(role, mean) + (
-            1 - rl.baseline_decay) * mean
+        adv, mean = advantages(r, algo=rl.algo, group=rl.group, baseline=st.baseline.get(role, 0.0))
+        st.baseline[role] = (
+            rl.baseline_decay * st.baseline.get(role, mean) + (1 - rl.baseline_decay) * mean
+        )
         n = max(1, round(factors[role]["budget"] * rl.batch)) * rl.group
         comp = _targets(pol, [o[role] for o in outs[:n]], task.out_len[role])
-        work.append((role, prompts[role][:n], comp, torch.tensor(adv[:n], dtype=torch.float32,
-                                                                 device=pol.device), r, n))
+        work.append(
+            (
+                role,
+                prompts[role][:n],
+                comp,
+                torch.tensor(adv[:n], dtype=torch.float32, device=pol.device),
+                r,
+                n,
+            )
+        )
     epochs = rl.ppo_epochs if rl.algo == "ppo" else 1
     old: dict[tuple[str, int], torch.Tensor] = {}
     for epoch in range(epochs):
@@ -203,25 +219,37 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
                     with torch.no_grad(), pol.base_only():
                         ref, _, _ = pol.token_logprobs(enc, c, temperature=rl.temperature)
                 loss, kl = policy_loss(
-                    logp, old[(role, k)], adv[torch.as_tensor(idx, device=adv.device)],
-                    clip=rl.clip if rl.algo == "ppo" else None, entropy=ent,
-                    entropy_coef=rl.entropy_coef, ref_logp=ref, kl_coef=rl.kl_coef)
+                    logp,
+                    old[(role, k)],
+                    adv[torch.as_tensor(idx, device=adv.device)],
+                    clip=rl.clip if rl.algo == "ppo" else None,
+                    entropy=ent,
+                    entropy_coef=rl.entropy_coef,
+                    ref_logp=ref,
+                    kl_coef=rl.kl_coef,
+                )
                 pol.backward(name, loss)
                 losses.append(float(loss.detach()))
                 ents.append(float(ent.mean().detach()))
                 if kl is not None:
                     kls.append(float(kl.detach()))
             if epoch == epochs - 1:
-                st.record(role, reward=float(r.mean()), reward_std=float(r.std()),
-                          loss=float(np.mean(losses)), entropy=float(np.mean(ents)),
-                          kl=float(np.mean(kls)) if kls else None,
-                          lr=cfg.rl.lr * min(1.0, (step + 1) / 10) * factors[role]["coupling"],
-                          budget_share=n / len(probs))
+                st.record(
+                    role,
+                    reward=float(r.mean()),
+                    reward_std=float(r.std()),
+                    loss=float(np.mean(losses)),
+                    entropy=float(np.mean(ents)),
+                    kl=float(np.mean(kls)) if kls else None,
+                    lr=cfg.rl.lr * min(1.0, (step + 1) / 10) * factors[role]["coupling"],
+                    budget_share=n / len(probs),
+                )
         _clip_and_step(st)
 
 
-def evaluate(st: State, step: int, probes: dict[str, list[Probe]], test: list[Problem]
-             ) -> tuple[dict[str, float], float, dict[str, list[float]]]:
+def evaluate(
+    st: State, step: int, probes: dict[str, list[Probe]], test: list[Problem]
+) -> tuple[dict[str, float], float, dict[str, list[float]]]:
     """Probe competence per role (mean over pool members), end-to-end test accuracy."""
     comp: dict[str, float] = {}
     per_member: dict[str, list[float]] = {}
@@ -231,13 +259,15 @@ def evaluate(st: State, step: int, probes: dict[str, list[Probe]], test: list[Pr
         scores = []
         for k in range(len(st.members[role])):
             outs = _generate(st, role, prompts, greedy=True, member=k)
-            scores.append(float(np.mean([o == pb.target for o, pb in zip(outs, items,
-                                                                         strict=True)])))
+            scores.append(
+                float(np.mean([o == pb.target for o, pb in zip(outs, items, strict=True)]))
+            )
         per_member[role] = scores
         comp[role] = float(np.mean(scores))
     outs, _ = rollout(st, test, greedy=True)
-    acc = float(np.mean([st.task.verify(p, o[st.roles[-1]]) for p, o in zip(test, outs,
-                                                                              strict=True)]))
+    acc = float(
+        np.mean([st.task.verify(p, o[st.roles[-1]]) for p, o in zip(test, outs, strict=True)])
+    )
     return comp, acc, per_member
 
 

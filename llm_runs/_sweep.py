@@ -58,8 +58,12 @@ def run_sweep(sweep: SweepConfig, *, progress: bool = True) -> list[dict[str, An
 
         started = False
         if not ray.is_initialized():
-            ray.init(address=sweep.address, include_dashboard=False, log_to_driver=False,
-                     **({} if sweep.address else {"num_cpus": max(1, sweep.workers)}))
+            ray.init(
+                address=sweep.address,
+                include_dashboard=False,
+                log_to_driver=False,
+                **({} if sweep.address else {"num_cpus": max(1, sweep.workers)}),
+            )
             started = True
         try:
             remote = ray.remote(num_cpus=sweep.cpus_per_run, num_gpus=sweep.gpus_per_run)(run_one)
@@ -76,5 +80,6 @@ def run_sweep(sweep: SweepConfig, *, progress: bool = True) -> list[dict[str, An
     if bar is not None:
         bar.close()
     (out / "sweep.json").write_text(
-        json.dumps({"sweep": sweep.to_dict(), "results": results}, indent=2) + "\n")
+        json.dumps({"sweep": sweep.to_dict(), "results": results}, indent=2) + "\n"
+    )
     return results

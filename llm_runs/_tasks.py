@@ -8,7 +8,15 @@ implement four methods; everything else (splits, probes, pretraining text) is ge
   of the upstream roles (``upstream[role]`` strings), fixed width per role is advisable;
 - ``local_gold(role, problem, upstream) -> str | None``: the correct output of ``role``
   given those upstream outputs (its own verifiable skill), None if undefined;
-- ``pretrain_lines(problem) -> list[str]``: base-model pretraining text from one problem.
+- ``pretrain_lines(problem, rng) -> list[str]``: base-model pretraining text from one
+  problem: one-step facts, plus role-format demonstrations from :meth:`Task.demo`.
+
+``demo(role, problem, upstream, rng)`` is an *imperfect* demonstration of the role: the
+correct output except that, with probability ``p_bug``, a systematic misconception (math:
+dropped carries and borrows, copying the candidate; rag: positional retrieval, copying).
+The base, pretrained on such text, greedily follows the misconception where it applies:
+its role competence starts around 50%, the correct behaviour keeps ~40% of the sampling
+mass, and RL on verifiable rewards has something real to fix.
 
 ``verify(problem, answer)`` (end-to-end reward in [0, 1]) defaults to exact match of the last
 role's output with ``problem.answer``; override it for e.g. unit-test rewards. Role outputs
@@ -24,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Problem", "Probe", "Task", "MathTask", "get_task", "register_task", "TASKS"]
+__all__ = ["TASKS", "MathTask", "Probe", "Problem", "Task", "get_task", "register_task"]
 
 SPLITS = ("train", "probe", "test")
 
@@ -80,7 +88,12 @@ class Task:
     default_roles: tuple[str, ...] = ("X", "Y", "Z")
     out_len: dict[str, int] = {}
 
-    def __init__(self, *, seed: int = 0, roles: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self, *, seed: int = 0, roles: tuple[str, ...] | None = None, p_bug: float = 0.6
+    ) -> None:
+        if not 0.0 <= float(p_bug) <= 1.0:
+            raise ValueError(f"p_bug must be in [0, 1], got {p_bug!r}")
+        self.p_bug = float(p_bug)
         self.seed = int(seed)
         roles = tuple(roles) if roles is not None else self.default_roles
         if len(roles) != len(self.default_roles):
@@ -108,8 +121,25 @@ class Task:
     def local_gold(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str | None:
         raise NotImplementedError
 
-    def pretrain_lines(self, problem: Problem) -> list[str]:
+    def pretrain_lines(self, problem: Problem, rng: np.random.Generator) -> list[str]:
         raise NotImplementedError
+
+    def demo(
+        self, role: str, problem: Problem, upstream: Mapping[str, str], rng: np.random.Generator
+    ) -> str:
+        """An imperfect demonstration of ``role`` (default: the correct output)."""
+        return self.local_gold(role, problem, upstream) or problem.gold[role]
+
+    def role_lines(self, problem: Problem, rng: np.random.Generator) -> list[str]:
+        """Role-format demonstrations ``prompt + demo`` (upstream: gold, or corrupted 30%)."""
+        lines = []
+        for role in self.roles:
+            up = self.gold_upstream(role, problem)
+            for r in list(up):
+                if rng.random() < 0.3:
+                    up[r] = self.corrupt(r, up[r], rng)
+            lines.append(self.prompt(role, problem, up) + self.demo(role, problem, up, rng))
+        return lines
 
     def corrupt(self, role: str, text: str, rng: np.random.Generator) -> str:
         """A wrong output of ``role`` (used for probes of downstream roles)."""
@@ -168,7 +198,7 @@ class Task:
         lines: list[str] = []
         while len(lines) < n:
             shifted = bool(rng.random() < 0.2)
-            lines.extend(self.pretrain_lines(self.sample(rng, 1, shifted=shifted)[0]))
+            lines.extend(self.pretrain_lines(self.sample(rng, 1, shifted=shifted)[0], rng))
         return lines[:n]
 
 
@@ -218,10 +248,31 @@ class MathTask(Task):
                 return None
         return problem.gold[role]
 
-    def pretrain_lines(self, problem: Problem) -> list[str]:
+    def pretrain_lines(self, problem: Problem, rng: np.random.Generator) -> list[str]:
         d = problem.data
         s = d["a"] + d["b"]
-        return [f"{d['a']:02d}+{d['b']:02d}={s:03d}", f"{s:03d}-{d['c']:03d}={problem.answer}"]
+        facts = [f"{d['a']:02d}+{d['b']:02d}={s:03d}", f"{s:03d}-{d['c']:03d}={problem.answer}"]
+        return facts + self.role_lines(problem, rng)
+
+    def demo(
+        self, role: str, problem: Problem, upstream: Mapping[str, str], rng: np.random.Generator
+    ) -> str:
+        """Misconceptions: X drops the units carry, Y subtracts digitwise larger-minus-
+        smaller (no borrow), Z copies Y's candidate; each with probability ``p_bug``."""
+        tag, d = self.canon(role), problem.data
+        bug = rng.random() < self.p_bug
+        if tag == "X":
+            a, b = d["a"], d["b"]
+            if not bug:
+                return problem.gold[role]
+            return _fmt((a % 10 + b % 10) % 10 + 10 * (a // 10 + b // 10)) or problem.gold[role]
+        if tag == "Y":
+            x = upstream[self.roles[0]]
+            if bug and x.isdigit():
+                c = f"{d['c']:03d}"
+                return "".join(str(abs(int(p) - int(q))) for p, q in zip(x, c, strict=True))
+            return self.local_gold(role, problem, upstream) or problem.gold[role]
+        return upstream[self.roles[1]] if bug else problem.gold[role]
 
 
 TASKS: dict[str, type[Task]] = {"math": MathTask}
@@ -233,8 +284,9 @@ def register_task(cls: type[Task]) -> type[Task]:
     return cls
 
 
-def get_task(name: str, *, seed: int = 0, roles: tuple[str, ...] | None = None, **options: Any
-             ) -> Task:
+def get_task(
+    name: str, *, seed: int = 0, roles: tuple[str, ...] | None = None, **options: Any
+) -> Task:
     """Instantiate a registered task (``math``, ``rag`` or a user's)."""
     from . import _rag  # noqa: F401  (registers "rag")
 

@@ -44,7 +44,9 @@ class CharTokenizer:
         try:
             return [self._ids[c] for c in text]
         except KeyError as err:
-            raise ValueError(f"character {err.args[0]!r} is not in the tokenizer alphabet") from None
+            raise ValueError(
+                f"character {err.args[0]!r} is not in the tokenizer alphabet"
+            ) from None
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``; specials are dropped."""

@@ -41,20 +41,44 @@ def _setup(cfg: TrainConfig, progress: bool) -> tuple[State, Any]:
     roles = tuple(spec.nodes)
     task = get_task(cfg.task.name, roles=roles, **cfg.task.options)
     m = cfg.model
-    base = get_base(task, preset=m.preset, base=m.base, cache=m.base_cache,
-                    steps=m.pretrain_steps, batch=m.pretrain_batch, lr=m.pretrain_lr,
-                    device=cfg.device, progress=progress)
+    base = get_base(
+        task,
+        preset=m.preset,
+        base=m.base,
+        cache=m.base_cache,
+        steps=m.pretrain_steps,
+        batch=m.pretrain_batch,
+        lr=m.pretrain_lr,
+        device=cfg.device,
+        progress=progress,
+    )
     k = cfg.pool_size
     members = {r: [r] if k == 1 else [f"{r}_{i}" for i in range(k)] for r in roles}
     names = [n for r in roles for n in members[r]]
     lo = cfg.lora
-    pol = MultiAdapter(base, names, r=lo.r, alpha=lo.alpha, dropout=lo.dropout,
-                       target_modules=lo.target_modules, seed=cfg.seed, device=cfg.device)
+    pol = MultiAdapter(
+        base,
+        names,
+        r=lo.r,
+        alpha=lo.alpha,
+        dropout=lo.dropout,
+        target_modules=lo.target_modules,
+        seed=cfg.seed,
+        device=cfg.device,
+    )
     groups = [{"params": pol.params[n], "role": r} for r in roles for n in members[r]]
     opt = torch.optim.AdamW(groups, lr=cfg.rl.lr, weight_decay=0.0)
     gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 1)
-    st = State(cfg=cfg, task=task, policy=pol, edges=EdgeController(spec, cfg.network), opt=opt,
-               rng=np.random.default_rng([cfg.seed, 99]), gen=gen, members=members)
+    st = State(
+        cfg=cfg,
+        task=task,
+        policy=pol,
+        edges=EdgeController(spec, cfg.network),
+        opt=opt,
+        rng=np.random.default_rng([cfg.seed, 99]),
+        gen=gen,
+        members=members,
+    )
     return st, base
 
 
@@ -64,8 +88,12 @@ def _save(st: State, path: Path, next_step: int, extra: dict[str, Any]) -> None:
         "next_step": next_step,
         "adapters": st.policy.adapter_state(),
         "optimizer": st.opt.state_dict(),
-        "rng": {"np": st.rng.bit_generator.state, "gen": st.gen.get_state(),
-                "torch": torch.get_rng_state(), "py": random.getstate()},
+        "rng": {
+            "np": st.rng.bit_generator.state,
+            "gen": st.gen.get_state(),
+            "torch": torch.get_rng_state(),
+            "py": random.getstate(),
+        },
         "ema": st.edges.state(),
         "baseline": dict(st.baseline),
         "acc": st.acc,
@@ -92,19 +120,32 @@ def _load(st: State, path: Path) -> dict[str, Any]:
     return state
 
 
-def _rows(st: State, step: int, comp: dict[str, float], acc: float, n_probe: int,
-          n_test: int, pulse: bool, shifted: bool, members: dict[str, list[float]]
-          ) -> list[dict[str, Any]]:
+def _rows(
+    st: State,
+    step: int,
+    comp: dict[str, float],
+    acc: float,
+    n_probe: int,
+    n_test: int,
+    pulse: bool,
+    shifted: bool,
+    members: dict[str, list[float]],
+) -> list[dict[str, Any]]:
     metrics = metric_rows(st)
     reg = st.edges.regulation()
     rows: list[dict[str, Any]] = []
     for role in st.roles:
         m = metrics.get(role, {})
         row = {
-            "kind": "agent", "step": step, "agent": role, "competence": comp[role],
+            "kind": "agent",
+            "step": step,
+            "agent": role,
+            "competence": comp[role],
             "n_eval": n_probe,
-            **{k: m.get(k) for k in ("reward", "reward_std", "entropy", "kl", "lr",
-                                     "budget_share", "loss")},
+            **{
+                k: m.get(k)
+                for k in ("reward", "reward_std", "entropy", "kl", "lr", "budget_share", "loss")
+            },
             "ema": st.edges.ema[role],
             "regulation": reg[role],
         }
@@ -113,13 +154,23 @@ def _rows(st: State, step: int, comp: dict[str, float], acc: float, n_probe: int
         rows.append(row)
     e2e_reward = float(np.mean(st.acc_e2e)) if st.acc_e2e else None
     st.acc_e2e = []
-    rows.append({"kind": "e2e", "step": step, "accuracy": acc, "n_eval": n_test,
-                 "reward": e2e_reward, "pulse": pulse, "shifted": shifted})
+    rows.append(
+        {
+            "kind": "e2e",
+            "step": step,
+            "accuracy": acc,
+            "n_eval": n_test,
+            "reward": e2e_reward,
+            "pulse": pulse,
+            "shifted": shifted,
+        }
+    )
     return rows
 
 
-def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True
-          ) -> Path:
+def train(
+    cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True
+) -> Path:
     """Run (or resume) joint training and write the run folder.
 
     Args:
@@ -143,17 +194,28 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: 
     st, base = _setup(cfg, progress)
     spec = st.edges.spec
     windows = pulse_windows(cfg.task.spurious, cfg.steps, seed=cfg.seed)
-    schedules = {"pulses": windows, "pulse_mode": cfg.task.spurious.mode,
-                 "shift_step": cfg.task.shift.step}
+    schedules = {
+        "pulses": windows,
+        "pulse_mode": cfg.task.spurious.mode,
+        "shift_step": cfg.task.shift.step,
+    }
     if resume and ckpt.exists():
         start = int(_load(st, ckpt)["next_step"])
         writer = runlog.RunWriter(out, None, resume_from_step=start)
     else:
         manifest = runlog.make_manifest(
-            run=cfg.name or out.name, seed=cfg.seed, agents=st.roles, spec=spec.to_dict(),
-            config=cfg.to_dict(), schedules=schedules, device=cfg.device,
-            extra={"base": {"path": str(base.path), **base.meta},
-                   "members": st.members, "warmup_steps": cfg.rl.warmup_steps},
+            run=cfg.name or out.name,
+            seed=cfg.seed,
+            agents=st.roles,
+            spec=spec.to_dict(),
+            config=cfg.to_dict(),
+            schedules=schedules,
+            device=cfg.device,
+            extra={
+                "base": {"path": str(base.path), **base.meta},
+                "members": st.members,
+                "warmup_steps": cfg.rl.warmup_steps,
+            },
         )
         writer = runlog.RunWriter(out, manifest)
     task, n_probe, n_test = st.task, cfg.task.n_probe, cfg.task.n_test
@@ -177,8 +239,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: 
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 probes, test = sets[shifted]
                 comp, acc, members = evaluate(st, step, probes, test)
-                writer.write(_rows(st, step, comp, acc, n_probe, n_test, pulse, shifted,
-                                   members))
+                writer.write(_rows(st, step, comp, acc, n_probe, n_test, pulse, shifted, members))
                 post = {"e2e": f"{acc:.2f}", **{r: f"{v:.2f}" for r, v in comp.items()}}
             if step == cfg.steps:
                 break
@@ -187,8 +248,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: 
                 post["phase"] = "sft"
             else:
                 log_kl = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
-                rl_step(st, step, pulse=pulse, pulse_mode=cfg.task.spurious.mode,
-                        log_kl=log_kl)
+                rl_step(st, step, pulse=pulse, pulse_mode=cfg.task.spurious.mode, log_kl=log_kl)
                 post["phase"] = "rl"
                 post["R"] = f"{st.acc_e2e[-1]:.2f}"
             if cfg.ckpt_every and (step + 1) % cfg.ckpt_every == 0 and step + 1 < cfg.steps:
@@ -201,5 +261,6 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: 
         if bar is not None:
             bar.close()
     (out / "timing.json").write_text(
-        f'{{"seconds": {time.perf_counter() - t0:.2f}, "start_step": {start}}}\n')
+        f'{{"seconds": {time.perf_counter() - t0:.2f}, "start_step": {start}}}\n'
+    )
     return out

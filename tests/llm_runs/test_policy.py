@@ -1,0 +1,95 @@
+"""Several adapters on one base: gradients reach every adapter (the peft trap), and
+only its own; generation; the edges' Hill regulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from llm_runs._base import get_base
+from llm_runs._edges import EdgeController
+from llm_runs._policy import MultiAdapter
+from llm_runs._tasks import get_task
+from llm_runs.config import EdgeConfig, NetworkConfig
+
+
+@pytest.fixture
+def policy(base_cache):
+    task = get_task("math")
+    base = get_base(task, preset="micro", cache=base_cache, steps=30, batch=32)
+    return task, MultiAdapter(base, ["X", "Y", "Z"], r=4, alpha=8, seed=0)
+
+
+def test_gradients_reach_every_adapter_and_only_it(policy):
+    task, pol = policy
+    probs = task.sample(np.random.default_rng(0), 4)
+    before = {a: [p.detach().clone() for p in ps] for a, ps in pol.params.items()}
+    opt = torch.optim.SGD([p for ps in pol.params.values() for p in ps], lr=0.5)
+    # the trap: after set_adapter("Z") peft freezes X and Y; a naive optimizer built from
+    # requires_grad params would miss them.
+    pol.activate("Z")
+    frozen = [a for a in ("X", "Y") if not any(p.requires_grad for p in pol.params[a])]
+    assert frozen == ["X", "Y"]
+    for role in ("X", "Y", "Z"):
+        enc = pol.encode([task.prompt(role, p, task.gold_upstream(role, p)) for p in probs])
+        comp = torch.tensor([pol.tok.encode(p.gold[role]) for p in probs])
+        pol.activate(role)
+        logp, _, _ = pol.token_logprobs(enc, comp)
+        before_grads = {a: [p.grad for p in ps] for a, ps in pol.params.items() if a != role}
+        pol.backward(role, -logp.mean())
+        for a, grads in before_grads.items():  # other adapters untouched by this backward
+            assert all(
+                (g0 is None and p.grad is None) or torch.equal(g0, p.grad)
+                for g0, p in zip(grads, pol.params[a], strict=True)
+            )
+    for a, ps in pol.params.items():
+        assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in ps), a
+    opt.step()
+    for a, ps in pol.params.items():
+        assert any(not torch.equal(p, q) for p, q in zip(ps, before[a], strict=True)), a
+
+
+def test_untrained_adapters_equal_base_and_generate(policy):
+    task, pol = policy
+    probs = task.sample(np.random.default_rng(1), 3)
+    enc = pol.encode([task.prompt("X", p, {}) for p in probs])
+    comp = pol.generate("X", enc, 3)
+    assert comp.shape == (3, 3)
+    pol.activate("X")
+    with torch.no_grad():
+        lp, _, _ = pol.token_logprobs(enc, comp)
+        with pol.base_only():
+            ref, _, _ = pol.token_logprobs(enc, comp)
+    torch.testing.assert_close(lp, ref)  # LoRA B starts at zero
+    g1 = torch.Generator().manual_seed(3)
+    g2 = torch.Generator().manual_seed(3)
+    s1 = pol.generate("Y", enc, 3, greedy=False, generator=g1)
+    s2 = pol.generate("Y", enc, 3, greedy=False, generator=g2)
+    assert torch.equal(s1, s2)
+
+
+@pytest.mark.parametrize(("motif", "rising"), [("C1", True), ("I1", False)])
+def test_edge_regulation_follows_sign(motif, rising):
+    net = NetworkConfig(motif=motif, K=0.5, n=4.0, default_weight=1.0)
+    ctl = EdgeController(net.network_spec(), net)
+    ctl.ema.update({"X": 1.0, "Y": 0.1})
+    low = ctl.factors()["Z"]["coupling"]
+    ctl.ema["Y"] = 1.0
+    high = ctl.factors()["Z"]["coupling"]
+    assert (high > low) == rising
+    assert ctl.factors()["X"]["coupling"] == 1.0  # an input: no regulators
+
+
+def test_edge_mechanisms_per_edge():
+    net = NetworkConfig(
+        motif="C1",
+        default_mechanism="coupling",
+        edges={"X->Y": EdgeConfig("budget", 0.8), "Y->Z": EdgeConfig("credit", 0.5)},
+    )
+    ctl = EdgeController(net.network_spec(), net)
+    ctl.ema.update({"X": 0.0, "Y": 1.0})
+    f = ctl.factors()
+    assert f["Y"]["budget"] == pytest.approx(0.2) and f["Y"]["coupling"] == 1.0
+    assert f["Z"]["credit"] == pytest.approx(0.5 * 16 / 17)
+    assert f["Z"]["coupling"] == pytest.approx(0.1)  # X->Z coupling, X incompetent

@@ -1,0 +1,89 @@
+"""Tasks: splits never overlap, probes use gold inputs, verification, schedules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_runs._edges import in_windows, pulse_windows
+from llm_runs._tasks import Task, get_task, split_of
+from llm_runs.config import SpuriousConfig
+
+
+@pytest.mark.parametrize("name", ["math", "rag"])
+def test_splits_disjoint_and_probes_gold(name):
+    task = get_task(name)
+    rng = np.random.default_rng(0)
+    train = {p.key for p in task.sample(rng, 300, split="train")}
+    test = {p.key for p in task.sample(rng, 60, split="test")}
+    assert train.isdisjoint(test)
+    for role in task.roles:
+        probes = task.probes(role, 20, seed=0)
+        assert len(probes) == 20 and all(split_of(p.problem.key) == "probe" for p in probes)
+        assert {p.problem.key for p in probes}.isdisjoint(train | test)
+        for pb in probes:
+            prompt = task.prompt(role, pb.problem, pb.upstream)
+            assert len(pb.target) == task.out_len[role]
+            assert prompt.endswith(">")
+    x = task.probes("X", 10, seed=0)
+    assert all(pb.upstream == {} and pb.target == pb.problem.gold["X"] for pb in x)
+    z = task.probes("Z", 40, seed=0)
+    n_bad = sum(pb.upstream["Y"] != pb.problem.gold["Y"] for pb in z)
+    assert 5 < n_bad < 35  # half the critic's candidates are corrupted
+    assert all(pb.target == pb.problem.answer for pb in z)
+
+
+def test_math_semantics_and_shift():
+    task = get_task("math")
+    p = task.sample(np.random.default_rng(1), 1)[0]
+    a, b, c = p.data["a"], p.data["b"], p.data["c"]
+    assert p.gold["X"] == f"{a + b:03d}" and p.answer == f"{a + b - c:03d}"
+    assert task.verify(p, p.answer) == 1.0 and task.verify(p, "xyz") == 0.0
+    assert task.local_gold("Y", p, {"X": "150"}) == f"{150 - c:03d}"
+    hard = task.sample(np.random.default_rng(2), 50, shifted=True)
+    assert all(q.data["a"] >= 50 and q.data["b"] >= 50 for q in hard)
+
+
+def test_rag_lookup_and_new_entities():
+    task = get_task("rag", n_entities=50)
+    p = task.sample(np.random.default_rng(0), 1)[0]
+    e = p.data["e"]
+    assert p.gold["X"] == task.link[e] and p.answer == task.link[task.link[e]]
+    assert f"{e}>{task.link[e]}" in p.data["ctx"]
+    shifted = task.sample(np.random.default_rng(0), 20, shifted=True)
+    assert {q.data["e"] for q in shifted}.isdisjoint(task.pools[0])
+
+
+def test_custom_task_interface():
+    class Echo(Task):
+        name = "echo"
+        default_roles = ("X", "Y", "Z")
+        out_len = {"X": 1, "Y": 1, "Z": 1}
+
+        def draw(self, rng, shifted):
+            from llm_runs._tasks import Problem
+
+            d = str(int(rng.integers(10)))
+            return Problem(d + str(int(rng.integers(1000))), {"d": d}, dict.fromkeys("XYZ", d), d)
+
+        def prompt(self, role, problem, upstream):
+            return role + problem.data["d"] + "".join(upstream.values()) + ">"
+
+        def local_gold(self, role, problem, upstream):
+            return problem.data["d"]
+
+        def pretrain_lines(self, problem, rng):
+            return [problem.data["d"] * 3]
+
+    t = Echo()
+    assert len(t.probes("Z", 5, seed=0)) == 5
+    assert t.pretrain_corpus(np.random.default_rng(0), 4)[0] in {f"{i}" * 3 for i in range(10)}
+
+
+def test_pulse_windows():
+    w = pulse_windows(SpuriousConfig(rate=0.0, length=5, starts=[3, 6, 50]), 20, seed=0)
+    assert w == [[3, 11]]
+    assert in_windows(3, w) and in_windows(10, w) and not in_windows(11, w)
+    r = pulse_windows(SpuriousConfig(rate=0.1, length=4), 200, seed=1)
+    assert r and all(b - a >= 4 or b == 200 for a, b in r)
+    assert r == pulse_windows(SpuriousConfig(rate=0.1, length=4), 200, seed=1)
