@@ -1,0 +1,272 @@
+"""Validated, JSON round-tripping configuration: priors, hierarchy spec, fit options.
+
+Priors (weakly informative, on interpretable scales; every one overridable)::
+
+    rho[i]   log-normal, median rho_median (default 3 / horizon: a curve that rises over
+             the observed steps), log-sd 1.5           learning rate, 1/step
+    delta[i] log-normal, median delta_median (default 0.1 x rho median), log-sd 1.5
+    b[i]     logit-normal, median 0.1, logit-sd 1.5 (only nodes with regulators; b of a
+             node without regulators is not identifiable under a constant input, fixed 0)
+    A0[i]    logit-normal, median 0.05, logit-sd 1.5     competence at step 0
+    K[e]     log-normal, median 0.5, log-sd 0.75          threshold, competence units
+    n[e]     log-normal, median 2, log-sd 0.4             Hill coefficient
+    phi      log-normal, median 50, log-sd 1.0            beta-binomial concentration
+    tau[p]   log-normal, median 0.1, log-sd 0.75          sd of per-run random effects (log scale)
+    c[p]     normal(0, 1)                                 log-linear hyperparameter slopes
+
+Every parameter is sampled as a standard normal ``z`` and mapped as
+``theta = median-transform + sd * z`` (non-centred), which gives NUTS a unit-scale geometry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ConfigError", "FitConfig", "Hierarchy", "Link", "Priors"]
+
+NODE_PARAMS = ("rho", "b", "delta", "A0")
+EDGE_PARAMS = ("K", "n")
+_LIKELIHOODS = ("binomial", "betabinomial")
+_METHODS = ("nuts", "svi", "map")
+
+
+class ConfigError(ValueError):
+    """An invalid calibration option; the message names the field."""
+
+
+def _pos(x: Any, field: str, *, allow_none: bool = False) -> Any:
+    if x is None and allow_none:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{field} must be a number, got {x!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise ConfigError(f"{field} must be a finite number > 0, got {x!r}")
+    return v
+
+
+@dataclasses.dataclass(frozen=True)
+class Priors:
+    """Prior medians (natural units) and spreads (on the log/logit scale).
+
+    Attributes:
+        rho_median: Median learning rate (1/step); None = 3 / horizon of the data.
+        rho_sd: Log-sd of rho.
+        delta_median: Median forgetting rate; None = 0.1 x the rho median.
+        delta_sd: Log-sd of delta.
+        b_median: Median basal learning (in (0, 1)).
+        b_sd: Logit-sd of b.
+        A0_median: Median initial competence (in (0, 1)).
+        A0_sd: Logit-sd of A0.
+        K_median: Median edge threshold (competence units).
+        K_sd: Log-sd of K.
+        n_median: Median Hill coefficient.
+        n_sd: Log-sd of n.
+        phi_median: Median beta-binomial concentration.
+        phi_sd: Log-sd of phi.
+        re_median: Median sd of per-run random effects (log scale of the parameter).
+        re_sd: Log-sd of that sd.
+        slope_sd: Sd of the normal prior on log-linear link slopes.
+        overrides: Per-parameter ``{"rho[X]": [median, sd]}`` overriding the above.
+    """
+
+    rho_median: float | None = None
+    rho_sd: float = 1.5
+    delta_median: float | None = None
+    delta_sd: float = 1.5
+    b_median: float = 0.1
+    b_sd: float = 1.5
+    A0_median: float = 0.05
+    A0_sd: float = 1.5
+    K_median: float = 0.5
+    K_sd: float = 0.75
+    n_median: float = 2.0
+    n_sd: float = 0.4
+    phi_median: float = 50.0
+    phi_sd: float = 1.0
+    re_median: float = 0.1
+    re_sd: float = 0.75
+    slope_sd: float = 1.0
+    overrides: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            if f.name == "overrides":
+                continue
+            v = _pos(getattr(self, f.name), f"priors.{f.name}", allow_none=True)
+            object.__setattr__(self, f.name, v)
+        for name in ("b_median", "A0_median"):
+            if not getattr(self, name) < 1:
+                raise ConfigError(f"priors.{name} must be in (0, 1)")
+        ov = {}
+        for k, pair in dict(self.overrides).items():
+            if not isinstance(pair, list | tuple) or len(pair) != 2:
+                raise ConfigError(f"priors.overrides[{k}] must be [median, sd]")
+            ov[str(k)] = (_pos(pair[0], f"priors.overrides[{k}][0]"),
+                          _pos(pair[1], f"priors.overrides[{k}][1]"))
+        object.__setattr__(self, "overrides", ov)
+
+    def median_sd(self, base: str, name: str, *, horizon: float) -> tuple[float, float]:
+        """(median, sd) of parameter ``name`` (base ``base``) for data spanning ``horizon``."""
+        if name in self.overrides:
+            return self.overrides[name]
+        rho_med = self.rho_median if self.rho_median is not None else 3.0 / max(horizon, 1.0)
+        if base == "rho":
+            return rho_med, self.rho_sd
+        if base == "delta":
+            return (self.delta_median or 0.1 * rho_med), self.delta_sd
+        return getattr(self, f"{base}_median"), getattr(self, f"{base}_sd")
+
+
+@dataclasses.dataclass(frozen=True)
+class Link:
+    """A log-linear hyperparameter link ``log theta_r = a + c log(h_r / h_ref)``.
+
+    Attributes:
+        param: Base parameter (``rho``, ``delta``, ``b``... or ``K``, ``n``).
+        covariate: Hyperparameter column (per run), e.g. ``lr`` or ``coupling``.
+        targets: Nodes or edges (``X->Y``) linked; empty = every one of that base.
+    """
+
+    param: str
+    covariate: str
+    targets: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.param not in NODE_PARAMS + EDGE_PARAMS:
+            raise ConfigError(f"link.param must be one of {NODE_PARAMS + EDGE_PARAMS}")
+        if not isinstance(self.covariate, str) or not self.covariate:
+            raise ConfigError("link.covariate must name a hyperparameter column")
+        object.__setattr__(self, "targets", tuple(str(t) for t in self.targets))
+
+
+@dataclasses.dataclass(frozen=True)
+class Hierarchy:
+    """Which parameters vary between runs.
+
+    Attributes:
+        random_effects: Base parameters with a per-run (per-seed) random effect on the
+            log/logit scale, e.g. ``("rho",)``.
+        links: Log-linear maps from run hyperparameters to parameters.
+    """
+
+    random_effects: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
+
+    def __post_init__(self) -> None:
+        re = tuple(str(p) for p in self.random_effects)
+        for p in re:
+            if p not in NODE_PARAMS + EDGE_PARAMS:
+                raise ConfigError(f"hierarchy.random_effects: unknown parameter {p!r}")
+        links = tuple(lk if isinstance(lk, Link) else Link(**lk) for lk in self.links)
+        object.__setattr__(self, "random_effects", re)
+        object.__setattr__(self, "links", links)
+
+    @property
+    def empty(self) -> bool:
+        """True when all runs share every parameter."""
+        return not self.random_effects and not self.links
+
+
+@dataclasses.dataclass(frozen=True)
+class FitConfig:
+    """Options of one fit (all JSON round-trip via :meth:`to_dict`/:meth:`from_dict`).
+
+    Attributes:
+        likelihood: ``binomial`` or ``betabinomial`` (over-dispersion).
+        method: ``nuts`` (default), ``svi`` (fast approximation) or ``map``.
+        chains: NUTS chains (vectorised).
+        samples: Draws per chain (NUTS) or total draws (SVI).
+        warmup: NUTS warm-up steps per chain.
+        map_steps: Adam steps of the MAP warm start (0 = none).
+        map_starts: Random restarts of the MAP fit.
+        svi_steps: SVI optimisation steps.
+        dense_mass: Dense mass matrix (recommended for correlated pairs).
+        target_accept: NUTS target acceptance probability.
+        max_tree_depth: NUTS maximal tree depth.
+        forward_mode: Forward-mode derivatives of the ODE solve (faster for few parameters).
+        rtol: ODE relative tolerance.
+        atol: ODE absolute tolerance.
+        priors: The priors.
+        hierarchy: Random effects and links.
+        rhat_max: Diagnostics threshold for R-hat.
+        ess_min: Diagnostics threshold for bulk and tail ESS.
+    """
+
+    likelihood: str = "binomial"
+    method: str = "nuts"
+    chains: int = 4
+    samples: int = 1000
+    warmup: int = 1000
+    map_steps: int = 300
+    map_starts: int = 4
+    svi_steps: int = 3000
+    dense_mass: bool = True
+    target_accept: float = 0.8
+    max_tree_depth: int = 8
+    forward_mode: bool = False
+    rtol: float = 1e-5
+    atol: float = 1e-7
+    priors: Priors = dataclasses.field(default_factory=Priors)
+    hierarchy: Hierarchy = dataclasses.field(default_factory=Hierarchy)
+    rhat_max: float = 1.01
+    ess_min: float = 400.0
+
+    def __post_init__(self) -> None:
+        if self.likelihood not in _LIKELIHOODS:
+            raise ConfigError(f"likelihood must be one of {_LIKELIHOODS}, got {self.likelihood!r}")
+        if self.method not in _METHODS:
+            raise ConfigError(f"method must be one of {_METHODS}, got {self.method!r}")
+        for name, lo in (("chains", 1), ("samples", 1), ("warmup", 0), ("map_steps", 0),
+                         ("map_starts", 1), ("svi_steps", 1), ("max_tree_depth", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
+        if not 0 < float(self.target_accept) < 1:
+            raise ConfigError("target_accept must be in (0, 1)")
+        for name in ("rtol", "atol", "rhat_max", "ess_min"):
+            _pos(getattr(self, name), name)
+        if isinstance(self.priors, Mapping):
+            object.__setattr__(self, "priors", Priors(**self.priors))
+        if isinstance(self.hierarchy, Mapping):
+            object.__setattr__(self, "hierarchy", Hierarchy(**self.hierarchy))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FitConfig:
+        """Inverse of :meth:`to_dict`; unknown fields raise :class:`ConfigError`."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        extra = set(data) - known
+        if extra:
+            raise ConfigError(f"unknown config field(s) {sorted(extra)}")
+        d = dict(data)
+        if isinstance(d.get("priors"), Mapping):
+            pr = dict(d["priors"])
+            pr["overrides"] = {k: tuple(v) for k, v in pr.get("overrides", {}).items()}
+            d["priors"] = Priors(**pr)
+        if isinstance(d.get("hierarchy"), Mapping):
+            h = dict(d["hierarchy"])
+            d["hierarchy"] = Hierarchy(
+                random_effects=tuple(h.get("random_effects", ())),
+                links=tuple(Link(**{**lk, "targets": tuple(lk.get("targets", ()))})
+                            for lk in h.get("links", ())),
+            )
+        return cls(**d)
+
+    @classmethod
+    def load(cls, path: str | Path) -> FitConfig:
+        """Read from a JSON file."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise ConfigError(f"{path}: cannot read config ({err})") from None
+        return cls.from_dict(data)

@@ -1,0 +1,345 @@
+"""Competence-curve inputs: importers (CSV/Parquet, llm_runs folders, TensorBoard) and validation.
+
+Every importer returns the same long table, one row per evaluation::
+
+    run (str)  step (int >= 0)  agent (str)  competence (float in [0, 1])  n_eval (int >= 1)
+
+plus an optional ``seed`` column and optional hyperparameter columns (one value per run),
+which :class:`CurveData` keeps as a per-run table ``hyper``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "REQUIRED_COLUMNS",
+    "CurveData",
+    "DataError",
+    "DataWarning",
+    "load_inputs",
+    "read_run_folder",
+    "read_table",
+    "read_tensorboard",
+    "validate_table",
+]
+
+REQUIRED_COLUMNS = ("run", "step", "agent", "competence", "n_eval")
+_META_COLUMNS = {*REQUIRED_COLUMNS, "seed", "successes"}
+
+
+class DataError(ValueError):
+    """Invalid competence data; the message names the column, rows or file at fault."""
+
+
+class DataWarning(UserWarning):
+    """A recoverable problem in the data (e.g. NaN rows dropped)."""
+
+
+def _rows(df: pd.DataFrame, mask: np.ndarray, limit: int = 5) -> str:
+    idx = list(df.index[mask][:limit])
+    more = int(mask.sum()) - len(idx)
+    return f"rows {idx}" + (f" and {more} more" if more > 0 else "")
+
+
+def validate_table(df: pd.DataFrame, *, strict: bool = False, source: str = "data") -> pd.DataFrame:
+    """Check a long competence table and return a clean, sorted copy.
+
+    Args:
+        df: Table with columns ``run, step, agent, competence, n_eval`` (+ optional ``seed``
+            and hyperparameter columns).
+        strict: Raise on NaN rows instead of dropping them with a warning.
+        source: Name used in messages (file path).
+
+    Returns:
+        The table with ``run``/``agent`` as str, ``step``/``n_eval`` as int, sorted by
+        (run, agent, step), index reset.
+
+    Raises:
+        DataError: Missing columns, competence outside [0, 1], n_eval < 1, non-integer or
+            negative steps, duplicated (run, step, agent), steps not increasing in file order
+            within a (run, agent) curve, a hyperparameter varying within a run, or NaN
+            with ``strict``.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise DataError(f"{source}: expected a table (pandas DataFrame), got {type(df).__name__}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        raise DataError(
+            f"{source}: missing column(s) {missing}; required: {list(REQUIRED_COLUMNS)}"
+            f" (found {list(df.columns)})"
+        )
+    df = df.reset_index(drop=True).copy()
+    nan = df[list(REQUIRED_COLUMNS)].isna().any(axis=1).to_numpy()
+    if nan.any():
+        msg = f"{source}: {int(nan.sum())} row(s) with NaN in a required column ({_rows(df, nan)})"
+        if strict:
+            raise DataError(msg + "; fix them or run without --strict to drop them")
+        warnings.warn(msg + "; dropped", DataWarning, stacklevel=2)
+        df = df.loc[~nan].reset_index(drop=True)
+    if df.empty:
+        raise DataError(f"{source}: no rows left to fit")
+    for col in ("step", "competence", "n_eval"):
+        try:
+            df[col] = pd.to_numeric(df[col], errors="raise")
+        except (ValueError, TypeError):
+            raise DataError(f"{source}: column {col!r} must be numeric") from None
+    step = df["step"].to_numpy(dtype=float)
+    bad = (step < 0) | (np.abs(step - np.round(step)) > 1e-9) | ~np.isfinite(step)
+    if bad.any():
+        raise DataError(f"{source}: step must be a non-negative integer ({_rows(df, bad)})")
+    comp = df["competence"].to_numpy(dtype=float)
+    bad = ~((comp >= 0) & (comp <= 1))
+    if bad.any():
+        raise DataError(f"{source}: competence must lie in [0, 1] ({_rows(df, bad)})")
+    ne = df["n_eval"].to_numpy(dtype=float)
+    bad = ~(ne >= 1) | (np.abs(ne - np.round(ne)) > 1e-9)
+    if bad.any():
+        raise DataError(f"{source}: n_eval must be an integer >= 1 ({_rows(df, bad)})")
+    df["run"] = df["run"].astype(str)
+    df["agent"] = df["agent"].astype(str)
+    df["step"] = df["step"].round().astype(np.int64)
+    df["n_eval"] = df["n_eval"].round().astype(np.int64)
+    dup = df.duplicated(["run", "step", "agent"], keep=False).to_numpy()
+    if dup.any():
+        raise DataError(f"{source}: duplicated (run, step, agent) ({_rows(df, dup)})")
+    for (run, agent), grp in df.groupby(["run", "agent"], sort=False):
+        s = grp["step"].to_numpy()
+        if np.any(np.diff(s) <= 0):
+            k = int(np.argmax(np.diff(s) <= 0))
+            raise DataError(
+                f"{source}: steps of run {run!r}, agent {agent!r} are not increasing "
+                f"(step {int(s[k])} is followed by {int(s[k + 1])} at row {int(grp.index[k + 1])})"
+            )
+    for col in (c for c in df.columns if c not in _META_COLUMNS):
+        nun = df.groupby("run")[col].nunique(dropna=False)
+        if (nun > 1).any():
+            bad_runs = list(nun.index[nun > 1][:5])
+            raise DataError(
+                f"{source}: hyperparameter column {col!r} must have one value per run; "
+                f"runs {bad_runs} have several"
+            )
+    return df.sort_values(["run", "agent", "step"], kind="stable").reset_index(drop=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class CurveData:
+    """Validated competence curves of one or more runs.
+
+    Attributes:
+        table: Long table (run, step, agent, competence, n_eval[, seed]), sorted.
+        hyper: One row per run (index ``run``): hyperparameter columns and ``seed``.
+    """
+
+    table: pd.DataFrame
+    hyper: pd.DataFrame
+
+    @classmethod
+    def from_table(
+        cls, df: pd.DataFrame, *, strict: bool = False, source: str = "data"
+    ) -> CurveData:
+        """Validate ``df`` (see :func:`validate_table`) and split off per-run columns."""
+        df = validate_table(df, strict=strict, source=source)
+        extra = [c for c in df.columns if c not in REQUIRED_COLUMNS and c != "successes"]
+        hyper = df.groupby("run", sort=True)[extra].first() if extra else pd.DataFrame(
+            index=pd.Index(sorted(df["run"].unique()), name="run")
+        )
+        return cls(table=df[list(REQUIRED_COLUMNS)].copy(), hyper=hyper)
+
+    @property
+    def runs(self) -> list[str]:
+        """Run labels, sorted."""
+        return sorted(self.table["run"].unique())
+
+    @property
+    def agents(self) -> list[str]:
+        """Agent names present in the data, sorted."""
+        return sorted(self.table["agent"].unique())
+
+    @property
+    def successes(self) -> np.ndarray:
+        """Observed successes ``round(competence * n_eval)`` per row."""
+        t = self.table
+        return np.round(t["competence"].to_numpy() * t["n_eval"].to_numpy()).astype(np.int64)
+
+    def hyper_values(self, column: str) -> np.ndarray:
+        """Values of a hyperparameter column, one per run (in :attr:`runs` order)."""
+        if column not in self.hyper.columns:
+            raise DataError(
+                f"hyperparameter {column!r} is not in the data; columns: {list(self.hyper.columns)}"
+            )
+        vals = pd.to_numeric(self.hyper.loc[self.runs, column], errors="coerce").to_numpy(float)
+        if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+            raise DataError(f"hyperparameter {column!r} must be a positive number in every run")
+        return vals
+
+    def subset(self, runs: Sequence[str]) -> CurveData:
+        """The data of some runs only."""
+        keep = self.table["run"].isin(list(runs))
+        return CurveData(self.table.loc[keep].reset_index(drop=True), self.hyper.loc[list(runs)])
+
+    @classmethod
+    def concat(cls, parts: Sequence[CurveData], *, strict: bool = False) -> CurveData:
+        """Join several inputs (runs must be distinct) and re-validate."""
+        tables = []
+        for p in parts:
+            t = p.table.merge(p.hyper, left_on="run", right_index=True, how="left")
+            tables.append(t)
+        return cls.from_table(pd.concat(tables, ignore_index=True), strict=strict, source="inputs")
+
+
+def read_table(path: str | Path, *, strict: bool = False) -> CurveData:
+    """Read a long CSV or Parquet file (``.csv``, ``.tsv``, ``.parquet``, ``.pq``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"input file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        elif suffix in (".csv", ".tsv", ".txt"):
+            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+        else:
+            raise DataError(f"{path}: unknown table format {suffix!r}; use .csv or .parquet")
+    except DataError:
+        raise
+    except Exception as err:
+        raise DataError(f"{path}: cannot read table ({err})") from None
+    return CurveData.from_table(df, strict=strict, source=str(path))
+
+
+def read_run_folder(path: str | Path, *, strict: bool = False) -> CurveData:
+    """Read an llm_runs run folder (``manifest.json`` + ``competence.jsonl``).
+
+    Uses :func:`llm_runs.runlog.read_run` (torch-free). Hyperparameters come from the
+    manifest's ``config``, flattened to dotted names (``rl.lr``), and ``seed``. A torn last
+    line (a run still being written) is ignored unless ``strict``.
+    """
+    path = Path(path)
+    if not (path / "manifest.json").is_file():
+        raise DataError(f"{path}: not a run folder (no manifest.json)")
+    from llm_runs.runlog import RunLogError, read_run
+
+    try:
+        log = read_run(path, strict=not strict)
+    except RunLogError as err:
+        raise DataError(str(err)) from None
+    df = log.frame("agent")
+    if df.empty:
+        raise DataError(f"{path}: the run log has no agent rows")
+    df = df[["step", "agent", "competence", "n_eval"]].copy()
+    df.insert(0, "run", log.name)
+    for k, v in _flat_numbers(log.manifest.get("config", {})).items():
+        df[k] = v
+    df["seed"] = log.manifest.get("seed")
+    return CurveData.from_table(df, strict=strict, source=str(path))
+
+
+def _flat_numbers(d: Mapping, prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat_numbers(v, f"{prefix}{k}."))
+        elif isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+            out[f"{prefix}{k}"] = float(v)
+    return out
+
+
+def read_tensorboard(
+    path: str | Path,
+    tags: Mapping[str, str],
+    *,
+    n_eval: int | Mapping[str, int] = 100,
+    run: str | None = None,
+    strict: bool = False,
+) -> CurveData:
+    """Read scalar competence curves from TensorBoard event files.
+
+    Args:
+        path: An event file or a folder containing ``events.out.tfevents.*`` files.
+        tags: Agent name → scalar tag, e.g. ``{"X": "competence/solver"}``.
+        n_eval: Evaluation sample size behind each scalar (one number or per agent);
+            TensorBoard does not record it.
+        run: Run label (default: the folder name).
+        strict: Raise on NaN values instead of dropping them.
+    """
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"TensorBoard path not found: {path}")
+    if not tags:
+        raise DataError("read_tensorboard needs tags: agent name -> scalar tag")
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    available = acc.Tags().get("scalars", [])
+    label = run or (path.name if path.is_dir() else path.parent.name)
+    rows = []
+    for agent, tag in tags.items():
+        if tag not in available:
+            raise DataError(f"{path}: scalar tag {tag!r} not found; available: {available}")
+        ne = n_eval[agent] if isinstance(n_eval, Mapping) else n_eval
+        for ev in acc.Scalars(tag):
+            rows.append((label, ev.step, agent, ev.value, ne))
+    df = pd.DataFrame(rows, columns=list(REQUIRED_COLUMNS))
+    return CurveData.from_table(df, strict=strict, source=str(path))
+
+
+def _is_tensorboard(path: Path) -> bool:
+    if path.is_file():
+        return "tfevents" in path.name
+    return path.is_dir() and any(path.glob("events.out.tfevents*"))
+
+
+def load_inputs(
+    inputs: Sequence[str | Path] | str | Path,
+    *,
+    strict: bool = False,
+    tb_tags: Mapping[str, str] | None = None,
+    tb_n_eval: int = 100,
+) -> CurveData:
+    """Load and join inputs of any supported kind.
+
+    Args:
+        inputs: Paths: ``.csv``/``.parquet`` tables, llm_runs run folders, TensorBoard event
+            files or folders, or a folder of run folders.
+        strict: Raise on NaN rows instead of dropping them.
+        tb_tags: Agent → scalar tag map, needed for TensorBoard inputs.
+        tb_n_eval: Evaluation sample size assumed for TensorBoard scalars.
+    """
+    if isinstance(inputs, str | Path):
+        inputs = [inputs]
+    if not inputs:
+        raise DataError("no inputs given")
+    parts = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir() and (p / "manifest.json").is_file():
+            parts.append(read_run_folder(p, strict=strict))
+        elif _is_tensorboard(p):
+            if not tb_tags:
+                raise DataError(f"{p}: TensorBoard input needs --tb-tag AGENT=TAG options")
+            parts.append(read_tensorboard(p, tb_tags, n_eval=tb_n_eval, strict=strict))
+        elif p.is_dir():
+            subs = sorted(d for d in p.iterdir() if (d / "manifest.json").is_file())
+            if not subs:
+                raise DataError(f"{p}: folder holds no run folders (manifest.json) or event files")
+            parts.extend(read_run_folder(d, strict=strict) for d in subs)
+        else:
+            parts.append(read_table(p, strict=strict))
+    if len(parts) == 1:
+        return parts[0]
+    seen: dict[str, int] = {}
+    for i, part in enumerate(parts):
+        for r in part.runs:
+            if r in seen:
+                raise DataError(f"run {r!r} appears in input {seen[r]} and input {i}")
+            seen[r] = i
+    return CurveData.concat(parts, strict=strict)

@@ -1,0 +1,380 @@
+"""The numpyro model: simulate's competence kinetics solved by diffrax inside the likelihood.
+
+Parameters are laid out in one vector (see :class:`Layout`). Every latent site is a
+standard normal (non-centred): the global vector ``z`` maps to natural parameters via
+``theta = T(loc + scale * z + links + random effects)`` with ``T = exp`` (rho, delta, K, n)
+or ``sigmoid`` (b, A0). All runs are solved at once (``vmap`` over runs) on the union of
+the observed steps; the input schedule is constant on from step 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+import simulate
+from simulate.spec import NetworkSpec
+
+from ._config import EDGE_PARAMS, NODE_PARAMS, ConfigError, FitConfig
+from ._data import CurveData, DataError
+
+__all__ = ["CurveModel", "Layout", "build_model", "solve_at"]
+
+_EPS = 1e-9
+
+
+def solve_at(
+    model: simulate.Model, ts: jax.Array, *, rtol: float = 1e-6, atol: float = 1e-8,
+    max_steps: int = 4096, forward: bool = False,
+) -> tuple[jax.Array, jax.Array]:
+    """Competences of ``model`` at arbitrary increasing steps ``ts >= 0`` (input on from 0).
+
+    ``forward=True`` differentiates the solve in forward mode (``diffrax.ForwardMode``),
+    cheaper than reverse mode for a few parameters and a small state; then only
+    forward-mode derivatives (``jax.jacfwd``) are available.
+
+    Returns:
+        ``(A, ok)``: levels of shape ``(T, N)`` and a success flag.
+    """
+    x = model.input_value(jnp.asarray(1.0))
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(lambda t, y, args: model.rhs(y, x)),
+        diffrax.Tsit5(),
+        0.0,
+        ts[-1],
+        None,
+        model.initial_state(),
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        max_steps=max_steps,
+        throw=False,
+        adjoint=diffrax.ForwardMode() if forward else diffrax.RecursiveCheckpointAdjoint(),
+    )
+    ys = sol.ys[:, : model.size]  # type: ignore[index]
+    ok = (sol.result == diffrax.RESULTS.successful) & jnp.all(jnp.isfinite(ys))
+    return jnp.where(jnp.isfinite(ys), ys, 0.5), ok
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """The free parameters of a network, in vector order.
+
+    Attributes:
+        names: Natural names, e.g. ``rho[X]``, ``K[X->Y]``.
+        bases: Base of each (``rho``, ``b``, ``delta``, ``A0``, ``K``, ``n``).
+        targets: Node or edge of each.
+        logit: True where the transform is sigmoid (b, A0), else exp.
+        loc: Prior median on the transformed scale.
+        scale: Prior sd on the transformed scale.
+    """
+
+    names: tuple[str, ...]
+    bases: tuple[str, ...]
+    targets: tuple[str, ...]
+    logit: np.ndarray
+    loc: np.ndarray
+    scale: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """Number of free parameters D."""
+        return len(self.names)
+
+    def to_natural(self, u: jax.Array) -> jax.Array:
+        """Transformed-scale values (..., D) to natural values."""
+        return jnp.where(jnp.asarray(self.logit), jax.nn.sigmoid(u), jnp.exp(u))
+
+    def to_unconstrained(self, theta: np.ndarray) -> np.ndarray:
+        """Natural values (..., D) to the transformed scale."""
+        theta = np.asarray(theta, float)
+        return np.where(self.logit, np.log(theta) - np.log1p(-np.clip(theta, 0, 1 - 1e-12)),
+                        np.log(theta))
+
+    def index(self, name: str) -> int:
+        """Position of ``name``."""
+        if name not in self.names:
+            raise ConfigError(f"unknown parameter {name!r}; free parameters: {list(self.names)}")
+        return self.names.index(name)
+
+
+def make_layout(network: simulate.Network, config: FitConfig, horizon: float) -> Layout:
+    """Free parameters of ``network`` with their priors (b only for regulated nodes)."""
+    names, bases, targets = [], [], []
+    has_parents = network.has_parents
+    for base in NODE_PARAMS:
+        for i, node in enumerate(network.names):
+            if base == "b" and not has_parents[i]:
+                continue
+            names.append(f"{base}[{node}]")
+            bases.append(base)
+            targets.append(node)
+    sign = np.asarray(network.sign)
+    edges = [e for e in network.edge_keys if sign[network.edge_index(e)] != 0]
+    for base in EDGE_PARAMS:
+        for e in edges:
+            names.append(f"{base}[{e}]")
+            bases.append(base)
+            targets.append(e)
+    for key in config.priors.overrides:
+        if key not in names:
+            raise ConfigError(f"priors.overrides: {key!r} is not a free parameter; "
+                              f"free parameters: {names}")
+    logit = np.array([b in ("b", "A0") for b in bases])
+    loc, scale = [], []
+    for name, base, lg in zip(names, bases, logit, strict=True):
+        med, sd = config.priors.median_sd(base, name, horizon=horizon)
+        loc.append(math.log(med / (1 - med)) if lg else math.log(med))
+        scale.append(sd)
+    return Layout(tuple(names), tuple(bases), tuple(targets), logit, np.array(loc),
+                  np.array(scale))
+
+
+@dataclasses.dataclass(frozen=True)
+class CurveModel:
+    """Everything the likelihood needs, precomputed as arrays.
+
+    Attributes:
+        network: The network (structure; K, n are overwritten by the parameters).
+        name: Label of the network (e.g. ``C1-AND``).
+        base: The simulate model the parameters are written into.
+        layout: Free-parameter layout.
+        config: Fit options.
+        runs: Run labels (order of the run axis).
+        ts: Union of observed steps, shape ``(T,)``.
+        run_idx: Per observation, the run index.
+        t_idx: Per observation, the index into ``ts``.
+        node_idx: Per observation, the node index.
+        n_eval: Per observation, the evaluation size.
+        k: Per observation, the observed successes.
+        re_index: Per random-effect column, the index into the parameter vector.
+        re_group: Per random-effect column, the index of its sd (one sd per base).
+        re_bases: Base names with random effects.
+        link_index: Per slope, the index into the parameter vector.
+        link_x: Per slope, the centred log covariate of each run, shape ``(L, R)``.
+        link_names: Per slope, a label ``c[rho[X]~lr]``.
+    """
+
+    network: simulate.Network
+    name: str
+    base: simulate.Model
+    layout: Layout
+    config: FitConfig
+    runs: tuple[str, ...]
+    ts: np.ndarray
+    run_idx: np.ndarray
+    t_idx: np.ndarray
+    node_idx: np.ndarray
+    n_eval: np.ndarray
+    k: np.ndarray
+    re_index: np.ndarray
+    re_group: np.ndarray
+    re_bases: tuple[str, ...]
+    link_index: np.ndarray
+    link_x: np.ndarray
+    link_names: tuple[str, ...]
+
+    @property
+    def n_runs(self) -> int:
+        """Number of runs R."""
+        return len(self.runs)
+
+    @property
+    def pooled(self) -> bool:
+        """True when every run shares all parameters (then one solve serves all runs)."""
+        return not self.re_index.size and not self.link_index.size
+
+    # -- parameters -------------------------------------------------------------------
+    def run_params(self, z, c=None, tau_z=None, eps=None) -> jax.Array:
+        """Natural parameters per run, shape ``(R, D)`` (``(1, D)`` if :attr:`pooled`)."""
+        lay = self.layout
+        u = jnp.asarray(lay.loc) + jnp.asarray(lay.scale) * z
+        u = jnp.broadcast_to(u, (1 if self.pooled else self.n_runs, lay.size))
+        if self.link_index.size:
+            sd = self.config.priors.slope_sd
+            contrib = (sd * c)[:, None] * jnp.asarray(self.link_x)  # (L, R)
+            u = u.at[:, self.link_index].add(contrib.T)
+        if self.re_index.size:
+            pr = self.config.priors
+            tau = jnp.exp(math.log(pr.re_median) + pr.re_sd * tau_z)  # (G,)
+            u = u.at[:, self.re_index].add(tau[self.re_group][None, :] * eps)
+        return lay.to_natural(u)
+
+    def with_params(self, theta: jax.Array) -> simulate.Model:
+        """The simulate model with natural parameter vector ``theta`` (D,) written in."""
+        m = self.base
+        for i, name in enumerate(self.layout.names):
+            m = simulate.set_param(m, name, theta[i])
+        return m
+
+    def curves(self, theta_runs: jax.Array, ts=None) -> tuple[jax.Array, jax.Array]:
+        """Mean competences ``(R, T, N)`` and per-run ok flags, at ``ts`` (default data)."""
+        grid = jnp.asarray(self.ts if ts is None else ts, dtype=float)
+        cfg = self.config
+
+        def one(theta):
+            return solve_at(self.with_params(theta), grid, rtol=cfg.rtol, atol=cfg.atol,
+                            forward=cfg.forward_mode)
+
+        return jax.vmap(one)(theta_runs)
+
+    def mean_obs(self, theta_runs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Mean competence at each observation, and an all-runs-ok flag."""
+        A, ok = self.curves(theta_runs)
+        runs = np.zeros_like(self.run_idx) if self.pooled else self.run_idx
+        mu = A[runs, self.t_idx, self.node_idx]
+        return jnp.clip(mu, _EPS, 1 - _EPS), jnp.all(ok)
+
+    def phi(self, z_phi) -> jax.Array:
+        """Beta-binomial concentration from its latent."""
+        pr = self.config.priors
+        return jnp.exp(math.log(pr.phi_median) + pr.phi_sd * z_phi)
+
+    def obs_dist(self, mu, phi=None) -> dist.Distribution:
+        """Observation distribution of the successes given the means."""
+        n = jnp.asarray(self.n_eval)
+        if self.config.likelihood == "betabinomial":
+            return dist.BetaBinomial(mu * phi, (1 - mu) * phi, total_count=n)
+        return dist.Binomial(total_count=n, probs=mu)
+
+    def sites(self) -> dict[str, tuple[int, ...]]:
+        """Latent site name → shape (all standard normal)."""
+        out: dict[str, tuple[int, ...]] = {"z": (self.layout.size,)}
+        if self.link_index.size:
+            out["c"] = (int(self.link_index.size),)
+        if self.re_index.size:
+            out["tau_z"] = (len(self.re_bases),)
+            out["eps"] = (self.n_runs, int(self.re_index.size))
+        if self.config.likelihood == "betabinomial":
+            out["z_phi"] = ()
+        return out
+
+    # -- numpyro ------------------------------------------------------------------------
+    def model(self, observe: bool = True) -> None:
+        """The numpyro model (call with no arguments)."""
+        latent = {name: numpyro.sample(name, dist.Normal(0.0, 1.0).expand(list(shape)).to_event(
+            len(shape))) for name, shape in self.sites().items()}
+        theta = self.run_params(latent["z"], latent.get("c"), latent.get("tau_z"),
+                                latent.get("eps"))
+        mu, ok = self.mean_obs(theta)
+        numpyro.factor("solver_ok", jnp.where(ok, 0.0, -1e8))
+        phi = self.phi(latent["z_phi"]) if "z_phi" in latent else None
+        numpyro.sample("obs", self.obs_dist(mu, phi), obs=jnp.asarray(self.k) if observe else None)
+
+    def log_joint_fn(self) -> Callable[[dict[str, jax.Array]], jax.Array]:
+        """``params -> log joint density`` (all sites unconstrained)."""
+
+        def f(params):
+            lp = 0.0
+            for name in self.sites():
+                lp = lp + jnp.sum(dist.Normal(0.0, 1.0).log_prob(params[name]))
+            theta = self.run_params(params["z"], params.get("c"), params.get("tau_z"),
+                                    params.get("eps"))
+            mu, ok = self.mean_obs(theta)
+            phi = self.phi(params["z_phi"]) if "z_phi" in params else None
+            ll = jnp.sum(self.obs_dist(mu, phi).log_prob(jnp.asarray(self.k)))
+            return lp + jnp.where(ok, ll, -1e8)
+
+        return f
+
+    def pointwise_loglik(self, params: dict[str, jax.Array]) -> jax.Array:
+        """Log-likelihood of each observation, shape ``(n_obs,)``, for one draw."""
+        theta = self.run_params(params["z"], params.get("c"), params.get("tau_z"),
+                                params.get("eps"))
+        mu, _ = self.mean_obs(theta)
+        phi = self.phi(params["z_phi"]) if "z_phi" in params else None
+        return self.obs_dist(mu, phi).log_prob(jnp.asarray(self.k))
+
+
+def resolve_network(
+    network: simulate.Network | NetworkSpec | str, gate: str = "AND",
+    nodes: tuple[str, ...] | None = None,
+) -> tuple[simulate.Network, str]:
+    """A network and its label from a preset (``C1``, ``I1-OR``), a spec, a path or a Network.
+
+    ``nodes`` renames the preset's X, Y, Z to the agents' names (in that order).
+    """
+    try:
+        if isinstance(network, simulate.Network):
+            return network, "network"
+        if isinstance(network, NetworkSpec):
+            return simulate.Network.from_spec(network), network.name
+        text = str(network).strip()
+        motif, _, g = text.upper().partition("-")
+        if motif in simulate.MOTIFS:
+            names = tuple(nodes) if nodes is not None else ("X", "Y", "Z")
+            if len(names) != 3:
+                raise ConfigError(f"an FFL preset needs 3 agent names, got {list(names)}")
+            spec = simulate.ffl_spec(motif, g or gate, nodes=(names[0], names[1], names[2]))
+        else:
+            spec = simulate.load_spec(text)
+        return simulate.Network.from_spec(spec), spec.name
+    except simulate.SpecError as err:
+        raise ConfigError(str(err)) from None
+
+
+def build_model(
+    data: CurveData, network: simulate.Network | NetworkSpec | str,
+    config: FitConfig | None = None, *, gate: str = "AND", nodes: tuple[str, ...] | None = None,
+) -> CurveModel:
+    """Prepare the likelihood arrays for ``data`` on ``network``.
+
+    Raises:
+        DataError: An agent in the data is not a node of the network, or < 2 distinct steps.
+        ConfigError: A link or random effect names an unknown parameter or column.
+    """
+    config = config or FitConfig()
+    net, name = resolve_network(network, gate, nodes)
+    unknown = [a for a in data.agents if a not in net.names]
+    if unknown:
+        raise DataError(
+            f"agent(s) {unknown} are not nodes of network {name!r} (nodes {list(net.names)}); "
+            "rename the agents or pass nodes=(...) / --agents to map X, Y, Z to agent names")
+    t = data.table
+    ts = np.unique(t["step"].to_numpy()).astype(float)
+    if ts.size < 2:
+        raise DataError("need observations at >= 2 distinct steps")
+    layout = make_layout(net, config, horizon=float(ts[-1]))
+    base = simulate.make_model(net, "competence")
+    for i, node in enumerate(net.names):
+        if not net.has_parents[i]:
+            base = simulate.set_param(base, f"b[{node}]", 0.0)
+    runs = tuple(data.runs)
+    run_pos = {r: i for i, r in enumerate(runs)}
+    # random effects and links
+    h = config.hierarchy
+    re_index, re_group = [], []
+    for g, p in enumerate(h.random_effects):
+        for j, b in enumerate(layout.bases):
+            if b == p:
+                re_index.append(j)
+                re_group.append(g)
+    link_index, link_x, link_names = [], [], []
+    for lk in h.links:
+        x = np.log(data.hyper_values(lk.covariate))
+        x = x - x.mean()
+        tg = lk.targets or tuple(tt for b, tt in zip(layout.bases, layout.targets, strict=True)
+                                 if b == lk.param)
+        for target in tg:
+            name = f"{lk.param}[{target}]"
+            link_index.append(layout.index(name))
+            link_x.append(x)
+            link_names.append(f"c[{name}~{lk.covariate}]")
+    return CurveModel(
+        network=net, name=name, base=base, layout=layout, config=config, runs=runs, ts=ts,
+        run_idx=t["run"].map(run_pos).to_numpy(np.int64),
+        t_idx=np.searchsorted(ts, t["step"].to_numpy().astype(float)),
+        node_idx=np.array([net.names.index(a) for a in t["agent"]], dtype=np.int64),
+        n_eval=t["n_eval"].to_numpy(np.int64), k=data.successes,
+        re_index=np.array(re_index, dtype=np.int64), re_group=np.array(re_group, dtype=np.int64),
+        re_bases=tuple(h.random_effects), link_index=np.array(link_index, dtype=np.int64),
+        link_x=np.array(link_x).reshape(len(link_index), len(runs)),
+        link_names=tuple(link_names),
+    )

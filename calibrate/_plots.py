@@ -1,0 +1,83 @@
+"""Figures: posterior predictive bands over the data, model-selection weights."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ._posterior import Posterior
+
+__all__ = ["plot_predictive", "plot_selection"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_predictive(post: Posterior, path: str | Path, *, max_runs: int = 8) -> Path:
+    """One panel per (run, agent): data, 90% band of the mean curve and of new evaluations."""
+    plt = _plt()
+    cm = post.model
+    pred = post.predictive()
+    runs = list(cm.runs)[:max_runs]
+    observed = sorted(set(cm.node_idx.tolist()))
+    nr, nc = len(runs), len(observed)
+    fig, axes = plt.subplots(nr, nc, figsize=(3.0 * nc, 2.2 * nr), squeeze=False,
+                             sharex=True, sharey=True)
+    t = pred["t"]
+    for r, run in enumerate(runs):
+        for c, node in enumerate(observed):
+            ax = axes[r][c]
+            ax.fill_between(t, pred["pred_q"][0, r, :, node], pred["pred_q"][1, r, :, node],
+                            color="C0", alpha=0.15, lw=0, label="90% predictive")
+            ax.fill_between(t, pred["mean_q"][0, r, :, node], pred["mean_q"][2, r, :, node],
+                            color="C0", alpha=0.4, lw=0, label="90% mean")
+            ax.plot(t, pred["mean_q"][1, r, :, node], color="C0", lw=1)
+            sel = (cm.run_idx == r) & (cm.node_idx == node)
+            ax.plot(cm.ts[cm.t_idx[sel]], cm.k[sel] / cm.n_eval[sel], ".", color="k", ms=3)
+            ax.set_ylim(-0.02, 1.02)
+            if r == 0:
+                ax.set_title(cm.network.names[node])
+            if c == 0:
+                ax.set_ylabel(f"{run}\ncompetence")
+            if r == nr - 1:
+                ax.set_xlabel("step")
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"posterior predictive — {cm.name}", fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_selection(ranking: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Bar chart of elpd_loo (± se) and stacking weight per candidate network."""
+    plt = _plt()
+    labels = [f"{r['motif']}-{r['gate']}" if r.get("gate") else str(r["motif"]) for r in ranking]
+    elpd = np.array([r["elpd_loo"] for r in ranking])
+    se = np.array([r["se"] for r in ranking])
+    w = np.array([r["weight"] for r in ranking])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 0.4 * len(labels) + 1.5))
+    y = np.arange(len(labels))[::-1]
+    a1.errorbar(elpd, y, xerr=se, fmt="o", color="C0")
+    a1.set_yticks(y, labels)
+    a1.set_xlabel("elpd_loo (higher is better)")
+    a2.barh(y, w, color="C1")
+    a2.set_yticks(y, labels)
+    a2.set_xlim(0, 1)
+    a2.set_xlabel("stacking weight")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

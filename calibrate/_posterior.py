@@ -1,0 +1,246 @@
+"""The posterior object: natural-scale draws, ArviZ InferenceData, summary, diagnostics."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._model import CurveModel
+
+__all__ = ["Posterior"]
+
+
+def _az():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz as az
+    return az
+
+
+class Posterior:
+    """Draws of one fit, with their names and diagnostics.
+
+    Attributes:
+        model: The :class:`~calibrate.CurveModel` that was fitted.
+        samples: Latent draws by site, each ``(chains, draws, ...)``.
+        stats: Sampler statistics (``diverging``, ``num_steps``), ``(chains, draws)``.
+        map_params: The MAP latent values (warm start).
+        timing: Seconds spent: ``map_s``, ``inference_s``, ``total_s``.
+        map_log_joint: Log joint density at the MAP.
+    """
+
+    def __init__(self, model: CurveModel, samples: dict[str, np.ndarray],
+                 stats: dict[str, np.ndarray], map_params: dict[str, np.ndarray], *,
+                 timing: dict[str, float] | None = None, map_log_joint: float = float("nan")):
+        self.model = model
+        self.samples = samples
+        self.stats = stats
+        self.map_params = map_params
+        self.timing = timing or {}
+        self.map_log_joint = map_log_joint
+        self._idata = None
+        self._loglik: np.ndarray | None = None
+
+    # -- draws --------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(chains, draws)."""
+        z = self.samples["z"]
+        return int(z.shape[0]), int(z.shape[1])
+
+    def _flat(self) -> dict[str, np.ndarray]:
+        c, d = self.shape
+        return {k: v.reshape(c * d, *v.shape[2:]) for k, v in self.samples.items()}
+
+    def params(self) -> dict[str, np.ndarray]:
+        """Natural-scale global parameters by name (``rho[X]``...), each ``(chains, draws)``.
+
+        With links, these are the values at the reference (geometric-mean) hyperparameters;
+        random effects are excluded (population median).
+        """
+        lay = self.model.layout
+        u = lay.loc + lay.scale * self.samples["z"]
+        theta = np.asarray(lay.to_natural(jnp.asarray(u)))
+        out = {name: theta[..., i] for i, name in enumerate(lay.names)}
+        if "c" in self.samples:
+            sd = self.model.config.priors.slope_sd
+            for i, name in enumerate(self.model.link_names):
+                out[name] = sd * self.samples["c"][..., i]
+        if "tau_z" in self.samples:
+            pr = self.model.config.priors
+            tau = np.exp(np.log(pr.re_median) + pr.re_sd * self.samples["tau_z"])
+            for i, b in enumerate(self.model.re_bases):
+                out[f"tau[{b}]"] = tau[..., i]
+        if "z_phi" in self.samples:
+            out["phi"] = np.asarray(self.model.phi(jnp.asarray(self.samples["z_phi"])))
+        return out
+
+    def run_params(self, max_draws: int | None = None, *, key: jax.Array | None = None
+                   ) -> np.ndarray:
+        """Per-run natural parameters, ``(draws, runs, D)`` (a random subset if asked)."""
+        flat = self._flat()
+        n = next(iter(flat.values())).shape[0]
+        idx = np.arange(n)
+        if max_draws is not None and n > max_draws:
+            rng = np.random.default_rng(0 if key is None else int(jax.random.randint(
+                key, (), 0, 2**31 - 1)))
+            idx = np.sort(rng.choice(n, max_draws, replace=False))
+        cm = self.model
+        sub = {k: jnp.asarray(v[idx]) for k, v in flat.items()}
+        fn = jax.jit(jax.vmap(lambda p: cm.run_params(p["z"], p.get("c"), p.get("tau_z"),
+                                                      p.get("eps"))))
+        return np.asarray(fn(sub))
+
+    def log_likelihood(self) -> np.ndarray:
+        """Pointwise log-likelihood ``(chains, draws, n_obs)``."""
+        if self._loglik is None:
+            c, d = self.shape
+            flat = {k: jnp.asarray(v) for k, v in self._flat().items()}
+            fn = jax.jit(lambda p: jax.lax.map(self.model.pointwise_loglik, p, batch_size=256))
+            self._loglik = np.asarray(fn(flat)).reshape(c, d, -1)
+        return self._loglik
+
+    # -- ArviZ --------------------------------------------------------------------------
+    def to_inference_data(self) -> Any:
+        """ArviZ InferenceData: posterior by base (dims node/edge), log_likelihood, data."""
+        if self._idata is not None:
+            return self._idata
+        az = _az()
+        cm = self.model
+        lay = cm.layout
+        p = self.params()
+        post: dict[str, np.ndarray] = {}
+        coords: dict[str, list[str]] = {}
+        dims: dict[str, list[str]] = {}
+        for base in dict.fromkeys(lay.bases):
+            names = [n for n, b in zip(lay.names, lay.bases, strict=True) if b == base]
+            tg = [t for t, b in zip(lay.targets, lay.bases, strict=True) if b == base]
+            dim = "edge" if base in ("K", "n") else ("node" if base != "b" else "regulated")
+            coords.setdefault(dim, tg)
+            post[base] = np.stack([p[n] for n in names], axis=-1)
+            dims[base] = [dim]
+        if cm.link_names:
+            coords["link"] = [n[2:-1] for n in cm.link_names]
+            post["c"] = np.stack([p[n] for n in cm.link_names], axis=-1)
+            dims["c"] = ["link"]
+        if cm.re_bases:
+            coords["re"] = list(cm.re_bases)
+            post["tau"] = np.stack([p[f"tau[{b}]"] for b in cm.re_bases], axis=-1)
+            dims["tau"] = ["re"]
+        if "phi" in p:
+            post["phi"] = p["phi"]
+        coords["obs_id"] = [str(i) for i in range(cm.k.size)]
+        dims["obs"] = ["obs_id"]
+        stats = {k: v for k, v in self.stats.items() if np.shape(v)[:2] == self.shape}
+        self._idata = az.from_dict(
+            posterior=post, log_likelihood={"obs": self.log_likelihood()},
+            observed_data={"obs": cm.k}, sample_stats=stats, coords=coords, dims=dims,
+            attrs={"network": json.dumps(cm.network.to_spec(cm.name).to_dict()),
+                   "runs": json.dumps(list(cm.runs)), "steps": json.dumps(cm.ts.tolist())},
+        )
+        return self._idata
+
+    # -- summaries ----------------------------------------------------------------------
+    def summary(self) -> dict[str, dict[str, float]]:
+        """Name → {mean, sd, q05, q95, r_hat, ess_bulk, ess_tail} (``rho[X]``, ``K[X->Y]``...)."""
+        az = _az()
+        out = {}
+        for name, x in self.params().items():
+            x = np.asarray(x, float)
+            single = x.shape[0] < 2 or x.shape[1] < 4
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rhat = float("nan") if single else float(az.rhat(x))
+                eb = float("nan") if x.shape[1] < 4 else float(az.ess(x, method="bulk"))
+                et = float("nan") if x.shape[1] < 4 else float(az.ess(x, method="tail"))
+            out[name] = {"mean": float(x.mean()), "sd": float(x.std()),
+                         "q05": float(np.quantile(x, 0.05)), "q95": float(np.quantile(x, 0.95)),
+                         "r_hat": rhat, "ess_bulk": eb, "ess_tail": et}
+        return out
+
+    def diagnostics(self, summary: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+        """R-hat, ESS and divergences against the config thresholds, with warnings."""
+        cfg = self.model.config
+        s = summary or self.summary()
+        rh = [v["r_hat"] for v in s.values() if np.isfinite(v["r_hat"])]
+        eb = [v["ess_bulk"] for v in s.values() if np.isfinite(v["ess_bulk"])]
+        et = [v["ess_tail"] for v in s.values() if np.isfinite(v["ess_tail"])]
+        div = int(np.sum(self.stats.get("diverging", 0)))
+        msgs = []
+        if cfg.method != "nuts":
+            msgs.append(f"method={cfg.method}: an approximation; R-hat/ESS do not apply")
+        else:
+            if rh and max(rh) > cfg.rhat_max:
+                bad = [k for k, v in s.items() if v["r_hat"] > cfg.rhat_max]
+                msgs.append(f"R-hat {max(rh):.3f} > {cfg.rhat_max} for {bad}")
+            low = min(min(eb, default=np.inf), min(et, default=np.inf))
+            if low < cfg.ess_min:
+                bad = [k for k, v in s.items() if min(v["ess_bulk"], v["ess_tail"]) < cfg.ess_min]
+                msgs.append(f"ESS {low:.0f} < {cfg.ess_min:.0f} for {bad}")
+            if div:
+                msgs.append(f"{div} divergent transition(s)")
+        steps = np.asarray(self.stats.get("num_steps", np.zeros(1)))
+        return {
+            "method": cfg.method, "chains": self.shape[0], "draws": self.shape[1],
+            "r_hat_max": max(rh, default=float("nan")),
+            "ess_bulk_min": min(eb, default=float("nan")),
+            "ess_tail_min": min(et, default=float("nan")),
+            "divergences": div, "mean_leapfrog_steps": float(steps.mean()) if steps.size else 0.0,
+            "timing_s": self.timing, "ok": not msgs or cfg.method != "nuts",
+            "warnings": msgs,
+        }
+
+    def predictive(self, *, n_points: int = 80, max_draws: int = 200, key: jax.Array | None
+                   = None) -> dict[str, np.ndarray]:
+        """Posterior predictive bands on a dense grid per run.
+
+        Returns:
+            ``t`` (T,), ``mean_q`` (3, R, T, N): 5/50/95% of the mean curve, and ``pred_q``
+            (2, R, T, N): 5/95% including binomial noise at each agent's median n_eval.
+        """
+        cm = self.model
+        t = np.linspace(0.0, float(cm.ts[-1]), n_points)
+        th = self.run_params(max_draws, key=key)  # (S, R, D) or (S, 1, D) if pooled
+        th = np.broadcast_to(th, (th.shape[0], cm.n_runs, th.shape[2]))
+        fn = jax.jit(jax.vmap(lambda x: cm.curves(x, t)[0]))
+        A = np.asarray(fn(jnp.asarray(th)))  # (S, R, T, N)
+        mean_q = np.quantile(A, [0.05, 0.5, 0.95], axis=0)
+        n = np.ones(cm.network.size) * np.median(cm.n_eval)
+        for i in range(cm.network.size):
+            sel = cm.node_idx == i
+            if sel.any():
+                n[i] = np.median(cm.n_eval[sel])
+        rng = np.random.default_rng(0)
+        draws = rng.binomial(n.astype(int), np.clip(A, 0, 1)) / n
+        pred_q = np.quantile(draws, [0.05, 0.95], axis=0)
+        return {"t": t, "mean_q": mean_q, "pred_q": pred_q}
+
+    # -- output -------------------------------------------------------------------------
+    def save(self, out: str | Path, *, figure: bool = True) -> dict[str, Any]:
+        """Write ``posterior.nc``, ``summary.json``, ``diagnostics.json``, ``config.json``,
+        ``network.json`` and (``figure``) ``predictive.png`` into folder ``out``.
+
+        Returns:
+            The diagnostics dict.
+        """
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        summ = self.summary()
+        diag = self.diagnostics(summ)
+        (out / "summary.json").write_text(json.dumps(summ, indent=2) + "\n")
+        (out / "diagnostics.json").write_text(json.dumps(diag, indent=2) + "\n")
+        (out / "config.json").write_text(json.dumps(self.model.config.to_dict(), indent=2) + "\n")
+        (out / "network.json").write_text(
+            json.dumps(self.model.network.to_spec(self.model.name).to_dict(), indent=2) + "\n")
+        self.to_inference_data().to_netcdf(str(out / "posterior.nc"))
+        if figure:
+            from ._plots import plot_predictive
+
+            plot_predictive(self, out / "predictive.png")
+        return diag
