@@ -183,7 +183,8 @@ def load_base(path: str | Path, *, device: str = "cpu") -> Base:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"base checkpoint not found: {path}")
-    model = AutoModelForCausalLM.from_pretrained(str(path)).to(device)
+    model: Any = AutoModelForCausalLM.from_pretrained(str(path))
+    model = model.to(device)
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)

@@ -73,7 +73,7 @@ class MultiAdapter:
         default_targets, fan = _targets(base.model)
         cfg = LoraConfig(
             r=r,
-            lora_alpha=alpha,
+            lora_alpha=alpha,  # pyright: ignore[reportArgumentType]
             lora_dropout=dropout,
             bias="none",
             target_modules=target_modules or default_targets,

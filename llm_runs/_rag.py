@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping
+from typing import ClassVar
 
 import numpy as np
 
@@ -33,7 +34,7 @@ class RagTask(Task):
     """
 
     name = "rag"
-    out_len = {"X": 3, "Y": 3, "Z": 3}
+    OUT_LEN: ClassVar[dict[str, int]] = {"X": 3, "Y": 3, "Z": 3}
 
     def __init__(
         self,

@@ -58,12 +58,10 @@ def run_sweep(sweep: SweepConfig, *, progress: bool = True) -> list[dict[str, An
 
         started = False
         if not ray.is_initialized():
-            ray.init(
-                address=sweep.address,
-                include_dashboard=False,
-                log_to_driver=False,
-                **({} if sweep.address else {"num_cpus": max(1, sweep.workers)}),
-            )
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            if sweep.address is None:
+                kwargs["num_cpus"] = max(1, sweep.workers)
+            ray.init(address=sweep.address, **kwargs)
             started = True
         try:
             remote = ray.remote(num_cpus=sweep.cpus_per_run, num_gpus=sweep.gpus_per_run)(run_one)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -86,7 +86,7 @@ class Task:
 
     name = "task"
     default_roles: tuple[str, ...] = ("X", "Y", "Z")
-    out_len: dict[str, int] = {}
+    OUT_LEN: ClassVar[dict[str, int]] = {}
 
     def __init__(
         self, *, seed: int = 0, roles: tuple[str, ...] | None = None, p_bug: float = 0.6
@@ -101,8 +101,8 @@ class Task:
                 f"task {self.name!r} has {len(self.default_roles)} roles, got {list(roles)}"
             )
         self._rename = dict(zip(self.default_roles, roles, strict=True))
-        self.roles = roles
-        self.out_len = {self._rename[r]: n for r, n in type(self).out_len.items()}
+        self.roles: tuple[str, ...] = roles
+        self.out_len = {self._rename[r]: n for r, n in type(self).OUT_LEN.items()}
 
     def canon(self, role: str) -> str:
         """Default role name (X/Y/Z) of a (possibly renamed) role."""
@@ -186,8 +186,9 @@ class Task:
         out = []
         for p in self.sample(rng, n, split="probe", shifted=shifted):
             up = self.gold_upstream(role, p)
-            if role == self.roles[-1] and len(self.roles) > 1 and rng.random() < 0.5:
-                prev = self.roles[-2]
+            roles = list(self.roles)
+            if role == roles[-1] and len(roles) > 1 and rng.random() < 0.5:
+                prev = roles[-2]
                 up[prev] = self.corrupt(prev, up[prev], rng)
             target = self.local_gold(role, p, up)
             out.append(Probe(role, p, up, target if target is not None else p.gold[role]))
@@ -215,7 +216,7 @@ class MathTask(Task):
     """
 
     name = "math"
-    out_len = {"X": 3, "Y": 3, "Z": 3}
+    OUT_LEN: ClassVar[dict[str, int]] = {"X": 3, "Y": 3, "Z": 3}
 
     def draw(self, rng: np.random.Generator, shifted: bool) -> Problem:
         lo, hi = (50, 100) if shifted else (0, 50)

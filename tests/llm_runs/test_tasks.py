@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 
@@ -58,7 +60,7 @@ def test_custom_task_interface():
     class Echo(Task):
         name = "echo"
         default_roles = ("X", "Y", "Z")
-        out_len = {"X": 1, "Y": 1, "Z": 1}
+        OUT_LEN: ClassVar[dict[str, int]] = {"X": 1, "Y": 1, "Z": 1}
 
         def draw(self, rng, shifted):
             from llm_runs._tasks import Problem
