@@ -26,6 +26,7 @@ __all__ = [
     "classify",
     "equilibrate",
     "linear_stability",
+    "solution_stability",
     "metrics",
     "steady_state",
 ]
@@ -311,3 +312,18 @@ def equilibrate(model: Model, level: float = 0.0, *, t1: float = 200.0) -> Model
         raise SpecError(f"no steady state at input level {level}: {sol.message()}")
     A0 = model.levels(y, model.input_value(jnp.asarray(level)))
     return eqx.tree_at(lambda m: m.kinetics.A0, model, A0)
+
+
+def solution_stability(model: Model, sol: Solution) -> Stability:
+    """:func:`linear_stability` at the equilibrium nearest a solved trajectory.
+
+    The Newton guess is the mean state over the last half of the run (delay stages equal
+    to their node at equilibrium): on a limit cycle the mean lies near the unstable
+    equilibrium, where the trajectory's end may not.
+    """
+    half = sol.states.shape[0] // 2
+    mean = jnp.mean(sol.states[half:], axis=0)
+    guess = jnp.concatenate([mean] * (1 + model.delay_stages))
+    st = linear_stability(model, guess, sol.inputs[-1])
+    alt = linear_stability(model, sol.y_final, sol.inputs[-1])
+    return jax.tree.map(lambda a, b: jnp.where(st.found, a, b), st, alt)

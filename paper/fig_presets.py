@@ -1,0 +1,28 @@
+"""Figure 1: step responses of the 16 FFL presets (alon kinetics, beta = 5, gamma = 1).
+
+    python paper/fig_presets.py --out paper/figures/presets.png
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+from simulate._demo import run_demo  # noqa: E402
+
+
+def main() -> None:
+    """Draw the figure (and its JSON summary) into the figures folder."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default="paper/figures")
+    args = ap.parse_args()
+    from pathlib import Path
+
+    run_demo(Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
