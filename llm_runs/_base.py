@@ -27,7 +27,7 @@ __all__ = ["BASE_PRESETS", "Base", "default_cache", "get_base", "pretrain_base"]
 #: GPT-2 shapes and default pretraining steps per preset (parameters approximate).
 BASE_PRESETS: dict[str, dict[str, int]] = {
     "micro": {"n_embd": 32, "n_layer": 2, "n_head": 2, "steps": 60},  # ~30k, tests
-    "tiny": {"n_embd": 128, "n_layer": 4, "n_head": 4, "steps": 1500},  # ~0.8M, CPU
+    "tiny": {"n_embd": 128, "n_layer": 4, "n_head": 4, "steps": 1000},  # ~0.8M, CPU
     "small": {"n_embd": 256, "n_layer": 8, "n_head": 8, "steps": 3000},  # ~6.3M, GPU
     "medium": {"n_embd": 512, "n_layer": 8, "n_head": 8, "steps": 4000},  # ~25M, GPU
 }
@@ -40,7 +40,7 @@ class Base:
 
     model: Any
     tokenizer: CharTokenizer | HFTokenizer
-    path: Path
+    path: Path | None
     meta: dict[str, Any]
 
 

@@ -210,16 +210,18 @@ def _fmt(v: int, width: int = 3) -> str | None:
 
 class MathTask(Task):
     """Two-step arithmetic ``a + b - c``: X computes ``s = a + b``, Y computes ``s - c``
-    from X's ``s``, Z checks Y's answer against the problem and X's ``s`` and outputs the
-    final answer. Normal: a, b in [0, 49]; shifted ("harder numbers"): a, b in [50, 99].
-    Numbers are zero-padded (a, b: 2 digits, c and outputs: 3), so prompts have fixed width.
+    from X's ``s``, Z checks Y's answer against X's ``s`` and ``c`` and outputs the final
+    answer. Normal: a, b in [0, 19]; shifted ("harder numbers"): a, b in [20, 49].
+    Numbers are zero-padded (a, b: 2 digits, c and outputs: 3), so prompts have fixed width;
+    each prompt ends with the operands its role needs (``X ccc|aa+bb>``,
+    ``Y aa+bb|sss-ccc>``, ``Z aa+bb|yyy|sss-ccc>``).
     """
 
     name = "math"
     OUT_LEN: ClassVar[dict[str, int]] = {"X": 3, "Y": 3, "Z": 3}
 
     def draw(self, rng: np.random.Generator, shifted: bool) -> Problem:
-        lo, hi = (50, 100) if shifted else (0, 50)
+        lo, hi = (20, 50) if shifted else (0, 20)
         a, b = (int(v) for v in rng.integers(lo, hi, size=2))
         c = int(rng.integers(0, a + b + 1))
         s, r = a + b, a + b - c
@@ -227,18 +229,15 @@ class MathTask(Task):
         gold = {x: _fmt(s) or "", y: _fmt(r) or "", z: _fmt(r) or ""}
         return Problem(f"{a}+{b}-{c}", {"a": a, "b": b, "c": c}, gold, gold[z], shifted)
 
-    def _q(self, p: Problem) -> str:
-        d = p.data
-        return f"{d['a']:02d}+{d['b']:02d}-{d['c']:03d}"
-
     def prompt(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str:
         x, y, _ = self.roles
-        tag = self.canon(role)
+        tag, d = self.canon(role), problem.data
+        ab = f"{d['a']:02d}+{d['b']:02d}"
         if tag == "X":
-            return f"X{self._q(problem)}>"
+            return f"X{d['c']:03d}|{ab}>"
         if tag == "Y":
-            return f"Y{self._q(problem)}|{upstream[x]}>"
-        return f"Z{self._q(problem)}|{upstream[x]}|{upstream[y]}>"
+            return f"Y{ab}|{upstream[x]}-{d['c']:03d}>"
+        return f"Z{ab}|{upstream[y]}|{upstream[x]}-{d['c']:03d}>"
 
     def local_gold(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str | None:
         tag = self.canon(role)

@@ -253,19 +253,20 @@ class RLConfig:
         credit: ``shared`` end-to-end reward, ``role`` verifiable reward, ``discounted``
             share ``discount**(hops to the output)`` of the end-to-end reward.
         batch: Problems per step; ``group`` rollouts each (GRPO groups; else 1 is typical).
-        warmup_steps: Supervised steps on the role formats before RL.
+        warmup_steps: Supervised steps on the role formats before RL (0 by default: the
+            base is pretrained on imperfect role-format demonstrations, see ``_tasks``).
         lr: AdamW learning rate of the adapters (constant after a short linear ramp).
         kl_coef: Weight of the per-token KL penalty to the frozen base (0: only logged).
     """
 
     algo: str = "reinforce"
-    credit: str = "shared"
+    credit: str = "role"
     discount: float = 0.5
     batch: int = 32
     group: int = 1
-    warmup_steps: int = 40
+    warmup_steps: int = 0
     warmup_batch: int = 32
-    lr: float = 3e-3
+    lr: float = 1e-3
     temperature: float = 1.0
     ppo_epochs: int = 2
     clip: float = 0.2
@@ -306,7 +307,9 @@ class TrainConfig:
         ckpt_every: Checkpoint period (steps); 0 disables checkpoints.
         pool_size: Adapters per role (Pool-of-Agents); rollouts draw a member per sample.
         device: ``cpu``, ``cuda`` or ``cuda:N``. bf16 autocast is used on CUDA.
-        threads: torch CPU threads (None: torch's default).
+        threads: torch CPU threads (None: torch's default). 1 by default: the tiny model's
+            matmuls gain little from a second thread, and on a shared 2-core machine a
+            second thread was 2-4x slower under load.
     """
 
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
@@ -314,13 +317,13 @@ class TrainConfig:
     lora: LoraConfig = dataclasses.field(default_factory=LoraConfig)
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     rl: RLConfig = dataclasses.field(default_factory=RLConfig)
-    steps: int = 300
+    steps: int = 600
     eval_every: int = 25
     ckpt_every: int = 50
     seed: int = 0
     pool_size: int = 1
     device: str = "cpu"
-    threads: int | None = None
+    threads: int | None = 1
     name: str | None = None
 
     def __post_init__(self) -> None:

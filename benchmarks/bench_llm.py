@@ -1,0 +1,203 @@
+"""Benchmark of llm_runs' multi-adapter training (prints baselines and ratios in one run).
+
+1. Training throughput (tokens/s): a joint 3-agent step (three LoRA adapters on one base,
+   forward + backward per agent, one optimizer step) vs a single-adapter peft step on the
+   same base over the same number of tokens. Goal: joint overhead <= 1.3x.
+2. Generation throughput (new tokens/s) of the KV-cached sampler, one adapter.
+3. Memory of K = 1, 4, 8 adapters on one base vs K separate model copies (each with its
+   adapter): bytes of parameters + gradients + AdamW state after one training step
+   (exact tensor accounting), and on CUDA the peak allocated memory.
+
+Usage::
+
+    python benchmarks/bench_llm.py                      # tiny preset on CPU
+    python benchmarks/bench_llm.py --device cuda --preset small --batch 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+from typing import Any
+
+import torch
+
+from llm_runs._base import BASE_PRESETS, Base, _build
+from llm_runs._policy import MultiAdapter
+from llm_runs._tokenizer import CharTokenizer
+
+PROMPT_LEN, COMP_LEN = 20, 3
+
+
+def _base(preset: str, device: str) -> Base:
+    tok = CharTokenizer()
+    model = _build(preset, tok.vocab_size).to(device).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return Base(model, tok, path=None, meta={"preset": preset})
+
+
+def _data(pol: MultiAdapter, batch: int, device: str) -> tuple[Any, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    chars = "0123456789+-|>"
+    prompts = [
+        "".join(chars[int(i)] for i in torch.randint(len(chars), (PROMPT_LEN,), generator=g))
+        for _ in range(batch)
+    ]
+    comp = torch.randint(3, pol.tok.vocab_size, (batch, COMP_LEN), generator=g).to(device)
+    return pol.encode(prompts), comp
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _time(fn: Any, steps: int, device: str) -> float:
+    fn()  # warm-up
+    _sync(device)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    _sync(device)
+    return (time.perf_counter() - t0) / steps
+
+
+def bench_train(preset: str, device: str, batch: int, steps: int) -> dict[str, float]:
+    """Tokens/s of the joint 3-agent step vs the single-adapter step (same tokens)."""
+    agents = ["X", "Y", "Z"]
+    joint = MultiAdapter(_base(preset, device), agents, seed=0, device=device)
+    enc, comp = _data(joint, batch, device)
+    opt = torch.optim.AdamW([p for a in agents for p in joint.params[a]], lr=1e-3)
+
+    def joint_step() -> None:
+        for a in agents:
+            joint.activate(a)
+            logp, _, _ = joint.token_logprobs(enc, comp)
+            joint.backward(a, -logp.mean())
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    single = MultiAdapter(_base(preset, device), ["S"], seed=0, device=device)
+    enc3, comp3 = _data(single, 3 * batch, device)
+    opt1 = torch.optim.AdamW(single.params["S"], lr=1e-3)
+
+    def single_step() -> None:
+        single.activate("S")
+        logp, _, _ = single.token_logprobs(enc3, comp3)
+        single.backward("S", -logp.mean())
+        opt1.step()
+        opt1.zero_grad(set_to_none=True)
+
+    tokens = 3 * batch * (PROMPT_LEN + 1 + COMP_LEN)
+    t_joint = _time(joint_step, steps, device)
+    t_single = _time(single_step, steps, device)
+    return {
+        "joint_tokens_per_s": tokens / t_joint,
+        "single_tokens_per_s": tokens / t_single,
+        "joint_overhead": t_joint / t_single,
+    }
+
+
+def bench_generate(preset: str, device: str, batch: int, steps: int) -> dict[str, float]:
+    """New tokens/s of greedy and sampled generation (KV cache), one adapter."""
+    pol = MultiAdapter(_base(preset, device), ["X"], seed=0, device=device)
+    enc, _ = _data(pol, batch, device)
+    n_new = 8
+    g = torch.Generator(device=device).manual_seed(0)
+    t_greedy = _time(lambda: pol.generate("X", enc, n_new), steps, device)
+    t_sample = _time(
+        lambda: pol.generate("X", enc, n_new, greedy=False, generator=g), steps, device
+    )
+    return {
+        "greedy_new_tokens_per_s": batch * n_new / t_greedy,
+        "sampled_new_tokens_per_s": batch * n_new / t_sample,
+    }
+
+
+def _tensor_bytes(params: list[torch.nn.Parameter], opt: torch.optim.Optimizer) -> int:
+    n = sum(p.numel() * p.element_size() for p in params)
+    n += sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None)
+    for state in opt.state.values():
+        n += sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
+    return n
+
+
+def bench_memory(preset: str, device: str, batch: int) -> list[dict[str, float]]:
+    """Memory of K adapters on one base vs K model copies, after one training step."""
+    rows = []
+    for k in (1, 4, 8):
+        for mode in ("shared", "copies"):
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+            names = [f"A{i}" for i in range(k)]
+            if mode == "shared":
+                pols = [MultiAdapter(_base(preset, device), names, r=8, seed=0, device=device)]
+                owners = [(pols[0], n) for n in names]
+            else:
+                proto = _base(preset, device)
+                pols = [
+                    MultiAdapter(copy.deepcopy(proto), [n], r=8, seed=0, device=device)
+                    for n in names
+                ]
+                owners = [(p, n) for p, n in zip(pols, names, strict=True)]
+            params = list({id(p): p for pol in pols for p in pol.model.parameters()}.values())
+            trainable = [p for pol, n in owners for p in pol.params[n]]
+            opt = torch.optim.AdamW(trainable, lr=1e-3)
+            enc, comp = _data(pols[0], batch, device)
+            for pol, n in owners:
+                pol.activate(n)
+                logp, _, _ = pol.token_logprobs(enc, comp)
+                pol.backward(n, -logp.mean())
+            opt.step()
+            row = {"K": k, "mode": mode, "tensor_MB": _tensor_bytes(params, opt) / 2**20}
+            if device.startswith("cuda"):
+                row["peak_MB"] = torch.cuda.max_memory_allocated() / 2**20
+            rows.append(row)
+            del pols, owners, opt, params, trainable
+    return rows
+
+
+def main() -> None:
+    """Run all three benchmarks and print a table plus a JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--preset", default="tiny", choices=list(BASE_PRESETS))
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    tr = bench_train(args.preset, args.device, args.batch, args.steps)
+    print(f"== bench_llm ({args.preset}, {args.device}, batch {args.batch} per agent)")
+    print(
+        f"train  single-adapter baseline {tr['single_tokens_per_s']:10.0f} tok/s | "
+        f"joint 3-agent {tr['joint_tokens_per_s']:10.0f} tok/s | "
+        f"overhead {tr['joint_overhead']:.2f}x (goal <= 1.30x)"
+    )
+    ge = bench_generate(args.preset, args.device, args.batch, args.steps)
+    print(
+        f"generate  greedy {ge['greedy_new_tokens_per_s']:10.0f} new tok/s | "
+        f"sampled {ge['sampled_new_tokens_per_s']:10.0f} new tok/s"
+    )
+    mem = bench_memory(args.preset, args.device, args.batch)
+    for k in (1, 4, 8):
+        sh = next(r for r in mem if r["K"] == k and r["mode"] == "shared")
+        cp = next(r for r in mem if r["K"] == k and r["mode"] == "copies")
+        extra = ""
+        if "peak_MB" in sh:
+            extra = f" | peak {sh['peak_MB']:.1f} vs {cp['peak_MB']:.1f} MB"
+        print(
+            f"memory K={k}: one base {sh['tensor_MB']:8.2f} MB | {k} copies "
+            f"{cp['tensor_MB']:8.2f} MB | ratio {cp['tensor_MB'] / sh['tensor_MB']:.2f}x{extra}"
+        )
+    print(json.dumps({"train": tr, "generate": ge, "memory": mem}))
+
+
+if __name__ == "__main__":
+    main()
