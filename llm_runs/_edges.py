@@ -6,8 +6,9 @@ combined by ``i``'s gate (AND: product of Hill terms; OR: Alon's competitive for
 the functions of :mod:`simulate._regulation` on the EMA competences ``Â_j`` in [0, 1]:
 
 - ``budget``:   share of the rollout batch agent ``i`` trains on, ``1 - w + w·G``;
-- ``credit``:   weight ``w·G`` of an auxiliary interaction reward (``i``'s own verifiable
-  correctness given its actual upstream inputs) added to ``i``'s reward;
+- ``credit``:   weight ``w·G`` of an auxiliary interaction reward added to ``i``'s reward:
+  the end-to-end success under ``role`` credit, else ``i``'s own verifiable correctness
+  given its actual upstream inputs (the part the credit mode does not already pay);
 - ``coupling``: learning-rate multiplier ``1 - w + w·G``.
 
 ``w`` is the largest ``weight`` among those edges. Agents without edges of a mechanism

@@ -181,7 +181,9 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
     rewards = assign_credit(e2e_l, local_l, st.roles, mode=rl.credit, discount=rl.discount)
     work = []
     for role in st.roles:
-        r = rewards[role] + factors[role]["credit"] * local_l[role]
+        # interaction reward: the part the credit mode does not already pay
+        inter = e2e_l if rl.credit == "role" else local_l[role]
+        r = rewards[role] + factors[role]["credit"] * inter
         adv, mean = advantages(r, algo=rl.algo, group=rl.group, baseline=st.baseline.get(role, 0.0))
         st.baseline[role] = (
             rl.baseline_decay * st.baseline.get(role, mean) + (1 - rl.baseline_decay) * mean
