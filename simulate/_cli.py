@@ -227,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="step responses of all 16 presets")
     d.add_argument("--out", default="demo_out", help="output folder")
     d.set_defaults(func=_cmd_demo)
+
+    from ._phase_cli import add_phase_parser
+    from ._sbml import add_export_parser
+
+    add_phase_parser(sub)
+    add_export_parser(sub)
     return p
 
 
