@@ -8,6 +8,7 @@ from ._analysis import classify as classify
 from ._analysis import equilibrate as equilibrate
 from ._analysis import linear_stability as linear_stability
 from ._analysis import metrics as metrics
+from ._analysis import solution_stability as solution_stability
 from ._analysis import steady_state as steady_state
 from ._batch import solve_batch as solve_batch
 from ._batch import solve_sharded as solve_sharded

@@ -63,7 +63,7 @@ def simulate_summary(
     model, sol, *, name: str = "network", include_trajectory: bool = True
 ) -> dict[str, Any]:
     """JSON-ready summary of one solution: regime, per-node metrics, stability."""
-    from ._analysis import REGIME_NAMES, Regime, classify, linear_stability, metrics
+    from ._analysis import REGIME_NAMES, Regime, classify, metrics, solution_stability
 
     regime, node_regimes = classify(sol, bounded=model.kinetics.bounded)
     mets = metrics(sol)
@@ -82,7 +82,7 @@ def simulate_summary(
         },
     }
     if bool(sol.ok):
-        st = linear_stability(model, sol.y_final, sol.inputs[-1])
+        st = solution_stability(model, sol)
         out["stability"] = {
             "steady_state": dict(
                 zip(sol.names, np.asarray(st.steady)[: len(sol.names)].tolist(), strict=True)
