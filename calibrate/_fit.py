@@ -18,88 +18,130 @@ from simulate.spec import NetworkSpec
 
 from ._config import FitConfig
 from ._data import CurveData
-from ._model import CurveModel, build_model
+from ._model import CurveModel, build_model, neg_log_joint_and_grad, unflatten
 from ._posterior import Posterior
 
-__all__ = ["fit", "fit_model", "map_fit"]
+__all__ = ["fit", "fit_model", "laplace", "map_fit"]
 
 
-def _value_and_grad(f, p, forward: bool):
-    if not forward:
-        return jax.value_and_grad(f)(p)
-    return f(p), jax.jacfwd(f)(p)
+class _Flat:
+    """Flatten the latent sites of a model into one vector (in :meth:`sites` order)."""
+
+    def __init__(self, cm: CurveModel):
+        self.cm = cm
+        self.names = tuple(cm.sites())
+        self.size = int(sum(int(np.prod(sh)) for sh in cm.sites().values()))
+
+    def unflatten(self, flat):
+        return unflatten(self.cm, flat)
+
+    def flatten(self, params) -> np.ndarray:
+        return np.concatenate([np.ravel(np.asarray(params[n])) for n in self.names])
+
+
+def _neg_value_and_grad(cm: CurveModel):
+    flat = _Flat(cm)
+
+    def fun(x):
+        v, g = neg_log_joint_and_grad(cm, jnp.asarray(x, dtype=float))
+        v, g = float(v), np.asarray(g, dtype=float)
+        if not np.isfinite(v):
+            return 1e12, np.zeros_like(g)
+        return v, np.where(np.isfinite(g), g, 0.0)
+
+    return flat, fun
 
 
 def map_fit(
     cm: CurveModel, *, key: jax.Array, steps: int | None = None, starts: int | None = None,
-    lr: float = 0.08,
+    objective: tuple[_Flat, Callable] | None = None,
 ) -> tuple[dict[str, jax.Array], float]:
-    """Maximum a posteriori latent values by Adam from several starts (vmapped).
+    """Maximum a posteriori latent values by L-BFGS (jitted value and gradient of the log
+    joint, scipy's optimiser) from several starts; start 0 is the prior median.
 
     Returns:
-        ``(params, log_joint)`` of the best start; start 0 is the prior median.
+        ``(params, log_joint)`` of the best start.
     """
+    from scipy.optimize import minimize
+
     cfg = cm.config
     steps = cfg.map_steps if steps is None else steps
     starts = cfg.map_starts if starts is None else starts
-    sites = cm.sites()
-    f = cm.log_joint_fn()
-    keys = jax.random.split(key, len(sites))
-    inits = {}
-    for (name, shape), k in zip(sites.items(), keys, strict=True):
-        x = 0.7 * jax.random.normal(k, (starts, *shape))
-        inits[name] = x.at[0].set(0.0)
-    if steps == 0:
-        p0 = {k: v[0] for k, v in inits.items()}
-        return p0, float(f(p0))
-    sched = optax.cosine_decay_schedule(lr, steps, alpha=0.05)
-    opt = optax.adam(sched)
-
-    def loss(p):
-        return -f(p)
-
-    def run(p0):
-        def step(carry, _):
-            p, s = carry
-            val, g = _value_and_grad(loss, p, cfg.forward_mode)
-            g = jax.tree.map(lambda x: jnp.where(jnp.isfinite(x), x, 0.0), g)
-            upd, s = opt.update(g, s, p)
-            return (optax.apply_updates(p, upd), s), val
-
-        (p, _), _ = jax.lax.scan(step, (p0, opt.init(p0)), None, length=steps)
-        return p, loss(p)
-
-    ps, losses = jax.jit(jax.vmap(run))(inits)
-    losses = np.where(np.isfinite(np.asarray(losses)), np.asarray(losses), np.inf)
-    best = int(np.argmin(losses))
-    return {k: v[best] for k, v in ps.items()}, float(-losses[best])
+    flat, fun = objective or _neg_value_and_grad(cm)
+    x0s = np.array(0.7 * jax.random.normal(key, (starts, flat.size)))
+    x0s[0] = 0.0
+    best_x, best_v = x0s[0], fun(x0s[0])[0]
+    if steps > 0:
+        for x0 in x0s:
+            res = minimize(fun, x0, jac=True, method="L-BFGS-B", options={"maxiter": steps})
+            if np.isfinite(res.fun) and res.fun < best_v:
+                best_x, best_v = res.x, float(res.fun)
+    p = flat.unflatten(jnp.asarray(best_x))
+    return p, -float(best_v)
 
 
-def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool):
+def laplace(
+    cm: CurveModel, params: dict[str, jax.Array], *,
+    objective: tuple[_Flat, Callable] | None = None,
+) -> tuple[tuple[str, ...], np.ndarray]:
+    """Covariance of the Laplace approximation at ``params`` (sites in :meth:`sites` order).
+
+    The Hessian (central differences of the reverse-mode gradient: diffrax's checkpointed
+    adjoint supports one reverse pass, not forward-over-reverse) has its eigenvalues
+    clipped to [1, 1e8] (the prior is standard normal, so a posterior variance above 1
+    means a non-converged MAP), giving a positive definite matrix.
+    """
+    flat, fun = objective or _neg_value_and_grad(cm)
+    x0 = flat.flatten(params)
+    h = 1e-4
+    H = np.empty((x0.size, x0.size))
+    for j in range(x0.size):
+        e = np.zeros(x0.size)
+        e[j] = h
+        H[:, j] = (fun(x0 + e)[1] - fun(x0 - e)[1]) / (2 * h)
+    H = 0.5 * (H + H.T)
+    if not np.all(np.isfinite(H)):
+        return flat.names, np.eye(x0.size)
+    w, V = np.linalg.eigh(H)
+    w = np.clip(w, 1.0, 1e8)
+    return flat.names, (V / w) @ V.T
+
+
+def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool,
+          objective=None):
     cfg = cm.config
     k_jit, k_run = jax.random.split(key)
     chains = cfg.chains
-    init_params = {
-        name: v[None] + 0.05 * jax.random.normal(jax.random.fold_in(k_jit, i), (chains, *v.shape))
-        for i, (name, v) in enumerate(init.items())
-    }
+    names, cov = laplace(cm, init, objective=objective)
+    # over-dispersed starts: draws from the Laplace approximation around the MAP
+    L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(cov)))
+    eps = np.asarray(jax.random.normal(k_jit, (chains, len(cov))))
+    flat = np.concatenate([np.ravel(np.asarray(init[n])) for n in names])
+    starts = flat[None] + eps @ L.T
+    init_params, i = {}, 0
+    for n in names:
+        sh = np.shape(init[n])
+        sz = int(np.prod(sh))
+        init_params[n] = jnp.asarray(starts[:, i:i + sz].reshape(chains, *sh))
+        i += sz
+    imm = {names: jnp.asarray(cov if cfg.dense_mass else np.diag(cov))}
     kernel = NUTS(
-        cm.model, dense_mass=cfg.dense_mass, target_accept_prob=cfg.target_accept,
-        max_tree_depth=cfg.max_tree_depth, init_strategy=init_to_value(values=init),
+        cm.model, dense_mass=[names] if cfg.dense_mass else False,
+        target_accept_prob=cfg.target_accept, max_tree_depth=cfg.max_tree_depth,
+        init_strategy=init_to_value(values=init),
         forward_mode_differentiation=cfg.forward_mode,
+        inverse_mass_matrix=imm if cfg.laplace_mass else None,
     )
     mcmc = MCMC(kernel, num_warmup=cfg.warmup, num_samples=cfg.samples, num_chains=chains,
                 chain_method="vectorized", progress_bar=progress)
-    mcmc.run(k_run, init_params=init_params if chains > 1 else init,
+    mcmc.run(k_run, init_params=init_params if chains > 1 else
+             {k: v[0] for k, v in init_params.items()},
              extra_fields=("diverging", "num_steps"))
     samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()
                if k in cm.sites()}
     extra = mcmc.get_extra_fields(group_by_chain=True)
-    stats = {"diverging": np.asarray(extra["diverging"]),
-             "num_steps": np.asarray(extra["num_steps"])}
-    if chains == 1:
-        samples = {k: v.reshape(1, *v.shape[-(v.ndim - 1):]) if v.shape[0] != 1 else v
-                   for k, v in samples.items()}
+    stats = {"diverging": np.asarray(extra["diverging"]).reshape(chains, -1),
+             "num_steps": np.asarray(extra["num_steps"]).reshape(chains, -1)}
     return samples, stats
 
 
@@ -129,14 +171,24 @@ def fit_model(
     say = log or (lambda s: None)
     k_map, k_inf = jax.random.split(key)
     t0 = time.perf_counter()
-    say(f"MAP warm start ({cfg.map_starts} starts x {cfg.map_steps} Adam steps)")
-    init, lj = map_fit(cm, key=k_map)
+    say(f"MAP warm start (L-BFGS, {cfg.map_starts} starts x <= {cfg.map_steps} iterations)")
+    objective = _neg_value_and_grad(cm)
+    init, lj = map_fit(cm, key=k_map, objective=objective)
     t_map = time.perf_counter() - t0
     say(f"MAP log joint {lj:.2f} in {t_map:.1f} s; {cfg.method.upper()} "
         f"({cfg.chains} chains x {cfg.samples} samples)")
     t1 = time.perf_counter()
     if cfg.method == "nuts":
-        samples, stats = _nuts(cm, init, k_inf, progress)
+        samples, stats = _nuts(cm, init, k_inf, progress, objective)
+    elif cfg.method == "laplace":
+        names, cov = laplace(cm, init, objective=objective)
+        flat = objective[0]
+        L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(cov)))
+        eps = np.asarray(jax.random.normal(k_inf, (cfg.chains, cfg.samples, len(cov))))
+        draws = flat.flatten(init)[None, None] + eps @ L.T
+        samples = {k: np.asarray(v) for k, v in unflatten(cm, jnp.asarray(draws)).items()}
+        stats = {"diverging": np.zeros((cfg.chains, cfg.samples), bool),
+                 "num_steps": np.zeros((cfg.chains, cfg.samples), np.int64)}
     elif cfg.method == "svi":
         samples, stats = _svi(cm, init, k_inf, progress)
     else:

@@ -9,11 +9,11 @@ the observed steps; the input schedule is constant on from step 0.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -63,8 +63,7 @@ def solve_at(
     return jnp.where(jnp.isfinite(ys), ys, 0.5), ok
 
 
-@dataclasses.dataclass(frozen=True)
-class Layout:
+class Layout(eqx.Module):
     """The free parameters of a network, in vector order.
 
     Attributes:
@@ -76,10 +75,10 @@ class Layout:
         scale: Prior sd on the transformed scale.
     """
 
-    names: tuple[str, ...]
-    bases: tuple[str, ...]
-    targets: tuple[str, ...]
-    logit: np.ndarray
+    names: tuple[str, ...] = eqx.field(static=True)
+    bases: tuple[str, ...] = eqx.field(static=True)
+    targets: tuple[str, ...] = eqx.field(static=True)
+    logit: tuple[bool, ...] = eqx.field(static=True)
     loc: np.ndarray
     scale: np.ndarray
 
@@ -95,7 +94,8 @@ class Layout:
     def to_unconstrained(self, theta: np.ndarray) -> np.ndarray:
         """Natural values (..., D) to the transformed scale."""
         theta = np.asarray(theta, float)
-        return np.where(self.logit, np.log(theta) - np.log1p(-np.clip(theta, 0, 1 - 1e-12)),
+        lg = np.asarray(self.logit)
+        return np.where(lg, np.log(theta) - np.log1p(-np.clip(theta, 0, 1 - 1e-12)),
                         np.log(theta))
 
     def index(self, name: str) -> int:
@@ -127,7 +127,7 @@ def make_layout(network: simulate.Network, config: FitConfig, horizon: float) ->
         if key not in names:
             raise ConfigError(f"priors.overrides: {key!r} is not a free parameter; "
                               f"free parameters: {names}")
-    logit = np.array([b in ("b", "A0") for b in bases])
+    logit = tuple(b in ("b", "A0") for b in bases)
     loc, scale = [], []
     for name, base, lg in zip(names, bases, logit, strict=True):
         med, sd = config.priors.median_sd(base, name, horizon=horizon)
@@ -137,9 +137,12 @@ def make_layout(network: simulate.Network, config: FitConfig, horizon: float) ->
                   np.array(scale))
 
 
-@dataclasses.dataclass(frozen=True)
-class CurveModel:
+class CurveModel(eqx.Module):
     """Everything the likelihood needs, precomputed as arrays.
+
+    An equinox Module: the arrays (data, prior locations, network signs) are leaves and the
+    labels/options static, so one compiled likelihood serves every dataset of the same
+    shape and every network of the same wiring (e.g. all FFL presets).
 
     Attributes:
         network: The network (structure; K, n are overwritten by the parameters).
@@ -163,11 +166,11 @@ class CurveModel:
     """
 
     network: simulate.Network
-    name: str
+    name: str = eqx.field(static=True)
     base: simulate.Model
     layout: Layout
-    config: FitConfig
-    runs: tuple[str, ...]
+    config: FitConfig = eqx.field(static=True)
+    runs: tuple[str, ...] = eqx.field(static=True)
     ts: np.ndarray
     run_idx: np.ndarray
     t_idx: np.ndarray
@@ -176,10 +179,10 @@ class CurveModel:
     k: np.ndarray
     re_index: np.ndarray
     re_group: np.ndarray
-    re_bases: tuple[str, ...]
+    re_bases: tuple[str, ...] = eqx.field(static=True)
     link_index: np.ndarray
     link_x: np.ndarray
-    link_names: tuple[str, ...]
+    link_names: tuple[str, ...] = eqx.field(static=True)
 
     @property
     def n_runs(self) -> int:
@@ -228,7 +231,7 @@ class CurveModel:
     def mean_obs(self, theta_runs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Mean competence at each observation, and an all-runs-ok flag."""
         A, ok = self.curves(theta_runs)
-        runs = np.zeros_like(self.run_idx) if self.pooled else self.run_idx
+        runs = jnp.zeros_like(self.run_idx) if self.pooled else self.run_idx
         mu = A[runs, self.t_idx, self.node_idx]
         return jnp.clip(mu, _EPS, 1 - _EPS), jnp.all(ok)
 
@@ -378,3 +381,39 @@ def build_model(
         link_x=np.array(link_x).reshape(len(link_index), len(runs)),
         link_names=tuple(link_names),
     )
+
+
+@eqx.filter_jit
+def neg_log_joint_and_grad(cm: CurveModel, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Negative log joint and its gradient at the flat latent vector ``x`` (sites in
+    :meth:`CurveModel.sites` order); compiled once per model structure."""
+    return jax.value_and_grad(lambda v: -cm.log_joint_fn()(unflatten(cm, v)))(x)
+
+
+def unflatten(cm: CurveModel, flat: jax.Array) -> dict[str, jax.Array]:
+    """Split a flat latent vector ``(..., P)`` into the model's sites."""
+    parts, i = {}, 0
+    for n, sh in cm.sites().items():
+        sz = int(np.prod(sh))
+        parts[n] = flat[..., i:i + sz].reshape(*flat.shape[:-1], *sh)
+        i += sz
+    return parts
+
+
+@eqx.filter_jit
+def batched_loglik(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
+    """Pointwise log-likelihood for a batch of draws, ``(S, n_obs)``."""
+    return jax.lax.map(cm.pointwise_loglik, params, batch_size=256)
+
+
+@eqx.filter_jit
+def batched_run_params(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
+    """Per-run natural parameters for a batch of draws, ``(S, R, D)``."""
+    return jax.vmap(lambda p: cm.run_params(p["z"], p.get("c"), p.get("tau_z"), p.get("eps")))(
+        params)
+
+
+@eqx.filter_jit
+def batched_curves(cm: CurveModel, theta: jax.Array, ts: jax.Array) -> jax.Array:
+    """Mean curves for a batch of per-run parameters ``(S, R, D)`` at ``ts``: ``(S, R, T, N)``."""
+    return jax.lax.map(lambda x: cm.curves(x, ts)[0], theta, batch_size=64)

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._model import CurveModel
+from ._model import CurveModel, batched_curves, batched_loglik, batched_run_params
 
 __all__ = ["Posterior"]
 
@@ -93,17 +93,14 @@ class Posterior:
             idx = np.sort(rng.choice(n, max_draws, replace=False))
         cm = self.model
         sub = {k: jnp.asarray(v[idx]) for k, v in flat.items()}
-        fn = jax.jit(jax.vmap(lambda p: cm.run_params(p["z"], p.get("c"), p.get("tau_z"),
-                                                      p.get("eps"))))
-        return np.asarray(fn(sub))
+        return np.asarray(batched_run_params(cm, sub))
 
     def log_likelihood(self) -> np.ndarray:
         """Pointwise log-likelihood ``(chains, draws, n_obs)``."""
         if self._loglik is None:
             c, d = self.shape
             flat = {k: jnp.asarray(v) for k, v in self._flat().items()}
-            fn = jax.jit(lambda p: jax.lax.map(self.model.pointwise_loglik, p, batch_size=256))
-            self._loglik = np.asarray(fn(flat)).reshape(c, d, -1)
+            self._loglik = np.asarray(batched_loglik(self.model, flat)).reshape(c, d, -1)
         return self._loglik
 
     # -- ArviZ --------------------------------------------------------------------------
@@ -208,8 +205,7 @@ class Posterior:
         t = np.linspace(0.0, float(cm.ts[-1]), n_points)
         th = self.run_params(max_draws, key=key)  # (S, R, D) or (S, 1, D) if pooled
         th = np.broadcast_to(th, (th.shape[0], cm.n_runs, th.shape[2]))
-        fn = jax.jit(jax.vmap(lambda x: cm.curves(x, t)[0]))
-        A = np.asarray(fn(jnp.asarray(th)))  # (S, R, T, N)
+        A = np.asarray(batched_curves(cm, jnp.asarray(th), jnp.asarray(t)))  # (S, R, T, N)
         mean_q = np.quantile(A, [0.05, 0.5, 0.95], axis=0)
         n = np.ones(cm.network.size) * np.median(cm.n_eval)
         for i in range(cm.network.size):

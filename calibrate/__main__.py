@@ -1,0 +1,151 @@
+"""Command line: ``python -m calibrate fit INPUT... --motif C1 --gate AND --out fit/``.
+
+Subcommands:
+    fit        Fit a network (``--motif``/``--gate``, ``--network spec.json`` or
+               ``--motif auto`` for selection) to competence logs.
+    recommend  From a saved fit, choose a hyperparameter value for the next run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m calibrate", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("fit", help="fit coupling parameters to competence logs")
+    f.add_argument("inputs", nargs="+", help="CSV/Parquet tables, run folders, TensorBoard dirs")
+    f.add_argument("--motif", default="C1", help="C1..C4, I1..I4, a comma list, or auto")
+    f.add_argument("--gate", default="AND", help="AND, OR (comma list allowed with --motif auto)")
+    f.add_argument("--network", help="network spec JSON/YAML (instead of --motif)")
+    f.add_argument("--agents", help="agent names for X,Y,Z of a preset, comma-separated")
+    f.add_argument("--out", default="fit", help="output folder")
+    f.add_argument("--chains", type=int, default=4)
+    f.add_argument("--samples", type=int, default=1000)
+    f.add_argument("--warmup", type=int, default=1000)
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--method", choices=["nuts", "svi", "laplace", "map"], default="nuts")
+    f.add_argument("--likelihood", choices=["binomial", "betabinomial"], default="binomial")
+    f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
+    f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
+    f.add_argument("--tb-tag", action="append", default=[], metavar="AGENT=TAG",
+                   help="TensorBoard scalar tag of an agent (repeat)")
+    f.add_argument("--tb-n-eval", type=int, default=100, help="n_eval of TensorBoard scalars")
+    f.add_argument("--strict", action="store_true",
+                   help="error on NaN rows; non-zero exit on failed diagnostics")
+    f.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r = sub.add_parser("recommend", help="choose a hyperparameter for the next run from a fit")
+    r.add_argument("fit_dir", help="a folder written by `fit` (with a link in its hierarchy)")
+    r.add_argument("--param", default=None, help="linked hyperparameter (default: the first)")
+    r.add_argument("--grid", default=None, help="comma list of values (default: log grid)")
+    r.add_argument("--steps", type=int, default=None, help="horizon in steps")
+    r.add_argument("--out", default=None, help="write recommendation.json here")
+    r.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def _config(args: argparse.Namespace):
+    from ._config import FitConfig, Hierarchy
+
+    base = FitConfig.load(args.config).to_dict() if args.config else FitConfig().to_dict()
+    base.update(chains=args.chains, samples=args.samples, warmup=args.warmup,
+                method=args.method, likelihood=args.likelihood)
+    if args.hierarchy:
+        h = FitConfig.from_dict({"hierarchy": json.loads(Path(args.hierarchy).read_text())})
+        base["hierarchy"] = h.to_dict()["hierarchy"]
+        Hierarchy(**{k: tuple(v) for k, v in base["hierarchy"].items() if k == "random_effects"})
+    return FitConfig.from_dict(base)
+
+
+def _fit(args: argparse.Namespace) -> int:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from ._data import load_inputs
+    from ._fit import fit
+    from ._select import candidates, select
+
+    tags = {}
+    for item in args.tb_tag:
+        agent, _, tag = item.partition("=")
+        if not tag:
+            raise SystemExit(f"--tb-tag must look like AGENT=TAG, got {item!r}")
+        tags[agent] = tag
+    data = load_inputs(args.inputs, strict=args.strict, tb_tags=tags, tb_n_eval=args.tb_n_eval)
+    cfg = _config(args)
+    nodes = tuple(a.strip() for a in args.agents.split(",")) if args.agents else None
+    out = Path(args.out)
+    key = jax.random.key(args.seed)
+    print(f"{len(data.runs)} run(s), agents {data.agents}, {len(data.table)} evaluations")
+    motifs = args.motif.split(",")
+    if args.network is None and (args.motif == "auto" or len(motifs) > 1):
+        gates = args.gate.split(",") if "," in args.gate or args.motif != "auto" else ("AND", "OR")
+        sel = select(data, candidates(args.motif if args.motif == "auto" else motifs, gates),
+                     cfg, key=key, nodes=nodes, log=print, progress=not args.no_progress)
+        sel.save(out, fits=True)
+        print(f"{'motif':<8}{'gate':<6}{'elpd_loo':>10}{'se':>8}{'weight':>8}")
+        for r in sel.ranking:
+            print(f"{r['motif']:<8}{r['gate']:<6}{r['elpd_loo']:>10.1f}{r['se']:>8.1f}"
+                  f"{r['weight']:>8.2f}")
+        print(f"selection written to {out / 'selection.json'}")
+        diags = [p.diagnostics() for p in sel.posteriors.values()]
+        return 1 if args.strict and not all(d["ok"] for d in diags) else 0
+    network = args.network or f"{args.motif}-{args.gate}"
+    post = fit(data, network, cfg, key=key, nodes=nodes, progress=not args.no_progress,
+               log=print)
+    diag = post.save(out)
+    summ = json.loads((out / "summary.json").read_text())
+    print(f"{'parameter':<16}{'mean':>10}{'q05':>10}{'q95':>10}{'r_hat':>8}{'ess_bulk':>10}")
+    for name, s in summ.items():
+        print(f"{name:<16}{s['mean']:>10.4g}{s['q05']:>10.4g}{s['q95']:>10.4g}"
+              f"{s['r_hat']:>8.3f}{s['ess_bulk']:>10.0f}")
+    print(f"R-hat max {diag['r_hat_max']:.3f}, bulk ESS min {diag['ess_bulk_min']:.0f}, "
+          f"divergences {diag['divergences']}, {diag['timing_s'].get('total_s', 0):.1f} s")
+    for w in diag["warnings"]:
+        print(f"WARNING: {w}", file=sys.stderr)
+    print(f"posterior written to {out}/ (posterior.nc, summary.json, predictive.png)")
+    return 1 if args.strict and diag["warnings"] and cfg.method == "nuts" else 0
+
+
+def _recommend(args: argparse.Namespace) -> int:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from ._recommend import recommend_from_dir
+
+    grid = [float(v) for v in args.grid.split(",")] if args.grid else None
+    rec = recommend_from_dir(args.fit_dir, param=args.param, grid=grid, steps=args.steps,
+                             key=jax.random.key(args.seed))
+    text = json.dumps(rec, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "recommendation.json").write_text(text + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    from ._config import ConfigError
+    from ._data import DataError
+
+    args = _parser().parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return _fit(args) if args.cmd == "fit" else _recommend(args)
+    except (DataError, ConfigError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
