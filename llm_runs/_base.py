@@ -22,12 +22,20 @@ import torch
 from ._tasks import Task
 from ._tokenizer import CharTokenizer, HFTokenizer, load_tokenizer
 
-__all__ = ["BASE_PRESETS", "Base", "default_cache", "get_base", "pretrain_base"]
+__all__ = [
+    "BASE_PRESETS",
+    "Base",
+    "cache_key",
+    "default_cache",
+    "get_base",
+    "load_base",
+    "pretrain_base",
+]
 
 #: GPT-2 shapes and default pretraining steps per preset (parameters approximate).
 BASE_PRESETS: dict[str, dict[str, int]] = {
     "micro": {"n_embd": 32, "n_layer": 2, "n_head": 2, "steps": 60},  # ~30k, tests
-    "tiny": {"n_embd": 128, "n_layer": 4, "n_head": 4, "steps": 1000},  # ~0.8M, CPU
+    "tiny": {"n_embd": 128, "n_layer": 4, "n_head": 4, "steps": 2000},  # ~0.8M, CPU
     "small": {"n_embd": 256, "n_layer": 8, "n_head": 8, "steps": 3000},  # ~6.3M, GPU
     "medium": {"n_embd": 512, "n_layer": 8, "n_head": 8, "steps": 4000},  # ~25M, GPU
 }
@@ -176,6 +184,14 @@ def pretrain_base(
     return out
 
 
+def cache_key(task: Task, preset: str, steps: int, batch: int, lr: float) -> str:
+    """Digest naming a cached base: settings plus a sample of the task's pretraining text,
+    so that a changed task definition never reuses a stale base."""
+    sample = task.pretrain_corpus(np.random.default_rng([0, 4242]), 32)
+    key = json.dumps([preset, task.name, task.seed, task.roles, steps, batch, lr, sample])
+    return hashlib.sha1(key.encode()).hexdigest()[:10]
+
+
 def load_base(path: str | Path, *, device: str = "cpu") -> Base:
     """Load a local checkpoint (ours or any transformers causal LM) frozen, in eval mode."""
     from transformers import AutoModelForCausalLM
@@ -212,10 +228,8 @@ def get_base(
     if base is not None:
         return load_base(base, device=device)
     steps = int(steps or BASE_PRESETS[preset]["steps"])
-    key = json.dumps([preset, task.name, task.seed, task.roles, steps, batch, lr, 1])
-    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     folder = Path(cache) if cache is not None else default_cache()
-    path = folder / f"base-{preset}-{task.name}-{digest}"
+    path = folder / f"base-{preset}-{task.name}-{cache_key(task, preset, steps, batch, lr)}"
     if not (path / "agentmotifs_base.json").exists():
         pretrain_base(
             task,

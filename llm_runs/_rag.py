@@ -4,7 +4,8 @@ The knowledge base (from the task seed) maps each entity (a 3-letter name) to a 
 entity. A problem asks for ``link(link(e))`` and shows a context of four facts
 ``abc>def`` (the two needed facts and two distractors, shuffled). X retrieves
 ``e1 = link(e)`` from the context, Y reasons over X's ``e1`` to ``link(e1)``, Z verifies
-Y's answer against the context and outputs the final entity. The split is by question
+Y's answer against the context and outputs the final entity. Prompts end with the lookup
+their role performs, in the pretraining facts' format ``ctx?entity=``. The split is by question
 entity, so held-out questions ask about unseen entities. The shift swaps in a second,
 disjoint set of entities ("new entities").
 """
@@ -91,10 +92,10 @@ class RagTask(Task):
         d = problem.data
         tag = self.canon(role)
         if tag == "X":
-            return f"X{d['ctx']}?{d['e']}>"
+            return f"X{d['ctx']}?{d['e']}="
         if tag == "Y":
-            return f"Y{d['ctx']}?{d['e']}|{upstream[x]}>"
-        return f"Z{d['ctx']}?{d['e']}|{upstream[x]}|{upstream[y]}>"
+            return f"Y{d['ctx']}|{d['e']}?{upstream[x]}="
+        return f"Z{d['ctx']}|{d['e']}|{upstream[y]}?{upstream[x]}="
 
     def local_gold(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str | None:
         if self.canon(role) == "Y":

@@ -13,7 +13,7 @@ implement four methods; everything else (splits, probes, pretraining text) is ge
 
 ``demo(role, problem, upstream, rng)`` is an *imperfect* demonstration of the role: the
 correct output except that, with probability ``p_bug``, a systematic misconception (math:
-dropped carries and borrows, copying the candidate; rag: positional retrieval, copying).
+dropped carries, copying the candidate; rag: positional retrieval, copying).
 The base, pretrained on such text, greedily follows the misconception where it applies:
 its role competence starts around 50%, the correct behaviour keeps ~40% of the sampling
 mass, and RL on verifiable rewards has something real to fix.
@@ -208,13 +208,18 @@ def _fmt(v: int, width: int = 3) -> str | None:
     return s if len(s) == width else None
 
 
+def _drop_carry(u: int, v: int) -> int:
+    """``u + v`` with the units carry forgotten (the classic misconception)."""
+    return (u % 10 + v % 10) % 10 + 10 * (u // 10 + v // 10)
+
+
 class MathTask(Task):
-    """Two-step arithmetic ``a + b - c``: X computes ``s = a + b``, Y computes ``s - c``
+    """Two-step arithmetic ``a + b + c``: X computes ``s = a + b``, Y computes ``s + c``
     from X's ``s``, Z checks Y's answer against X's ``s`` and ``c`` and outputs the final
-    answer. Normal: a, b in [0, 19]; shifted ("harder numbers"): a, b in [20, 49].
+    answer. Normal: a, b, c in [0, 19]; shifted ("harder numbers"): in [20, 49].
     Numbers are zero-padded (a, b: 2 digits, c and outputs: 3), so prompts have fixed width;
-    each prompt ends with the operands its role needs (``X ccc|aa+bb>``,
-    ``Y aa+bb|sss-ccc>``, ``Z aa+bb|yyy|sss-ccc>``).
+    each prompt ends with the operation its role performs, in the pretraining facts'
+    format (``Xccc|aa+bb=``, ``Yaa+bb|sss+ccc=``, ``Zaa+bb|yyy|sss+ccc=``).
     """
 
     name = "math"
@@ -222,55 +227,47 @@ class MathTask(Task):
 
     def draw(self, rng: np.random.Generator, shifted: bool) -> Problem:
         lo, hi = (20, 50) if shifted else (0, 20)
-        a, b = (int(v) for v in rng.integers(lo, hi, size=2))
-        c = int(rng.integers(0, a + b + 1))
-        s, r = a + b, a + b - c
+        a, b, c = (int(v) for v in rng.integers(lo, hi, size=3))
+        s, r = a + b, a + b + c
         x, y, z = self.roles
         gold = {x: _fmt(s) or "", y: _fmt(r) or "", z: _fmt(r) or ""}
-        return Problem(f"{a}+{b}-{c}", {"a": a, "b": b, "c": c}, gold, gold[z], shifted)
+        return Problem(f"{a}+{b}+{c}", {"a": a, "b": b, "c": c}, gold, gold[z], shifted)
 
     def prompt(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str:
         x, y, _ = self.roles
         tag, d = self.canon(role), problem.data
         ab = f"{d['a']:02d}+{d['b']:02d}"
         if tag == "X":
-            return f"X{d['c']:03d}|{ab}>"
+            return f"X{d['c']:03d}|{ab}="
         if tag == "Y":
-            return f"Y{ab}|{upstream[x]}-{d['c']:03d}>"
-        return f"Z{ab}|{upstream[y]}|{upstream[x]}-{d['c']:03d}>"
+            return f"Y{ab}|{upstream[x]}+{d['c']:03d}="
+        return f"Z{ab}|{upstream[y]}|{upstream[x]}+{d['c']:03d}="
 
     def local_gold(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str | None:
-        tag = self.canon(role)
-        if tag == "Y":
-            try:
-                return _fmt(int(upstream[self.roles[0]]) - problem.data["c"])
-            except ValueError:
-                return None
+        if self.canon(role) == "Y":
+            x = upstream[self.roles[0]]
+            return _fmt(int(x) + problem.data["c"]) if x.isdigit() else None
         return problem.gold[role]
 
     def pretrain_lines(self, problem: Problem, rng: np.random.Generator) -> list[str]:
         d = problem.data
         s = d["a"] + d["b"]
-        facts = [f"{d['a']:02d}+{d['b']:02d}={s:03d}", f"{s:03d}-{d['c']:03d}={problem.answer}"]
+        facts = [f"{d['a']:02d}+{d['b']:02d}={s:03d}", f"{s:03d}+{d['c']:03d}={problem.answer}"]
         return facts + self.role_lines(problem, rng)
 
     def demo(
         self, role: str, problem: Problem, upstream: Mapping[str, str], rng: np.random.Generator
     ) -> str:
-        """Misconceptions: X drops the units carry, Y subtracts digitwise larger-minus-
-        smaller (no borrow), Z copies Y's candidate; each with probability ``p_bug``."""
+        """Misconceptions: X and Y drop the units carry, Z copies Y's candidate; each with
+        probability ``p_bug``."""
         tag, d = self.canon(role), problem.data
         bug = rng.random() < self.p_bug
         if tag == "X":
-            a, b = d["a"], d["b"]
-            if not bug:
-                return problem.gold[role]
-            return _fmt((a % 10 + b % 10) % 10 + 10 * (a // 10 + b // 10)) or problem.gold[role]
+            return (_fmt(_drop_carry(d["a"], d["b"])) if bug else None) or problem.gold[role]
         if tag == "Y":
             x = upstream[self.roles[0]]
             if bug and x.isdigit():
-                c = f"{d['c']:03d}"
-                return "".join(str(abs(int(p) - int(q))) for p, q in zip(x, c, strict=True))
+                return _fmt(_drop_carry(int(x), d["c"])) or problem.gold[role]
             return self.local_gold(role, problem, upstream) or problem.gold[role]
         return upstream[self.roles[1]] if bug else problem.gold[role]
 

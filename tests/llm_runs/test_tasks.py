@@ -26,7 +26,7 @@ def test_splits_disjoint_and_probes_gold(name):
         for pb in probes:
             prompt = task.prompt(role, pb.problem, pb.upstream)
             assert len(pb.target) == task.out_len[role]
-            assert prompt.endswith(">")
+            assert prompt.endswith(("=", ">"))
     x = task.probes("X", 10, seed=0)
     assert all(pb.upstream == {} and pb.target == pb.problem.gold["X"] for pb in x)
     z = task.probes("Z", 40, seed=0)
@@ -39,9 +39,9 @@ def test_math_semantics_and_shift():
     task = get_task("math")
     p = task.sample(np.random.default_rng(1), 1)[0]
     a, b, c = p.data["a"], p.data["b"], p.data["c"]
-    assert p.gold["X"] == f"{a + b:03d}" and p.answer == f"{a + b - c:03d}"
+    assert p.gold["X"] == f"{a + b:03d}" and p.answer == f"{a + b + c:03d}"
     assert task.verify(p, p.answer) == 1.0 and task.verify(p, "xyz") == 0.0
-    assert task.local_gold("Y", p, {"X": "150"}) == f"{150 - c:03d}"
+    assert task.local_gold("Y", p, {"X": "150"}) == f"{150 + c:03d}"
     hard = task.sample(np.random.default_rng(2), 50, shifted=True)
     assert all(q.data["a"] >= 20 and q.data["b"] >= 20 for q in hard)
 
