@@ -1,0 +1,153 @@
+"""Model, fit, recovery (coverage), outputs, config round trip."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+import calibrate as cal
+
+TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.05, "rho[Z]": 0.06, "delta": 0.002, "b[Y]": 0.05,
+         "b[Z]": 0.05, "A0": 0.05, "K[X->Y]": 0.4, "K[X->Z]": 0.5, "K[Y->Z]": 0.5, "n": 2.0}
+STEPS = np.arange(0, 300, 10)
+
+
+def _true(name):
+    return TRUTH.get(name, TRUTH.get(name.split("[")[0]))
+
+
+def test_config_json_roundtrip(tmp_path):
+    cfg = cal.FitConfig(
+        likelihood="betabinomial", chains=2,
+        priors=cal.Priors(rho_median=0.1, overrides={"K[X->Y]": (0.3, 0.2)}),
+        hierarchy=cal.Hierarchy(random_effects=("rho",), links=(cal.Link("rho", "lr"),)),
+    )
+    (tmp_path / "c.json").write_text(json.dumps(cfg.to_dict()))
+    back = cal.FitConfig.load(tmp_path / "c.json")
+    assert back == cfg and hash(back) == hash(cfg)
+    with pytest.raises(cal.ConfigError, match="likelihood"):
+        cal.FitConfig(likelihood="poisson")
+    with pytest.raises(cal.ConfigError, match="chains"):
+        cal.FitConfig(chains=0)
+    with pytest.raises(cal.ConfigError, match="unknown config field"):
+        cal.FitConfig.from_dict({"chain": 3})
+    with pytest.raises(cal.ConfigError, match="random_effects"):
+        cal.Hierarchy(random_effects=("speed",))
+
+
+def test_layout_and_agent_errors():
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(0), steps=STEPS)
+    cm = cal.build_model(data, "C1")
+    assert "b[X]" not in cm.layout.names  # not identifiable without regulators
+    assert {"rho[X]", "b[Y]", "K[X->Y]", "n[Y->Z]", "A0[Z]"} <= set(cm.layout.names)
+    assert cm.pooled
+    with pytest.raises(cal.DataError, match="not nodes of network"):
+        cal.build_model(data, "C1", nodes=("a", "b", "c"))
+    with pytest.raises(cal.ConfigError, match="not a free parameter"):
+        cal.build_model(data, "C1", cal.FitConfig(priors=cal.Priors(overrides={"b[X]": (0.1, 1)})))
+
+
+def test_solve_at_matches_simulate():
+    import simulate
+
+    model = simulate.make_model("C1", "competence", TRUTH)
+    sol = simulate.solve(model, t1=290.0, n_points=30)
+    A, ok = cal.solve_at(model, sol.t, rtol=1e-9, atol=1e-11)
+    assert bool(ok)
+    np.testing.assert_allclose(np.asarray(A), np.asarray(sol.states), atol=1e-6)
+
+
+def test_laplace_coverage_over_datasets():
+    """90% intervals cover the truth at close to the nominal rate over 8 datasets."""
+    hits, total = 0, 0
+    for seed in range(8):
+        data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(seed), steps=STEPS, runs=2)
+        post = cal.fit(data, "C1", cal.FitConfig(method="laplace", chains=1, samples=1000),
+                       key=jax.random.key(100 + seed))
+        s = post.summary()
+        for name in post.model.layout.names:
+            hits += s[name]["q05"] <= _true(name) <= s[name]["q95"]
+            total += 1
+    rate = hits / total
+    print(f"Laplace 90% coverage: {rate:.3f} ({hits}/{total})")
+    assert 0.80 <= rate <= 0.99, f"coverage {rate:.2f} of {total} intervals"
+
+
+def test_map_recovers_well_identified_rates():
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(3), steps=STEPS, runs=4)
+    post = cal.fit(data, "C1", cal.FitConfig(method="map"), key=jax.random.key(0))
+    s = post.summary()
+    # X is unregulated (sharply identified); Y, Z trade rho against b and K
+    for name, tol in (("rho[X]", 0.1), ("A0[X]", 0.5), ("rho[Y]", 0.3), ("rho[Z]", 0.3)):
+        rel = abs(s[name]["mean"] - _true(name)) / _true(name)
+        assert rel < tol, f"{name}: {s[name]['mean']:.4f} vs {_true(name)} ({rel:.0%})"
+
+
+def test_nuts_tiny_pipeline():
+    """NUTS with vectorised chains runs end to end (short, shallow trees: a smoke test)."""
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(1), steps=STEPS[::2])
+    cfg = cal.FitConfig(chains=2, samples=40, warmup=40, max_tree_depth=4, map_starts=2)
+    post = cal.fit(data, "C1", cfg, key=jax.random.key(2))
+    assert post.shape == (2, 40)
+    assert post.stats["num_steps"].max() <= 15
+    d = post.diagnostics()
+    assert {"r_hat_max", "ess_bulk_min", "divergences", "warnings"} <= set(d)
+
+
+@pytest.mark.slow
+def test_nuts_short_run_and_outputs(tmp_path):
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(1), steps=STEPS, runs=2)
+    cfg = cal.FitConfig(chains=2, samples=150, warmup=150)
+    post = cal.fit(data, "C1", cfg, key=jax.random.key(2))
+    assert post.shape == (2, 150)
+    diag = post.save(tmp_path)
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert set(s) == set(post.model.layout.names)
+    assert set(s["rho[X]"]) >= {"mean", "sd", "q05", "q95", "r_hat", "ess_bulk"}
+    for name in ("rho[X]", "rho[Y]", "rho[Z]", "A0[X]"):
+        assert s[name]["q05"] * 0.9 <= _true(name) <= s[name]["q95"] * 1.1, name
+    assert np.isfinite(diag["r_hat_max"]) and diag["r_hat_max"] < 1.2
+    assert (tmp_path / "predictive.png").stat().st_size > 1000
+    import arviz as az
+
+    idata = az.from_netcdf(tmp_path / "posterior.nc")
+    assert idata.posterior["rho"].sel(node="Y").shape == (2, 150)
+    assert "obs" in idata.log_likelihood
+
+
+def test_betabinomial_and_svi():
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(4), steps=STEPS, runs=2,
+                                phi=30.0)
+    cfg = cal.FitConfig(method="svi", likelihood="betabinomial", svi_steps=300, chains=1,
+                        samples=200)
+    post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
+    s = post.summary()
+    assert "phi" in s and 5 < s["phi"]["mean"] < 200
+    assert post.diagnostics()["warnings"]  # says it is an approximation
+
+
+def test_hierarchy_links_recover_lr_slope():
+    """log rho = a + c log lr: runs at 3 learning rates, slope c = 1 for every node."""
+    lrs = [1e-4, 3e-4, 1e-3]
+    base = dict(TRUTH)
+    run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in lrs]
+    data = cal.synthetic_curves("C1", base, key=jax.random.key(5), steps=STEPS, runs=3,
+                                run_params=run_params, hyper={"lr": lrs})
+    cfg = cal.FitConfig(method="laplace", chains=1, samples=800,
+                        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "lr"),)))
+    post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
+    s = post.summary()
+    for n in "XYZ":
+        c = s[f"c[rho[{n}]~lr]"]
+        assert c["q05"] <= 1.0 <= c["q95"], (n, c)
+        assert abs(c["mean"] - 1.0) < 0.25
+
+
+def test_random_effects_run():
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(6), steps=STEPS, runs=3)
+    cfg = cal.FitConfig(method="laplace", chains=1, samples=300,
+                        hierarchy=cal.Hierarchy(random_effects=("rho",)))
+    post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
+    assert post.samples["eps"].shape == (1, 300, 3, 3)
+    assert "tau[rho]" in post.summary()
