@@ -18,7 +18,13 @@ from simulate.spec import NetworkSpec
 
 from ._config import FitConfig
 from ._data import CurveData
-from ._model import CurveModel, build_model, neg_log_joint_and_grad, unflatten
+from ._model import (
+    CurveModel,
+    batched_loglik,
+    build_model,
+    neg_log_joint_and_grad,
+    unflatten,
+)
 from ._posterior import Posterior
 
 __all__ = ["fit", "fit_model", "laplace", "map_fit"]
@@ -145,6 +151,39 @@ def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: 
     return samples, stats
 
 
+def _laplace_draws(cm: CurveModel, init, key, objective):
+    """Laplace draws corrected by Pareto-smoothed importance resampling to the posterior."""
+    from scipy.special import logsumexp
+
+    from ._posterior import _az
+
+    cfg = cm.config
+    names, cov = laplace(cm, init, objective=objective)
+    flat = objective[0]
+    n = cfg.chains * cfg.samples
+    m = 4 * n  # proposals
+    L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(cov)))
+    k1, k2 = jax.random.split(key)
+    eps = np.asarray(jax.random.normal(k1, (m, len(cov))))
+    draws = flat.flatten(init)[None] + 1.2 * eps @ L.T  # slightly wider proposal
+    params = unflatten(cm, jnp.asarray(draws))
+    ll = np.asarray(batched_loglik(cm, params)).sum(-1)
+    log_prior = -0.5 * np.sum(draws**2, axis=-1)
+    log_q = -0.5 * np.sum(eps**2, axis=-1) / 1.2**2
+    lw = ll + log_prior - log_q
+    lw = np.where(np.isfinite(lw), lw, -np.inf)
+    az = _az()
+    slw, khat = az.psislw(lw - logsumexp(lw))
+    w = np.exp(np.asarray(slw) - logsumexp(slw))
+    idx = np.asarray(jax.random.choice(k2, m, (n,), p=jnp.asarray(w)))
+    chosen = draws[idx].reshape(cfg.chains, cfg.samples, -1)
+    samples = {k: np.asarray(v) for k, v in unflatten(cm, jnp.asarray(chosen)).items()}
+    stats = {"diverging": np.zeros((cfg.chains, cfg.samples), bool),
+             "num_steps": np.zeros((cfg.chains, cfg.samples), np.int64),
+             "is_pareto_k": np.asarray(float(khat)), "is_ess": np.asarray(1.0 / np.sum(w**2))}
+    return samples, stats
+
+
 def _svi(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool):
     cfg = cm.config
     guide = AutoMultivariateNormal(cm.model, init_loc_fn=init_to_value(values=init),
@@ -181,14 +220,7 @@ def fit_model(
     if cfg.method == "nuts":
         samples, stats = _nuts(cm, init, k_inf, progress, objective)
     elif cfg.method == "laplace":
-        names, cov = laplace(cm, init, objective=objective)
-        flat = objective[0]
-        L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(cov)))
-        eps = np.asarray(jax.random.normal(k_inf, (cfg.chains, cfg.samples, len(cov))))
-        draws = flat.flatten(init)[None, None] + eps @ L.T
-        samples = {k: np.asarray(v) for k, v in unflatten(cm, jnp.asarray(draws)).items()}
-        stats = {"diverging": np.zeros((cfg.chains, cfg.samples), bool),
-                 "num_steps": np.zeros((cfg.chains, cfg.samples), np.int64)}
+        samples, stats = _laplace_draws(cm, init, k_inf, objective)
     elif cfg.method == "svi":
         samples, stats = _svi(cm, init, k_inf, progress)
     else:

@@ -182,6 +182,11 @@ class Posterior:
                 msgs.append(f"ESS {low:.0f} < {cfg.ess_min:.0f} for {bad}")
             if div:
                 msgs.append(f"{div} divergent transition(s)")
+        if "is_pareto_k" in self.stats:
+            k = float(self.stats["is_pareto_k"])
+            if k > 0.7:
+                msgs.append(f"importance resampling of the Laplace draws is unreliable "
+                            f"(Pareto k {k:.2f} > 0.7); use method=nuts")
         steps = np.asarray(self.stats.get("num_steps", np.zeros(1)))
         return {
             "method": cfg.method, "chains": self.shape[0], "draws": self.shape[1],
@@ -189,7 +194,8 @@ class Posterior:
             "ess_bulk_min": min(eb, default=float("nan")),
             "ess_tail_min": min(et, default=float("nan")),
             "divergences": div, "mean_leapfrog_steps": float(steps.mean()) if steps.size else 0.0,
-            "timing_s": self.timing, "ok": not msgs or cfg.method != "nuts",
+            "timing_s": self.timing,
+            "is_pareto_k": float(self.stats.get("is_pareto_k", float("nan"))), "ok": not msgs or cfg.method != "nuts",
             "warnings": msgs,
         }
 

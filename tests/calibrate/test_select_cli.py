@@ -1,0 +1,59 @@
+"""Motif selection by PSIS-LOO and the command line."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+import calibrate as cal
+
+TRUTH = {"rho": 0.05, "delta": 0.002, "b": 0.05, "A0": 0.05, "K": 0.3, "n": 2.0}
+STEPS = np.arange(0, 300, 10)
+
+
+@pytest.mark.parametrize("motif", ["C1", "I1", "C4"])
+def test_selection_picks_generating_motif(motif, tmp_path):
+    data = cal.synthetic_curves(f"{motif}-AND", TRUTH, key=jax.random.key(11), steps=STEPS,
+                                runs=2)
+    cands = cal.candidates(["C1", "I1", "C4"], ["AND"])
+    cfg = cal.FitConfig(method="laplace", chains=2, samples=400, map_starts=3)
+    sel = cal.select(data, cands, cfg, key=jax.random.key(0))
+    print(motif, [(r["motif"], round(r["elpd_loo"], 1), round(r["weight"], 2))
+                  for r in sel.ranking])
+    assert sel.best["motif"] == motif
+    assert sel.best["weight"] > 0.5
+    sel.save(tmp_path)
+    ranking = json.loads((tmp_path / "selection.json").read_text())
+    assert ranking[0]["motif"] == motif and {"elpd_loo", "se", "weight"} <= set(ranking[0])
+    assert (tmp_path / "selection.png").exists()
+
+
+def test_cli_fit_and_errors(tmp_path, capsys):
+    from calibrate.__main__ import main
+
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(0), steps=STEPS)
+    t = data.table.copy()
+    t["agent"] = t["agent"].map({"X": "solver", "Y": "refiner", "Z": "critic"})
+    t.to_csv(tmp_path / "d.csv", index=False)
+    rc = main(["fit", str(tmp_path / "d.csv"), "--motif", "C1", "--gate", "AND",
+               "--agents", "solver,refiner,critic", "--method", "laplace", "--chains", "1",
+               "--samples", "200", "--out", str(tmp_path / "fit"), "--no-progress"])
+    assert rc == 0
+    s = json.loads((tmp_path / "fit" / "summary.json").read_text())
+    assert "K[solver->refiner]" in s and "rho[critic]" in s
+    assert "rho[solver]" in capsys.readouterr().out
+    rc = main(["fit", str(tmp_path / "d.csv"), "--motif", "C1", "--out", str(tmp_path / "f2")])
+    assert rc == 2  # agents do not match X, Y, Z
+    assert "not nodes of network" in capsys.readouterr().err
+    t.loc[0, "competence"] = 2.0
+    t.to_csv(tmp_path / "bad.csv", index=False)
+    assert main(["fit", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "f3")]) == 2
+
+
+def test_import_is_torch_free():
+    import subprocess
+    import sys
+
+    code = "import calibrate, sys; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
