@@ -168,7 +168,12 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (1: on a loaded 2-core machine 2 threads ran 4x slower)",
+    )
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
