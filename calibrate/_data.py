@@ -110,7 +110,8 @@ def validate_table(df: pd.DataFrame, *, strict: bool = False, source: str = "dat
     dup = df.duplicated(["run", "step", "agent"], keep=False).to_numpy()
     if dup.any():
         raise DataError(f"{source}: duplicated (run, step, agent) ({_rows(df, dup)})")
-    for (run, agent), grp in df.groupby(["run", "agent"], sort=False):
+    for keys, grp in df.groupby(["run", "agent"], sort=False):
+        run, agent = keys  # type: ignore[misc]
         s = grp["step"].to_numpy()
         if np.any(np.diff(s) <= 0):
             k = int(np.argmax(np.diff(s) <= 0))
@@ -120,7 +121,7 @@ def validate_table(df: pd.DataFrame, *, strict: bool = False, source: str = "dat
             )
     for col in (c for c in df.columns if c not in _META_COLUMNS):
         nun = df.groupby("run")[col].nunique(dropna=False)
-        if (nun > 1).any():
+        if bool((nun > 1).any()):
             bad_runs = list(nun.index[nun > 1][:5])
             raise DataError(
                 f"{source}: hyperparameter column {col!r} must have one value per run; "

@@ -16,15 +16,10 @@ from numpyro.infer.initialization import init_to_value
 import simulate
 from simulate.spec import NetworkSpec
 
+from ._compiled import batched_loglik, neg_log_joint_and_grad, unflatten
 from ._config import FitConfig
 from ._data import CurveData
-from ._model import (
-    CurveModel,
-    batched_loglik,
-    build_model,
-    neg_log_joint_and_grad,
-    unflatten,
-)
+from ._model import CurveModel, build_model
 from ._posterior import Posterior
 
 __all__ = ["fit", "fit_model", "laplace", "map_fit"]
@@ -158,7 +153,7 @@ def _laplace_draws(cm: CurveModel, init, key, objective):
     from ._posterior import _az
 
     cfg = cm.config
-    names, cov = laplace(cm, init, objective=objective)
+    _, cov = laplace(cm, init, objective=objective)
     flat = objective[0]
     n = cfg.chains * cfg.samples
     m = 4 * n  # proposals

@@ -200,11 +200,11 @@ class CurveModel(eqx.Module):
         lay = self.layout
         u = jnp.asarray(lay.loc) + jnp.asarray(lay.scale) * z
         u = jnp.broadcast_to(u, (1 if self.pooled else self.n_runs, lay.size))
-        if self.link_index.size:
+        if self.link_index.size and c is not None:
             sd = self.config.priors.slope_sd
             contrib = (sd * c)[:, None] * jnp.asarray(self.link_x)  # (L, R)
             u = u.at[:, self.link_index].add(contrib.T)
-        if self.re_index.size:
+        if self.re_index.size and tau_z is not None and eps is not None:
             pr = self.config.priors
             tau = jnp.exp(math.log(pr.re_median) + pr.re_sd * tau_z)  # (G,)
             u = u.at[:, self.re_index].add(tau[self.re_group][None, :] * eps)
@@ -382,38 +382,3 @@ def build_model(
         link_names=tuple(link_names),
     )
 
-
-@eqx.filter_jit
-def neg_log_joint_and_grad(cm: CurveModel, x: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Negative log joint and its gradient at the flat latent vector ``x`` (sites in
-    :meth:`CurveModel.sites` order); compiled once per model structure."""
-    return jax.value_and_grad(lambda v: -cm.log_joint_fn()(unflatten(cm, v)))(x)
-
-
-def unflatten(cm: CurveModel, flat: jax.Array) -> dict[str, jax.Array]:
-    """Split a flat latent vector ``(..., P)`` into the model's sites."""
-    parts, i = {}, 0
-    for n, sh in cm.sites().items():
-        sz = int(np.prod(sh))
-        parts[n] = flat[..., i:i + sz].reshape(*flat.shape[:-1], *sh)
-        i += sz
-    return parts
-
-
-@eqx.filter_jit
-def batched_loglik(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
-    """Pointwise log-likelihood for a batch of draws, ``(S, n_obs)``."""
-    return jax.lax.map(cm.pointwise_loglik, params, batch_size=256)
-
-
-@eqx.filter_jit
-def batched_run_params(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
-    """Per-run natural parameters for a batch of draws, ``(S, R, D)``."""
-    return jax.vmap(lambda p: cm.run_params(p["z"], p.get("c"), p.get("tau_z"), p.get("eps")))(
-        params)
-
-
-@eqx.filter_jit
-def batched_curves(cm: CurveModel, theta: jax.Array, ts: jax.Array) -> jax.Array:
-    """Mean curves for a batch of per-run parameters ``(S, R, D)`` at ``ts``: ``(S, R, T, N)``."""
-    return jax.lax.map(lambda x: cm.curves(x, ts)[0], theta, batch_size=64)

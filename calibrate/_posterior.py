@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._model import CurveModel, batched_curves, batched_loglik, batched_run_params
+from ._compiled import batched_curves, batched_loglik, batched_run_params
+from ._model import CurveModel
 
 __all__ = ["Posterior"]
 
@@ -195,7 +196,8 @@ class Posterior:
             "ess_tail_min": min(et, default=float("nan")),
             "divergences": div, "mean_leapfrog_steps": float(steps.mean()) if steps.size else 0.0,
             "timing_s": self.timing,
-            "is_pareto_k": float(self.stats.get("is_pareto_k", float("nan"))), "ok": not msgs or cfg.method != "nuts",
+            "is_pareto_k": float(self.stats.get("is_pareto_k", float("nan"))),
+            "ok": not msgs or cfg.method != "nuts",
             "warnings": msgs,
         }
 
