@@ -255,4 +255,8 @@ def fit(
         The :class:`Posterior`.
     """
     cm = build_model(data, network, config, gate=gate, nodes=nodes)
-    return fit_model(cm, key=key, progress=progress, log=log)
+    post = fit_model(cm, key=key, progress=progress, log=log)
+    post.data_table = data.table.merge(data.hyper, left_on="run", right_index=True, how="left")
+    post.hyper = {c: data.hyper.loc[list(cm.runs), c].to_numpy(float)
+                  for c in data.hyper.columns if c != "seed"}
+    return post

@@ -46,6 +46,8 @@ class Posterior:
         self.timing = timing or {}
         self.map_log_joint = map_log_joint
         self._idata = None
+        self.data_table = None  # long table incl. hyperparameters (set by fit)
+        self.hyper: dict[str, np.ndarray] | None = None
         self._loglik: np.ndarray | None = None
 
     # -- draws --------------------------------------------------------------------------
@@ -228,7 +230,8 @@ class Posterior:
     # -- output -------------------------------------------------------------------------
     def save(self, out: str | Path, *, figure: bool = True) -> dict[str, Any]:
         """Write ``posterior.nc``, ``summary.json``, ``diagnostics.json``, ``config.json``,
-        ``network.json`` and (``figure``) ``predictive.png`` into folder ``out``.
+        ``network.json``, ``latent.npz``, ``data.parquet`` (for ``recommend``) and
+        (``figure``) ``predictive.png`` into folder ``out``.
 
         Returns:
             The diagnostics dict.
@@ -243,6 +246,9 @@ class Posterior:
         (out / "network.json").write_text(
             json.dumps(self.model.network.to_spec(self.model.name).to_dict(), indent=2) + "\n")
         self.to_inference_data().to_netcdf(str(out / "posterior.nc"))
+        np.savez(out / "latent.npz", **self.samples)
+        if self.data_table is not None:
+            self.data_table.to_parquet(out / "data.parquet")
         if figure:
             from ._plots import plot_predictive
 

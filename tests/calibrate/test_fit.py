@@ -127,7 +127,7 @@ def test_betabinomial_and_svi():
     assert post.diagnostics()["warnings"]  # says it is an approximation
 
 
-def test_hierarchy_links_recover_lr_slope():
+def test_hierarchy_links_recover_lr_slope(tmp_path):
     """log rho = a + c log lr: runs at 3 learning rates, slope c = 1 for every node."""
     lrs = [1e-4, 3e-4, 1e-3]
     base = dict(TRUTH)
@@ -142,6 +142,17 @@ def test_hierarchy_links_recover_lr_slope():
         c = s[f"c[rho[{n}]~lr]"]
         assert c["q05"] <= 1.0 <= c["q95"], (n, c)
         assert abs(c["mean"] - 1.0) < 0.25
+    # recommend: faster learning only helps here (no lag, no oscillation): top of the grid
+    grid = [1e-4, 3e-4, 1e-3, 3e-3]
+    rec = cal.recommend(post, param="lr", grid=grid, max_draws=50)
+    assert rec["value"] == 3e-3 and rec["config"] == {"lr": 3e-3}
+    assert [r["value"] for r in rec["table"]] == grid
+    assert all(r["p_oscillation"] == 0 for r in rec["table"])
+    finals = [r["final_mean"] for r in rec["table"]]
+    assert finals == sorted(finals)
+    post.save(tmp_path, figure=False)
+    again = cal.recommend(cal.load_fit(tmp_path), param="lr", grid=grid, max_draws=50)
+    assert again["value"] == rec["value"]
 
 
 def test_random_effects_run():
