@@ -69,9 +69,10 @@ def recommend(
     data_h = np.exp(np.asarray(post.model.link_x[rows[0]]))  # h / geometric mean
     h_ref = float(np.exp(np.mean(np.log(_hyper(post, param)))))
     if grid is None:
-        grid = h_ref * np.geomspace(data_h.min() / 3, data_h.max() * 3, 15)
-    grid = np.asarray(sorted(float(g) for g in grid))
-    if np.any(grid <= 0):
+        values = h_ref * np.geomspace(data_h.min() / 3, data_h.max() * 3, 15)
+    else:
+        values = np.asarray(sorted(float(g) for g in grid))
+    if np.any(values <= 0):
         raise ConfigError("grid values must be > 0")
     lay = cm.layout
     flat = post._flat()
@@ -81,7 +82,7 @@ def recommend(
     u = lay.loc + lay.scale * flat["z"][idx]  # (S, D), reference hyperparameters
     sd = cm.config.priors.slope_sd
     theta = []
-    for g in grid:
+    for g in values:
         ug = u.copy()
         for r in rows:
             ug[:, cm.link_index[r]] += sd * flat["c"][idx, r] * np.log(g / h_ref)
@@ -94,7 +95,7 @@ def recommend(
     final = out[..., -1]
     osc = _oscillates(np.moveaxis(A, -1, -2)).any(-1)  # any node oscillates
     table = []
-    for j, g in enumerate(grid):
+    for j, g in enumerate(values):
         table.append({"value": float(g), "final_mean": float(final[:, j].mean()),
                       "final_q05": float(np.quantile(final[:, j], 0.05)),
                       "final_q95": float(np.quantile(final[:, j], 0.95)),
