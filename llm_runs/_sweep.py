@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import SweepConfig, TrainConfig
+from .runlog import RunLogError, read_run
 
 __all__ = ["run_one", "run_sweep"]
 
@@ -18,6 +19,12 @@ def run_one(cfg_dict: dict[str, Any], out: str, resume: bool = True) -> dict[str
     from ._train import train
 
     cfg = TrainConfig.from_dict(cfg_dict)
+    try:
+        done = read_run(out).e2e_rows[-1]["step"] >= cfg.steps
+    except (RunLogError, IndexError):
+        done = False
+    if done:  # finished in an earlier attempt of the sweep
+        return {"name": cfg.name, "out": out, "ok": True, "error": None}
     try:
         train(cfg, out, resume=resume, progress=False)
         return {"name": cfg.name, "out": out, "ok": True, "error": None}

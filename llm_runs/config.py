@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import types
 import typing
 from collections.abc import Mapping
@@ -45,256 +44,21 @@ __all__ = [
     "set_dotted",
 ]
 
-PRESETS = ("micro", "tiny", "small", "medium")
-ALGOS = ("reinforce", "grpo", "ppo")
-CREDITS = ("shared", "role", "discounted")
-MECHANISMS = ("budget", "credit", "coupling")
-TASKS = ("math", "rag")
-
-
-class ConfigError(ValueError):
-    """An invalid config; the message names the dotted field."""
-
-
-def _check(cond: bool, field: str, msg: str) -> None:
-    if not cond:
-        raise ConfigError(f"{field}: {msg}")
-
-
-def _num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _pos_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v > 0
-
-
-@dataclasses.dataclass
-class ModelConfig:
-    """Base model. ``base`` (a local transformers checkpoint) overrides the preset.
-
-    Attributes:
-        preset: ``micro`` (tests), ``tiny`` (CPU default, ~1.2M params), ``small``, ``medium``.
-        base: Path of a local checkpoint to load instead of pretraining one.
-        base_cache: Folder of cached pretrained bases (default ``~/.cache/agentmotifs``).
-        pretrain_steps: Pretraining steps (None: the preset's default).
-        pretrain_batch: Sequences per pretraining step.
-        pretrain_lr: Peak AdamW learning rate of pretraining.
-    """
-
-    preset: str = "tiny"
-    base: str | None = None
-    base_cache: str | None = None
-    pretrain_steps: int | None = None
-    pretrain_batch: int = 64
-    pretrain_lr: float = 3e-3
-
-    def validate(self, p: str) -> None:
-        _check(self.preset in PRESETS, f"{p}.preset", f"must be one of {PRESETS}")
-        _check(
-            self.pretrain_steps is None or _pos_int(self.pretrain_steps),
-            f"{p}.pretrain_steps",
-            "must be a positive int or null",
-        )
-        _check(_pos_int(self.pretrain_batch), f"{p}.pretrain_batch", "must be a positive int")
-        _check(_num(self.pretrain_lr) and self.pretrain_lr > 0, f"{p}.pretrain_lr", "must be > 0")
-
-
-@dataclasses.dataclass
-class LoraConfig:
-    """One LoRA adapter per agent. ``target_modules`` None: attention + MLP projections."""
-
-    r: int = 8
-    alpha: float = 16.0
-    dropout: float = 0.0
-    target_modules: list[str] | None = None
-
-    def validate(self, p: str) -> None:
-        _check(_pos_int(self.r), f"{p}.r", "must be a positive int")
-        _check(_num(self.alpha) and self.alpha > 0, f"{p}.alpha", "must be > 0")
-        _check(_num(self.dropout) and 0 <= self.dropout < 1, f"{p}.dropout", "must be in [0, 1)")
-
-
-@dataclasses.dataclass
-class SpuriousConfig:
-    """Spurious-reward pulses: windows of steps where learning rewards are corrupted.
-
-    Attributes:
-        rate: Probability per step (outside a pulse) that a pulse starts.
-        length: Pulse length in optimizer steps.
-        mode: ``flip`` (r -> 1 - r) or ``random`` (r ~ Bernoulli(0.5)).
-        starts: Explicit pulse start steps (added to the random ones).
-    """
-
-    rate: float = 0.0
-    length: int = 20
-    mode: str = "flip"
-    starts: list[int] = dataclasses.field(default_factory=list)
-
-    def validate(self, p: str) -> None:
-        _check(_num(self.rate) and 0 <= self.rate <= 1, f"{p}.rate", "must be in [0, 1]")
-        _check(_pos_int(self.length), f"{p}.length", "must be a positive int")
-        _check(self.mode in ("flip", "random"), f"{p}.mode", "must be 'flip' or 'random'")
-        _check(
-            all(isinstance(s, int) and s >= 0 for s in self.starts),
-            f"{p}.starts",
-            "must be ints >= 0",
-        )
-
-
-@dataclasses.dataclass
-class ShiftConfig:
-    """Distribution shift (harder numbers / new entities) from optimizer step ``step`` on."""
-
-    step: int | None = None
-
-    def validate(self, p: str) -> None:
-        _check(
-            self.step is None or (isinstance(self.step, int) and self.step >= 0),
-            f"{p}.step",
-            "must be an int >= 0 or null",
-        )
-
-
-@dataclasses.dataclass
-class TaskConfig:
-    """Task and its schedules. ``options`` go to the task's constructor."""
-
-    name: str = "math"
-    n_probe: int = 64
-    n_test: int = 128
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    spurious: SpuriousConfig = dataclasses.field(default_factory=SpuriousConfig)
-    shift: ShiftConfig = dataclasses.field(default_factory=ShiftConfig)
-
-    def validate(self, p: str) -> None:
-        _check(isinstance(self.name, str) and bool(self.name), f"{p}.name", "must be a name")
-        _check(_pos_int(self.n_probe), f"{p}.n_probe", "must be a positive int")
-        _check(_pos_int(self.n_test), f"{p}.n_test", "must be a positive int")
-        self.spurious.validate(f"{p}.spurious")
-        self.shift.validate(f"{p}.shift")
-
-
-@dataclasses.dataclass
-class EdgeConfig:
-    """How one edge acts: ``mechanism`` in budget/credit/coupling, ``weight`` in [0, 1].
-
-    The edge's gated Hill regulation G in [0, 1] becomes the factor ``1 - w + w*G``
-    (budget share, learning-rate multiplier) or the auxiliary reward weight ``w*G`` (credit).
-    """
-
-    mechanism: str = "coupling"
-    weight: float = 0.9
-
-    def validate(self, p: str) -> None:
-        _check(self.mechanism in MECHANISMS, f"{p}.mechanism", f"must be one of {MECHANISMS}")
-        _check(_num(self.weight) and 0 <= self.weight <= 1, f"{p}.weight", "must be in [0, 1]")
-
-
-@dataclasses.dataclass
-class NetworkConfig:
-    """Wiring of the agents. ``spec`` (a NetworkSpec dict) or ``spec_path`` overrides the
-    FFL preset ``motif``/``gate``/``K``/``n``; its nodes map, in order, to the task's roles.
-
-    Attributes:
-        edges: Per-edge mechanism by key ``"X->Y"``; others use the defaults.
-        ema_decay: Decay of the per-agent EMA competence estimate (per step).
-    """
-
-    motif: str = "C1"
-    gate: str = "AND"
-    K: float = 0.5
-    n: float = 4.0
-    spec: dict[str, Any] | None = None
-    spec_path: str | None = None
-    default_mechanism: str = "coupling"
-    default_weight: float = 0.9
-    edges: dict[str, EdgeConfig] = dataclasses.field(default_factory=dict)
-    ema_decay: float = 0.9
-
-    def validate(self, p: str) -> None:
-        _check(_num(self.K) and self.K > 0, f"{p}.K", "must be > 0")
-        _check(_num(self.n) and self.n > 0, f"{p}.n", "must be > 0")
-        EdgeConfig(self.default_mechanism, self.default_weight).validate(p + ".default")
-        for key, e in self.edges.items():
-            _check("->" in key, f"{p}.edges", f"key {key!r} must look like 'X->Y'")
-            e.validate(f"{p}.edges[{key}]")
-        _check(
-            _num(self.ema_decay) and 0 <= self.ema_decay < 1, f"{p}.ema_decay", "must be in [0, 1)"
-        )
-        from simulate.spec import SpecError
-
-        try:
-            self.network_spec()
-        except SpecError as err:
-            raise ConfigError(f"{p}: {err}") from None
-
-    def network_spec(self) -> Any:
-        """The :class:`simulate.spec.NetworkSpec` this config describes."""
-        from simulate.spec import NetworkSpec, ffl_spec, load_spec
-
-        if self.spec is not None:
-            return NetworkSpec.from_dict(self.spec)
-        if self.spec_path is not None:
-            return load_spec(self.spec_path)
-        return ffl_spec(self.motif, self.gate, K=self.K, n=self.n)
-
-    def edge(self, key: str) -> EdgeConfig:
-        """Mechanism of edge ``key`` (``"X->Y"``)."""
-        return self.edges.get(key, EdgeConfig(self.default_mechanism, self.default_weight))
-
-
-@dataclasses.dataclass
-class RLConfig:
-    """Policy optimisation of the agents.
-
-    Attributes:
-        algo: ``reinforce`` (EMA baseline), ``grpo`` (group-relative, per agent), ``ppo``.
-        credit: ``shared`` end-to-end reward, ``role`` verifiable reward, ``discounted``
-            share ``discount**(hops to the output)`` of the end-to-end reward.
-        batch: Problems per step; ``group`` rollouts each (GRPO groups; else 1 is typical).
-        warmup_steps: Supervised steps on the role formats before RL (0 by default: the
-            base is pretrained on imperfect role-format demonstrations, see ``_tasks``).
-        lr: AdamW learning rate of the adapters (constant after a short linear ramp).
-        kl_coef: Weight of the per-token KL penalty to the frozen base (0: only logged).
-    """
-
-    algo: str = "reinforce"
-    credit: str = "role"
-    discount: float = 0.5
-    batch: int = 32
-    group: int = 1
-    warmup_steps: int = 0
-    warmup_batch: int = 32
-    lr: float = 1e-3
-    temperature: float = 1.0
-    ppo_epochs: int = 2
-    clip: float = 0.2
-    kl_coef: float = 0.0
-    entropy_coef: float = 0.0
-    baseline_decay: float = 0.9
-    grad_clip: float = 1.0
-
-    def validate(self, p: str) -> None:
-        _check(self.algo in ALGOS, f"{p}.algo", f"must be one of {ALGOS}")
-        _check(self.credit in CREDITS, f"{p}.credit", f"must be one of {CREDITS}")
-        for name in ("batch", "group", "warmup_batch", "ppo_epochs"):
-            _check(_pos_int(getattr(self, name)), f"{p}.{name}", "must be a positive int")
-        _check(
-            isinstance(self.warmup_steps, int) and self.warmup_steps >= 0,
-            f"{p}.warmup_steps",
-            "must be an int >= 0",
-        )
-        _check(self.algo != "grpo" or self.group >= 2, f"{p}.group", "GRPO needs group >= 2")
-        for name in ("lr", "temperature", "clip", "grad_clip"):
-            v = getattr(self, name)
-            _check(_num(v) and v > 0, f"{p}.{name}", "must be > 0")
-        for name in ("discount", "baseline_decay"):
-            v = getattr(self, name)
-            _check(_num(v) and 0 <= v <= 1, f"{p}.{name}", "must be in [0, 1]")
-        for name in ("kl_coef", "entropy_coef"):
-            v = getattr(self, name)
-            _check(_num(v) and v >= 0, f"{p}.{name}", "must be >= 0")
+from ._config_sections import ALGOS as ALGOS
+from ._config_sections import CREDITS as CREDITS
+from ._config_sections import MECHANISMS as MECHANISMS
+from ._config_sections import PRESETS as PRESETS
+from ._config_sections import TASKS as TASKS
+from ._config_sections import ConfigError as ConfigError
+from ._config_sections import EdgeConfig as EdgeConfig
+from ._config_sections import LoraConfig as LoraConfig
+from ._config_sections import ModelConfig as ModelConfig
+from ._config_sections import NetworkConfig as NetworkConfig
+from ._config_sections import RLConfig as RLConfig
+from ._config_sections import ShiftConfig as ShiftConfig
+from ._config_sections import SpuriousConfig as SpuriousConfig
+from ._config_sections import TaskConfig as TaskConfig
+from ._config_sections import _check, _num, _pos_int
 
 
 @dataclasses.dataclass

@@ -49,11 +49,13 @@ import datetime as _dt
 import json
 import math
 import os
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ._provenance import git_revision as git_revision
+from ._provenance import package_versions as package_versions
 
 __all__ = [
     "COMPETENCE_FILE",
@@ -139,35 +141,6 @@ def validate_row(row: Any, where: str = "row") -> dict[str, Any]:
     elif row.get("reward") is not None and not _is_num(row["reward"]):
         raise RunLogError(f"{where}: 'reward' must be a finite number or null")
     return row
-
-
-def package_versions(names: Iterable[str] = ()) -> dict[str, str]:
-    """Installed versions of the toolkit's key packages (plus ``names``); absent ones skipped."""
-    from importlib import metadata
-
-    wanted = ["agentmotifs", "numpy", "jax", "torch", "transformers", "peft", "ray", *names]
-    out: dict[str, str] = {}
-    for name in wanted:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    import platform
-
-    out["python"] = platform.python_version()
-    return out
-
-
-def git_revision(path: str | Path | None = None) -> str | None:
-    """The git commit of the repository holding ``path`` (default: this package), or None."""
-    cwd = Path(path) if path is not None else Path(__file__).resolve().parent
-    try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (rev.stdout.strip() or None) if rev.returncode == 0 else None
 
 
 def make_manifest(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from llm_runs._sweep import run_sweep
+from llm_runs._sweep import run_one, run_sweep
 from llm_runs.config import SweepConfig
 from llm_runs.runlog import competence_table
 
@@ -30,6 +32,10 @@ def test_local_sweep(tmp_path, micro_cfg):
     assert [r["ok"] for r in res] == [True, True], res
     df = competence_table([r["out"] for r in res])
     assert set(df.run) == {"motif=C1-s0", "motif=I1-s0"} and len(df) == 12
+    log = Path(res[0]["out"]) / "competence.jsonl"
+    before = log.stat().st_mtime_ns
+    again = run_one(sw.configs()[0].to_dict(), res[0]["out"])  # a restarted sweep skips it
+    assert again["ok"] and log.stat().st_mtime_ns == before
 
 
 def test_ray_sweep_local_instance(tmp_path, micro_cfg):
