@@ -50,15 +50,24 @@ def jax_models(ps: dict[str, np.ndarray]):
     idx = jnp.asarray(ps["motif"])
     models = jax.tree.map(lambda a: a[idx], base)
     return jax.vmap(lambda m, b, g, k: sim.set_params(m, {"beta": b, "gamma": g, "kappa": k}))(
-        models, jnp.asarray(ps["beta"]), jnp.asarray(ps["gamma"]), jnp.asarray(ps["kappa"]))
+        models, jnp.asarray(ps["beta"]), jnp.asarray(ps["gamma"]), jnp.asarray(ps["kappa"])
+    )
 
 
-def run_jax(ps, dtype, chunk, keep=False):
+def run_jax(ps, dtype, chunk, keep=True):
     models = jax_models(ps)
     t0 = time.perf_counter()
-    states, codes = sim.solve_sharded(models, "on@0", t1=T1, n_points=N_POINTS, rtol=RTOL,
-                                      atol=ATOL, dtype=dtype, chunk_size=chunk,
-                                      keep_states=keep)
+    states, codes = sim.solve_sharded(
+        models,
+        "on@0",
+        t1=T1,
+        n_points=N_POINTS,
+        rtol=RTOL,
+        atol=ATOL,
+        dtype=dtype,
+        chunk_size=chunk,
+        keep_states=keep,
+    )
     return time.perf_counter() - t0, states, codes
 
 
@@ -82,8 +91,7 @@ def scipy_loop(ps, n, method="RK45", rtol=RTOL, atol=ATOL):
             gz = hill(x, 1.0, s[1]) * hill(y[0], 1.0, s[2])
             return [beta * gy - y[0], gamma * (gz - y[1])]
 
-        sol = solve_ivp(rhs, (0.0, T1), [0.0, 0.0], method=method, t_eval=ts, rtol=rtol,
-                        atol=atol)
+        sol = solve_ivp(rhs, (0.0, T1), [0.0, 0.0], method=method, t_eval=ts, rtol=rtol, atol=atol)
         out[i, :, 0] = x
         out[i, :, 1:] = sol.y.T
     return time.perf_counter() - t0, out
@@ -127,7 +135,7 @@ def phase_timing(n_grid: int, dtype: str, chunk: int, n_points: int):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    ap.add_argument("--chunk", type=int, default=2048)
+    ap.add_argument("--chunk", type=int, default=1024)
     ap.add_argument("--json", help="also write the figures to this JSON file")
     args = ap.parse_args()
     sizes = (2_000, 10_000) if args.quick else (10_000, 100_000)
@@ -144,16 +152,23 @@ def main() -> None:
     # runs as fast, so the baseline rate below is the faster of the two
     t_rr, y_rr = roadrunner_loop(ps_loop, n_loop, 1e-7, 1e-9)
     rate_sp, rate_rr = n_loop / t_sp, n_loop / min(t_rr, t_rr6)
-    err = {"scipy": float(np.max(np.abs(y_sp - y_ref))),
-           "roadrunner(1e-6)": float(np.max(np.abs(y_rr6 - y_ref))),
-           "roadrunner(1e-7)": float(np.max(np.abs(y_rr - y_ref)))}
-    print(f"scipy solve_ivp(RK45) loop, {n_loop} sets: {rate_sp:10.1f} solves/s, "
-          f"max error vs DOP853(1e-12) {err['scipy']:.1e}")
-    print(f"libRoadRunner (CVODE) loop, {n_loop} sets: {n_loop / t_rr6:10.1f} solves/s at rtol "
-          f"1e-6 (error {err['roadrunner(1e-6)']:.1e}), {n_loop / t_rr:.1f} at rtol 1e-7 "
-          f"(error {err['roadrunner(1e-7)']:.1e})")
-    report.update(scipy_per_s=rate_sp, roadrunner_per_s=rate_rr, n_loop=n_loop,
-                  error_vs_reference=err)
+    err = {
+        "scipy": float(np.max(np.abs(y_sp - y_ref))),
+        "roadrunner(1e-6)": float(np.max(np.abs(y_rr6 - y_ref))),
+        "roadrunner(1e-7)": float(np.max(np.abs(y_rr - y_ref))),
+    }
+    print(
+        f"scipy solve_ivp(RK45) loop, {n_loop} sets: {rate_sp:10.1f} solves/s, "
+        f"max error vs DOP853(1e-12) {err['scipy']:.1e}"
+    )
+    print(
+        f"libRoadRunner (CVODE) loop, {n_loop} sets: {n_loop / t_rr6:10.1f} solves/s at rtol "
+        f"1e-6 (error {err['roadrunner(1e-6)']:.1e}), {n_loop / t_rr:.1f} at rtol 1e-7 "
+        f"(error {err['roadrunner(1e-7)']:.1e})"
+    )
+    report.update(
+        scipy_per_s=rate_sp, roadrunner_per_s=rate_rr, n_loop=n_loop, error_vs_reference=err
+    )
 
     for dtype in ("float64", "float32"):
         t_c, y_jx, codes = run_jax(ps_loop, dtype, args.chunk, keep=True)  # compile + compare
@@ -162,21 +177,31 @@ def main() -> None:
         d_rr = float(np.max(np.abs(y_jx - y_rr)))
         d_sr = float(np.max(np.abs(y_sp - y_rr)))
         e_jx = float(np.max(np.abs(y_jx - y_ref)))
-        entry = {"max_abs_diff": {"jax-scipy": d_sp, "jax-roadrunner": d_rr,
-                                  "scipy-roadrunner": d_sr}, "error_vs_reference": e_jx,
-                 "failed": int(np.sum(codes != 0))}
-        print(f"\n[{dtype}] max |jax - scipy| = {d_sp:.2e}, |jax - roadrunner| = {d_rr:.2e}, "
-              f"|scipy - roadrunner| = {d_sr:.2e}; jax error vs DOP853 {e_jx:.1e} "
-              f"(first call incl. compile {t_c:.1f} s)")
+        entry = {
+            "max_abs_diff": {"jax-scipy": d_sp, "jax-roadrunner": d_rr, "scipy-roadrunner": d_sr},
+            "error_vs_reference": e_jx,
+            "failed": int(np.sum(codes != 0)),
+        }
+        print(
+            f"\n[{dtype}] max |jax - scipy| = {d_sp:.2e}, |jax - roadrunner| = {d_rr:.2e}, "
+            f"|scipy - roadrunner| = {d_sr:.2e}; jax error vs DOP853 {e_jx:.1e} "
+            f"(first call incl. compile {t_c:.1f} s)"
+        )
         for n in sizes:
             ps = parameter_sets(n, seed=2)
             run_jax(ps, dtype, args.chunk)  # warm-up for this chunk shape
             t, _, codes = run_jax(ps, dtype, args.chunk)
             rate = n / t
-            entry[str(n)] = {"per_s": rate, "vs_scipy": rate / rate_sp,
-                             "vs_roadrunner": rate / rate_rr, "failed": int(np.sum(codes != 0))}
-            print(f"[{dtype}] JAX, {n:>7} sets: {rate:10.1f} solves/s = {rate / rate_sp:7.1f}x "
-                  f"scipy, {rate / rate_rr:6.1f}x roadrunner  (failed {entry[str(n)]['failed']})")
+            entry[str(n)] = {
+                "per_s": rate,
+                "vs_scipy": rate / rate_sp,
+                "vs_roadrunner": rate / rate_rr,
+                "failed": int(np.sum(codes != 0)),
+            }
+            print(
+                f"[{dtype}] JAX, {n:>7} sets: {rate:10.1f} solves/s = {rate / rate_sp:7.1f}x "
+                f"scipy, {rate / rate_rr:6.1f}x roadrunner  (failed {entry[str(n)]['failed']})"
+            )
         report["jax"][dtype] = entry
 
     report["phase"] = {}
@@ -184,14 +209,18 @@ def main() -> None:
         cold, warm, n_cells, failed = phase_timing(n_grid, dtype, args.chunk, n_points)
         key = f"{dtype}, {n_points} points"
         report["phase"][key] = {"cold_s": cold, "warm_s": warm, "cells": n_cells}
-        print(f"\nphase diagram 16 x {n_grid}x{n_grid} ({n_cells} cells, {key}, classification"
-              f" + metrics + stability): {warm:.2f} s warm, {cold:.2f} s incl. compilation;"
-              f" failed cells {failed}")
+        print(
+            f"\nphase diagram 16 x {n_grid}x{n_grid} ({n_cells} cells, {key}, classification"
+            f" + metrics + stability): {warm:.2f} s warm, {cold:.2f} s incl. compilation;"
+            f" failed cells {failed}"
+        )
     best = max(report["jax"][d][str(sizes[-1])]["per_s"] for d in report["jax"])
     ok_diff = all(v < 1e-5 for d in report["jax"].values() for v in d["max_abs_diff"].values())
-    print(f"\ngoals: >= 500x scipy: {best / rate_sp:.0f}x; >= 100x roadrunner: "
-          f"{best / rate_rr:.0f}x; max abs diff < 1e-5: {ok_diff}; 16-panel diagram < 10 s: "
-          f"{min(v['warm_s'] for v in report['phase'].values()):.2f} s")
+    print(
+        f"\ngoals: >= 500x scipy: {best / rate_sp:.0f}x; >= 100x roadrunner: "
+        f"{best / rate_rr:.0f}x; max abs diff < 1e-5: {ok_diff}; 16-panel diagram < 10 s: "
+        f"{min(v['warm_s'] for v in report['phase'].values()):.2f} s"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

@@ -111,7 +111,7 @@ def _guesses(model: Model, name: str, values: np.ndarray, schedule: Schedule, t1
     models = jax.vmap(lambda v: set_param(model, name, v))(jnp.asarray(values, dtype=float))
     sols = solve_batch(models, schedule, t1=t1, n_points=201, fast_hill=False)
     T = sols.states.shape[1]
-    A = np.nanmean(np.asarray(sols.states)[:, -max(T // 4, 1):], axis=1)
+    A = np.nanmean(np.asarray(sols.states)[:, -max(T // 4, 1) :], axis=1)
     A = np.where(np.isfinite(A), A, 0.5)
     return np.concatenate([A] * (1 + model.delay_stages), axis=1), float(sols.inputs[0, -1])
 

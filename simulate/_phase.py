@@ -128,12 +128,22 @@ class PhaseResult:
             counts[label] = {REGIME_NAMES[r]: int(np.sum(reg == int(r))) for r in Regime}
         return {
             **self.info,
-            "axes": [{"name": ax.name, "scale": ax.scale, "min": float(ax.values[0]),
-                      "max": float(ax.values[-1]), "num": len(ax.values)} for ax in self.axes],
+            "axes": [
+                {
+                    "name": ax.name,
+                    "scale": ax.scale,
+                    "min": float(ax.values[0]),
+                    "max": float(ax.values[-1]),
+                    "num": len(ax.values),
+                }
+                for ax in self.axes
+            ],
             "panels": self.labels,
             "regime_counts": counts,
-            "boundaries": {lb: [b.to_dict() for b in bs]
-                           for lb, bs in zip(self.labels, self.boundaries, strict=True)},
+            "boundaries": {
+                lb: [b.to_dict() for b in bs]
+                for lb, bs in zip(self.labels, self.boundaries, strict=True)
+            },
         }
 
     def save(self, out: str | Path, *, figure: bool = True) -> Path:
@@ -210,7 +220,7 @@ def phase_diagram(
     rtol: float = 1e-6,
     atol: float = 1e-8,
     dtype: str = "float64",
-    chunk_size: int = 2048,
+    chunk_size: int = 1024,
     stability: bool = True,
     boundaries: bool = True,
     progress: bool = True,
@@ -241,7 +251,7 @@ def phase_diagram(
         rtol: ODE relative tolerance.
         atol: ODE absolute tolerance.
         dtype: ``"float64"`` or ``"float32"`` (about 2-3x faster; use rtol >= 1e-6).
-        chunk_size: Cells per compiled call; bounds memory.
+        chunk_size: Cells per shared-step solve; bounds memory.
         stability: Linearise each cell at its steady state (for boundary lines).
         boundaries: For 1-D sweeps, locate stability boundaries by bisection.
         progress: tqdm bar over chunks.
@@ -263,22 +273,43 @@ def phase_diagram(
     for _, _, spec in panels:
         if feedback is not None:
             spec = add_feedback(spec, spec.nodes[-1], sign=int(feedback), K=feedback_K)
-        models.append(make_model(spec, kinetics, params, delay_stages=delay_stages,
-                                 tau=tau, eta=eta, sigma=sigma))
+        models.append(
+            make_model(
+                spec, kinetics, params, delay_stages=delay_stages, tau=tau, eta=eta, sigma=sigma
+            )
+        )
     wirings = {m.network.wiring for m in models}
     if len(wirings) > 1:
         raise SpecError("all panels of one phase diagram must share one wiring")
     base = stack_models(models)
     P, nx = len(panels), len(x.values)
     ny = 1 if y is None else len(y.values)
-    pi, yi, xi, _ = np.meshgrid(np.arange(P), np.arange(ny), np.arange(nx), np.arange(R),
-                                indexing="ij")
+    pi, yi, xi, _ = np.meshgrid(
+        np.arange(P), np.arange(ny), np.arange(nx), np.arange(R), indexing="ij"
+    )
     vals = [x.values[xi.ravel()]] + ([] if y is None else [y.values[yi.ravel()]])
-    opts = SweepOptions(method=method, t1=t1, n_points=n_points, steps=steps, rtol=rtol,
-                        atol=atol, dtype=dtype, stability=stability)
+    opts = SweepOptions(
+        method=method,
+        t1=t1,
+        n_points=n_points,
+        steps=steps,
+        rtol=rtol,
+        atol=atol,
+        dtype=dtype,
+        stability=stability,
+    )
     t_cells = time.perf_counter()
-    cells = run_cells(base, [ax.name for ax in axes], pi.ravel(), np.stack(vals, axis=1),
-                      sched, opts, seed=seed, chunk_size=chunk_size, progress=progress)
+    cells = run_cells(
+        base,
+        [ax.name for ax in axes],
+        pi.ravel(),
+        np.stack(vals, axis=1),
+        sched,
+        opts,
+        seed=seed,
+        chunk_size=chunk_size,
+        progress=progress,
+    )
     t_cells = time.perf_counter() - t_cells
     arrays = _aggregate(cells, (P, ny, nx), R, models[0].size)
     bnds: list[list[Boundary]] = [[] for _ in panels]
@@ -286,19 +317,33 @@ def phase_diagram(
     if boundaries and y is None and len(x.values) >= 2 and method in ("ode", "map", "sde"):
         t0 = time.perf_counter()
         bmethod = "map" if method == "map" else "ode"
-        bnds = [find_boundaries(m, x.name, x.values, method=bmethod, schedule=sched,
-                                t1=max(t1, 50.0)) for m in models]
+        bnds = [
+            find_boundaries(m, x.name, x.values, method=bmethod, schedule=sched, t1=max(t1, 50.0))
+            for m in models
+        ]
         t_bnd = time.perf_counter() - t0
     info = {
-        "kinetics": kinetics, "method": method, "replicates": R, "params": dict(params or {}),
-        "feedback": feedback, "feedback_K": feedback_K if feedback is not None else None,
-        "delay_stages": delay_stages, "tau": tau, "eta": eta, "sigma": sigma,
-        "t1": t1, "n_points": n_points, "steps": steps, "rtol": rtol, "atol": atol,
-        "dtype": dtype, "n_cells": int(P * ny * nx * R),
+        "kinetics": kinetics,
+        "method": method,
+        "replicates": R,
+        "params": dict(params or {}),
+        "feedback": feedback,
+        "feedback_K": feedback_K if feedback is not None else None,
+        "delay_stages": delay_stages,
+        "tau": tau,
+        "eta": eta,
+        "sigma": sigma,
+        "t1": t1,
+        "n_points": n_points,
+        "steps": steps,
+        "rtol": rtol,
+        "atol": atol,
+        "dtype": dtype,
+        "n_cells": int(P * ny * nx * R),
         "failed_cells": int(np.sum(cells["code"] != 0)),
         "fallback_cells": int(np.sum(~cells["shared_ok"])),
-        "wall_s": {"cells": t_cells, "boundaries": t_bnd,
-                   "total": time.perf_counter() - t_start},
+        "wall_s": {"cells": t_cells, "boundaries": t_bnd, "total": time.perf_counter() - t_start},
     }
-    return PhaseResult([(m, g) for m, g, _ in panels], axes, models[0].network.names,
-                       arrays, bnds, info)
+    return PhaseResult(
+        [(m, g) for m, g, _ in panels], axes, models[0].network.names, arrays, bnds, info
+    )

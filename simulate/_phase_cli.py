@@ -16,8 +16,10 @@ def enable_compilation_cache(path: str | Path | None = None) -> Path:
     """Turn on JAX's persistent compilation cache (default ``~/.cache/agentmotifs/jax``)."""
     import jax
 
-    path = Path(path or os.environ.get("AGENTMOTIFS_JAX_CACHE",
-                                       Path.home() / ".cache" / "agentmotifs" / "jax"))
+    path = Path(
+        path
+        or os.environ.get("AGENTMOTIFS_JAX_CACHE", Path.home() / ".cache" / "agentmotifs" / "jax")
+    )
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
@@ -54,23 +56,49 @@ def _cmd_phase(args: argparse.Namespace) -> int:
     if args.network:
         motifs = [args.network]
     res = phase_diagram(
-        motifs, args.gate, x, y,
-        kinetics=args.kinetics, params=dict(_parse_param(p) for p in args.param),
-        feedback=args.feedback, feedback_K=args.feedback_K,
-        delay_stages=args.delay_stages, tau=args.tau, eta=args.eta, sigma=args.sigma,
-        method=args.method, schedule=args.schedule, t1=args.t1, n_points=args.points,
-        steps=args.steps, replicates=args.replicates, seed=args.seed,
-        dtype="float32" if args.float32 else "float64", chunk_size=args.chunk,
-        stability=not args.no_stability, progress=not args.no_progress,
+        motifs,
+        args.gate,
+        x,
+        y,
+        kinetics=args.kinetics,
+        params=dict(_parse_param(p) for p in args.param),
+        feedback=args.feedback,
+        feedback_K=args.feedback_K,
+        delay_stages=args.delay_stages,
+        tau=args.tau,
+        eta=args.eta,
+        sigma=args.sigma,
+        method=args.method,
+        schedule=args.schedule,
+        t1=args.t1,
+        n_points=args.points,
+        steps=args.steps,
+        replicates=args.replicates,
+        seed=args.seed,
+        dtype="float32" if args.float32 else "float64",
+        chunk_size=args.chunk,
+        stability=not args.no_stability,
+        progress=not args.no_progress,
     )
     out = res.save(args.out, figure=not args.no_figure)
     s = res.summary()
     if args.json:
-        print(json.dumps({"out": str(out), "n_cells": s["n_cells"], "wall_s": s["wall_s"],
-                          "regime_counts": s["regime_counts"], "boundaries": s["boundaries"]}))
+        print(
+            json.dumps(
+                {
+                    "out": str(out),
+                    "n_cells": s["n_cells"],
+                    "wall_s": s["wall_s"],
+                    "regime_counts": s["regime_counts"],
+                    "boundaries": s["boundaries"],
+                }
+            )
+        )
         return 0
-    print(f"{s['n_cells']} cells ({len(res.panels)} panels, method {s['method']}) in "
-          f"{s['wall_s']['total']:.2f} s; failed cells: {s['failed_cells']}")
+    print(
+        f"{s['n_cells']} cells ({len(res.panels)} panels, method {s['method']}) in "
+        f"{s['wall_s']['total']:.2f} s; failed cells: {s['failed_cells']}"
+    )
     for label, counts in s["regime_counts"].items():
         shown = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
         line = f"  {label:<10} {shown}"
@@ -84,33 +112,56 @@ def _cmd_phase(args: argparse.Namespace) -> int:
 def add_phase_parser(sub) -> None:
     """Register ``phase`` on the subparsers of ``python -m simulate``."""
     p = sub.add_parser("phase", help="regime map over one or two parameters (phase diagram)")
-    p.add_argument("--motif", default="C1",
-                   help="preset(s) C1…I4 (comma-separated), 'all', or a spec file")
+    p.add_argument(
+        "--motif", default="C1", help="preset(s) C1…I4 (comma-separated), 'all', or a spec file"
+    )
     p.add_argument("--network", help="network spec file (JSON/YAML)")
     p.add_argument("--gate", default="AND", help="AND, OR or both")
-    p.add_argument("--x", required=True, metavar="NAME=LO:HI:NUM[:log]",
-                   help="horizontal axis, e.g. beta=0.5:10:64:log, tau=0.5:20:64, K[X->Y]=…")
+    p.add_argument(
+        "--x",
+        required=True,
+        metavar="NAME=LO:HI:NUM[:log]",
+        help="horizontal axis, e.g. beta=0.5:10:64:log, tau=0.5:20:64, K[X->Y]=…",
+    )
     p.add_argument("--y", metavar="NAME=LO:HI:NUM[:log]", help="vertical axis (optional)")
     p.add_argument("--kinetics", default="alon", choices=("alon", "competence"))
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="fixed parameter, e.g. gamma=2 (repeatable)")
-    p.add_argument("--feedback", type=int, choices=(-1, 1), default=None,
-                   help="add end-to-end reward edges from the last node with this sign")
-    p.add_argument("--feedback-K", type=float, default=0.5,
-                   help="threshold of the feedback edges (sweep as K[Z->X])")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fixed parameter, e.g. gamma=2 (repeatable)",
+    )
+    p.add_argument(
+        "--feedback",
+        type=int,
+        choices=(-1, 1),
+        default=None,
+        help="add end-to-end reward edges from the last node with this sign",
+    )
+    p.add_argument(
+        "--feedback-K",
+        type=float,
+        default=0.5,
+        help="threshold of the feedback edges (sweep as K[Z->X])",
+    )
     p.add_argument("--delay-stages", type=int, default=0, help="Erlang stages of policy lag")
     p.add_argument("--tau", type=float, default=1.0, help="mean policy lag (time)")
     p.add_argument("--eta", type=float, default=0.1, help="learning-step size (map)")
     p.add_argument("--sigma", type=float, default=0.0, help="gradient noise (sde)")
-    p.add_argument("--method", choices=("ode", "sde", "map"), default=None,
-                   help="default: sde if noisy, map if eta is swept, else ode")
+    p.add_argument(
+        "--method",
+        choices=("ode", "sde", "map"),
+        default=None,
+        help="default: sde if noisy, map if eta is swept, else ode",
+    )
     p.add_argument("--replicates", type=int, default=8, help="noise replicates per cell (sde)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--schedule", default="on@0", help="input schedule, e.g. on@0,off@10")
     p.add_argument("--t1", type=float, default=20.0, help="end time")
     p.add_argument("--points", type=int, default=200, help="saved points per trajectory")
     p.add_argument("--steps", type=int, default=400, help="map steps")
-    p.add_argument("--chunk", type=int, default=2048, help="cells per compiled call")
+    p.add_argument("--chunk", type=int, default=1024, help="cells per shared-step solve")
     p.add_argument("--float32", action="store_true", help="single precision (faster)")
     p.add_argument("--no-stability", action="store_true", help="skip linearisation/boundaries")
     p.add_argument("--no-figure", action="store_true")

@@ -48,8 +48,15 @@ def plot_phase_grid(result: PhaseResult, path: str | Path, *, ncols: int | None 
     ncols = ncols or min(P, 4)
     nrows = -(-P // ncols)
     width = max(3.1 * ncols, 6.4)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width, 2.7 * nrows + 0.9), dpi=110,
-                             squeeze=False, sharex=True, sharey=True)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(width, 2.7 * nrows + 0.9),
+        dpi=110,
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+    )
     cmap = ListedColormap(REGIME_COLORS)
     norm = BoundaryNorm(np.arange(len(Regime) + 1) - 0.5, len(Regime))
     xa = result.axes[0]
@@ -60,14 +67,19 @@ def plot_phase_grid(result: PhaseResult, path: str | Path, *, ncols: int | None 
     for p, ax in enumerate(axes.ravel()[:P]):
         if two_d:
             ya = result.axes[1]
-            ax.pcolormesh(_edges(xa.values, xa.scale), _edges(ya.values, ya.scale),
-                          a["regime"][p], cmap=cmap, norm=norm, shading="flat")
+            ax.pcolormesh(
+                _edges(xa.values, xa.scale),
+                _edges(ya.values, ya.scale),
+                a["regime"][p],
+                cmap=cmap,
+                norm=norm,
+                shading="flat",
+            )
             ind = a.get(ind_key)
             if ind is not None and np.isfinite(ind[p]).sum() > 3:
                 z = ind[p] - level
                 if np.nanmin(z) < 0 < np.nanmax(z):
-                    ax.contour(xa.values, ya.values, z, levels=[0.0], colors="k",
-                               linewidths=1.2)
+                    ax.contour(xa.values, ya.values, z, levels=[0.0], colors="k", linewidths=1.2)
             ax.set_yscale("log" if ya.scale == "log" else "linear")
         else:
             prob = a["prob"][p, 0]
@@ -75,8 +87,15 @@ def plot_phase_grid(result: PhaseResult, path: str | Path, *, ncols: int | None 
             ax.set_ylim(0, 1)
             for b in result.boundaries[p]:
                 ax.axvline(b.value, color="k", ls="--", lw=1.1)
-                ax.text(b.value, 1.02, b.kind, fontsize=6, ha="center", va="bottom",
-                        transform=ax.get_xaxis_transform())
+                ax.text(
+                    b.value,
+                    1.02,
+                    b.kind,
+                    fontsize=6,
+                    ha="center",
+                    va="bottom",
+                    transform=ax.get_xaxis_transform(),
+                )
         ax.set_xscale("log" if xa.scale == "log" else "linear")
         ax.set_title(result.labels[p], fontsize=9, pad=10 if not two_d else 4)
     for ax in axes.ravel()[P:]:
@@ -86,10 +105,12 @@ def plot_phase_grid(result: PhaseResult, path: str | Path, *, ncols: int | None 
     for ax in axes[:, 0]:
         ax.set_ylabel(result.axes[1].label if two_d else "regime probability", fontsize=8)
     handles: list[Any] = [Patch(color=REGIME_COLORS[r], label=REGIME_NAMES[r]) for r in Regime]
-    handles.append(plt.Line2D([], [], color="k", lw=1.2,
-                              ls="-" if two_d else "--", label="stability boundary"))
-    fig.legend(handles=handles, loc="lower center", ncol=4 if width >= 9 else 3,
-               frameon=False, fontsize=8)
+    handles.append(
+        plt.Line2D([], [], color="k", lw=1.2, ls="-" if two_d else "--", label="stability boundary")
+    )
+    fig.legend(
+        handles=handles, loc="lower center", ncol=4 if width >= 9 else 3, frameon=False, fontsize=8
+    )
     fig.tight_layout(rect=(0, 0.85 / (2.7 * nrows + 0.9), 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

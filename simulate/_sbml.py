@@ -42,8 +42,13 @@ def _check(value: int, what: str) -> None:
         raise SpecError(f"SBML export failed at {what}: {msg}")
 
 
-def to_sbml(model: Model, schedule: Schedule | str | None = "on@0", *, t0: float = 0.0,
-            model_id: str = "agentmotifs") -> str:
+def to_sbml(
+    model: Model,
+    schedule: Schedule | str | None = "on@0",
+    *,
+    t0: float = 0.0,
+    model_id: str = "agentmotifs",
+) -> str:
     """SBML L3V2 text of ``model``'s ODE under ``schedule`` (valid; consistency-checked).
 
     Args:
@@ -153,8 +158,11 @@ def to_sbml(model: Model, schedule: Schedule | str | None = "on@0", *, t0: float
             param(f"n_{ids[j]}_{sid}", n[i, j])
             param(occ, 0.0, constant=False)
             a = reg_id[j]
-            rule("assign", occ,
-                 f"pow(piecewise({a}, {a} > 0, 0) / K_{ids[j]}_{sid}, n_{ids[j]}_{sid})")
+            rule(
+                "assign",
+                occ,
+                f"pow(piecewise({a}, {a} > 0, 0) / K_{ids[j]}_{sid}, n_{ids[j]}_{sid})",
+            )
             if sign[i, j] > 0:
                 acts.append(occ)
                 terms.append(f"{occ} / (1 + {occ})")
@@ -166,15 +174,17 @@ def to_sbml(model: Model, schedule: Schedule | str | None = "on@0", *, t0: float
         elif is_or[i]:
             act = " + ".join(acts) if acts else "0"
             rep = " * ".join(reps)
-            G = (f"(1 + {act}) / (1 + {act} + {rep})" if reps else f"({act}) / (1 + {act})")
+            G = f"(1 + {act}) / (1 + {act} + {rep})" if reps else f"({act}) / (1 + {act})"
         else:
             G = " * ".join(f"({t})" for t in terms) if terms else "1"
         drive = "u_input" if net.inputs[i] else "1"
         if kin.name == "alon":
             rate = f"gamma_{sid} * (beta_{sid} * {drive} * ({G}) - {sid})"
         elif kin.name == "competence":
-            rate = (f"rho_{sid} * (b_{sid} + (1 - b_{sid}) * {drive} * ({G})) * (1 - {sid})"
-                    f" - delta_{sid} * {sid}")
+            rate = (
+                f"rho_{sid} * (b_{sid} + (1 - b_{sid}) * {drive} * ({G})) * (1 - {sid})"
+                f" - delta_{sid} * {sid}"
+            )
         else:
             raise SpecError(f"SBML export does not know kinetics {kin.name!r}")
         rule("rate", sid, rate)

@@ -28,8 +28,11 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     )
     client.execute()
     errors = [
-        out for cell in nb.cells if cell.cell_type == "code"
-        for out in cell.get("outputs", []) if out.get("output_type") == "error"
+        out
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
     ]
     assert not errors, errors
 
@@ -39,8 +42,11 @@ def test_phase_notebook_is_stripped() -> None:
     nbformat = pytest.importorskip("nbformat")
     for path in [p for p in NOTEBOOKS if p.name == "phase_diagrams.ipynb"]:
         nb = nbformat.read(path, as_version=4)
-        dirty = [i for i, c in enumerate(nb.cells)
-                 if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count"))]
+        dirty = [
+            i
+            for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count"))
+        ]
         assert not dirty, f"{path.name}: cells {dirty} have outputs; strip them before committing"
 
 

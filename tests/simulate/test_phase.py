@@ -18,14 +18,20 @@ from simulate._sweep import SweepOptions, run_cells
 
 
 def _ffl_batch(n_hill: float = 2.0):
-    models = [sim.make_model(sim.ffl_spec(m, g, n=n_hill), "alon")
-              for m in sim.MOTIFS for g in ("AND", "OR")]
+    models = [
+        sim.make_model(sim.ffl_spec(m, g, n=n_hill), "alon")
+        for m in sim.MOTIFS
+        for g in ("AND", "OR")
+    ]
     batch = sim.stack_models(models)
     rng = np.random.default_rng(1)
-    vals = {k: jnp.asarray(rng.uniform(lo, hi, 16)) for k, (lo, hi) in
-            {"beta": (0.5, 5), "gamma": (0.3, 3), "kappa": (0.5, 2)}.items()}
+    vals = {
+        k: jnp.asarray(rng.uniform(lo, hi, 16))
+        for k, (lo, hi) in {"beta": (0.5, 5), "gamma": (0.3, 3), "kappa": (0.5, 2)}.items()
+    }
     return jax.vmap(lambda m, b, g, k: sim.set_params(m, {"beta": b, "gamma": g, "kappa": k}))(
-        batch, vals["beta"], vals["gamma"], vals["kappa"])
+        batch, vals["beta"], vals["gamma"], vals["kappa"]
+    )
 
 
 @pytest.mark.parametrize("n_hill", [2.0, 1.7])
@@ -34,7 +40,8 @@ def test_solve_batch_matches_per_cell_solve(n_hill):
     sched = "on@0,off@10"
     fast = sim.solve_batch(batch, sched, t1=20.0, n_points=101, rtol=1e-9, atol=1e-11)
     ref = jax.vmap(lambda m: sim.solve(m, sched, t1=20.0, n_points=101, rtol=1e-9, atol=1e-11))(
-        batch)
+        batch
+    )
     assert np.all(np.asarray(fast.code) == 0)
     np.testing.assert_allclose(fast.states, ref.states, atol=1e-7)
     np.testing.assert_allclose(fast.inputs, ref.inputs, atol=0)
@@ -51,8 +58,16 @@ def test_solve_batch_float32_close_to_float64():
 
 def test_phase_1d_matches_single_solves():
     x = sim.grid("gamma", 0.2, 5.0, 5, "log")
-    res = sim.phase_diagram(["C1", "I1"], "AND", x, params={"beta": 3.0}, t1=20.0,
-                            n_points=200, boundaries=False, progress=False)
+    res = sim.phase_diagram(
+        ["C1", "I1"],
+        "AND",
+        x,
+        params={"beta": 3.0},
+        t1=20.0,
+        n_points=200,
+        boundaries=False,
+        progress=False,
+    )
     assert res.arrays["regime"].shape == (2, 1, 5)
     for p, motif in enumerate(["C1", "I1"]):
         for i, g in enumerate(x.values):
@@ -76,8 +91,16 @@ def test_phase_2d_all_presets_and_output_folder(tmp_path):
         assert (out / f).stat().st_size > 0
     df = pd.read_parquet(out / "table.parquet")
     assert len(df) == 16 * 12
-    assert {"motif", "gate", "beta", "K[X->Z]", "regime", "p_converged", "steady[Z]",
-            "max_real"} <= set(df.columns)
+    assert {
+        "motif",
+        "gate",
+        "beta",
+        "K[X->Z]",
+        "regime",
+        "p_converged",
+        "steady[Z]",
+        "max_real",
+    } <= set(df.columns)
     csv = pd.read_csv(out / "table.csv")
     np.testing.assert_allclose(csv["beta"], df["beta"])
     summary = json.loads((out / "summary.json").read_text())
@@ -88,8 +111,15 @@ def test_phase_2d_all_presets_and_output_folder(tmp_path):
 
 def test_diverging_map_cells_are_masked_not_raised():
     # the discrete map diverges for large steps: those cells are FAILED, the rest fine
-    res = sim.phase_diagram("C1", "AND", sim.grid("eta", 0.1, 4.0, 8), params={"gamma": 3.0},
-                            boundaries=False, stability=False, progress=False)
+    res = sim.phase_diagram(
+        "C1",
+        "AND",
+        sim.grid("eta", 0.1, 4.0, 8),
+        params={"gamma": 3.0},
+        boundaries=False,
+        stability=False,
+        progress=False,
+    )
     reg = res.arrays["regime"][0, 0]
     assert reg[-1] == int(sim.Regime.FAILED) and reg[0] != int(sim.Regime.FAILED)
     assert res.info["failed_cells"] > 0
@@ -100,17 +130,31 @@ def test_exhausted_step_budget_falls_back_and_masks():
     # an exhausted step budget fails the shared solve: the cell-by-cell fallback masks it
     base = sim.stack_models([sim.make_model("C1", "alon")])
     opts = SweepOptions(t1=20.0, n_points=50, max_steps=3)
-    cells = run_cells(base, ["beta"], np.zeros(4, int), np.linspace(1, 4, 4)[:, None],
-                      sim.Schedule.step(), opts, progress=False)
+    cells = run_cells(
+        base,
+        ["beta"],
+        np.zeros(4, int),
+        np.linspace(1, 4, 4)[:, None],
+        sim.Schedule.step(),
+        opts,
+        progress=False,
+    )
     assert np.all(cells["code"] == 1) and not np.any(cells["shared_ok"])
     assert np.all(cells["regime"] == int(sim.Regime.FAILED))
 
 
 @pytest.mark.slow
 def test_noise_replicates_give_probabilities():
-    res = sim.phase_diagram("C1", "AND", sim.grid("sigma", 0.0, 0.3, 3),
-                            kinetics="competence", replicates=4, t1=20.0, n_points=100,
-                            progress=False)
+    res = sim.phase_diagram(
+        "C1",
+        "AND",
+        sim.grid("sigma", 0.0, 0.3, 3),
+        kinetics="competence",
+        replicates=4,
+        t1=20.0,
+        n_points=100,
+        progress=False,
+    )
     assert res.info["method"] == "sde" and res.info["n_cells"] == 12
     prob = res.arrays["prob"][0, 0]
     np.testing.assert_allclose(prob.sum(-1), 1.0)
@@ -139,9 +183,24 @@ def test_input_errors_raise_spec_error():
 
 def test_cli_phase_writes_folder(tmp_path, capsys):
     # same grid as test_phase_2d_all_presets_and_output_folder: reuses its compilation
-    rc = main(["phase", "--motif", "all", "--gate", "both", "--x", "beta=0.5:10:4:log",
-               "--y", "K[X->Z]=0.3:3:3", "--no-progress", "--no-cache", "--json",
-               "--out", str(tmp_path / "cli")])
+    rc = main(
+        [
+            "phase",
+            "--motif",
+            "all",
+            "--gate",
+            "both",
+            "--x",
+            "beta=0.5:10:4:log",
+            "--y",
+            "K[X->Z]=0.3:3:3",
+            "--no-progress",
+            "--no-cache",
+            "--json",
+            "--out",
+            str(tmp_path / "cli"),
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n_cells"] == 16 * 12
