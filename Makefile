@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export JAX_ENABLE_X64 ?= 1
 
-.PHONY: install test test-slow test-gpu bench lint demo clean
+.PHONY: install test test-slow test-gpu bench lint demo paper clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,9 @@ lint: install
 
 demo: install
 	$(BIN)/python -m simulate demo --out demo_out
+
+paper: install
+	$(BIN)/python paper/make_figures.py
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache

@@ -46,8 +46,11 @@ def main() -> None:
         regime, _ = sim.classify(sol)
         label = f"τ = {tau:g}: {sim.REGIME_NAMES[sim.Regime(int(regime))]}"
         axes[0].plot(sol.t, sol.node("Z"), label=label)
-    axes[0].set(xlabel="training step", ylabel="A_Z (critic-fed output agent)",
-                title="policy lag turns reward feedback into oscillation")
+    axes[0].set(
+        xlabel="training step",
+        ylabel="A_Z (critic-fed output agent)",
+        title="policy lag turns reward feedback into oscillation",
+    )
     axes[0].legend(fontsize=7)
 
     taus = np.geomspace(0.2, 30, 40)
@@ -63,8 +66,11 @@ def main() -> None:
         lead.append(float(st.max_real))
     axes[1].semilogx(taus, lead, "o-", ms=3)
     axes[1].axhline(0, color="k", lw=0.8)
-    axes[1].set(xlabel="mean policy lag τ (steps)", ylabel="max Re λ (1/step)",
-                title="linear stability: Hopf onset")
+    axes[1].set(
+        xlabel="mean policy lag τ (steps)",
+        ylabel="max Re λ (1/step)",
+        title="linear stability: Hopf onset",
+    )
 
     spec = sim.NetworkSpec(nodes=("A",), edges=(), inputs=("A",))
     etas = np.linspace(0.1, 2.5, 49)
@@ -76,8 +82,11 @@ def main() -> None:
     axes[2].plot(etas, radius)
     axes[2].axhline(1, color="k", lw=0.8)
     axes[2].axvline(2, color="tab:red", lw=0.8, ls="--", label="η|λ| = 2")
-    axes[2].set(xlabel="learning-step size η (|λ| = ρ + δ = 1)",
-                ylabel="spectral radius of I + ηJ", title="finite steps: period doubling")
+    axes[2].set(
+        xlabel="learning-step size η (|λ| = ρ + δ = 1)",
+        ylabel="spectral radius of I + ηJ",
+        title="finite steps: period doubling",
+    )
     axes[2].legend(fontsize=7)
     fig.tight_layout()
     out = Path(args.out)

@@ -1,6 +1,6 @@
 """Figure 1: step responses of the 16 FFL presets (alon kinetics, beta = 5, gamma = 1).
 
-    python paper/fig_presets.py --out paper/figures/presets.png
+python paper/fig_presets.py --out paper/figures/presets.png
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ __all__ = [
     "classify",
     "equilibrate",
     "linear_stability",
-    "solution_stability",
     "metrics",
+    "solution_stability",
     "steady_state",
 ]
 
