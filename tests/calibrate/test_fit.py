@@ -84,6 +84,7 @@ def test_map_recovers_well_identified_rates():
         assert rel < tol, f"{name}: {s[name]['mean']:.4f} vs {_true(name)} ({rel:.0%})"
 
 
+@pytest.mark.slow
 def test_nuts_tiny_pipeline():
     """NUTS with vectorised chains runs end to end (short, shallow trees: a smoke test)."""
     data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(1), steps=STEPS[::2])
@@ -116,10 +117,11 @@ def test_nuts_short_run_and_outputs(tmp_path):
     assert "obs" in idata.log_likelihood
 
 
+@pytest.mark.slow
 def test_betabinomial_and_svi():
     data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(4), steps=STEPS, runs=2,
                                 phi=30.0)
-    cfg = cal.FitConfig(method="svi", likelihood="betabinomial", svi_steps=300, chains=1,
+    cfg = cal.FitConfig(method="svi", likelihood="betabinomial", svi_steps=200, chains=1,
                         samples=200)
     post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
     s = post.summary()

@@ -9,15 +9,18 @@ import pytest
 import calibrate as cal
 
 TRUTH = {"rho": 0.05, "delta": 0.002, "b": 0.05, "A0": 0.05, "K": 0.3, "n": 2.0}
+# slow Y and a high Y->Z threshold: C1 shows a delayed Z, I1 a pulse, C4 a slowed Y
+SEL_TRUTH = {"rho[X]": 0.05, "rho[Y]": 0.015, "rho[Z]": 0.08, "delta": 0.002, "b": 0.02,
+             "A0": 0.05, "K": 0.5, "n": 2.0}
 STEPS = np.arange(0, 300, 10)
 
 
 @pytest.mark.parametrize("motif", ["C1", "I1", "C4"])
 def test_selection_picks_generating_motif(motif, tmp_path):
-    data = cal.synthetic_curves(f"{motif}-AND", TRUTH, key=jax.random.key(11), steps=STEPS,
+    data = cal.synthetic_curves(f"{motif}-AND", SEL_TRUTH, key=jax.random.key(11), steps=STEPS,
                                 runs=2)
     cands = cal.candidates(["C1", "I1", "C4"], ["AND"])
-    cfg = cal.FitConfig(method="laplace", chains=2, samples=400, map_starts=3)
+    cfg = cal.FitConfig(method="laplace", chains=2, samples=250, map_starts=3)
     sel = cal.select(data, cands, cfg, key=jax.random.key(0))
     print(motif, [(r["motif"], round(r["elpd_loo"], 1), round(r["weight"], 2))
                   for r in sel.ranking])
