@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+#: Text each notebook's outputs must contain (its key result was printed).
+EXPECTED = {"calibration.ipynb": "rho[X]"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -19,6 +21,7 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("AGENTMOTIFS_NB_SMALL", "1")
+    monkeypatch.setenv("CALIBRATE_NB_SIZE", "small")
     monkeypatch.setenv("AGENTMOTIFS_NB_OUT", str(tmp_path / "out"))
     monkeypatch.setenv("JAX_ENABLE_X64", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
@@ -35,12 +38,14 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
         if out.get("output_type") == "error"
     ]
     assert not errors, errors
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert EXPECTED.get(path.name, "") in text
 
 
-def test_phase_notebook_is_stripped() -> None:
-    """phase_diagrams.ipynb is committed without outputs (the test above regenerates them)."""
+def test_notebooks_are_stripped() -> None:
+    """Notebooks are committed without outputs (the test above regenerates them)."""
     nbformat = pytest.importorskip("nbformat")
-    for path in [p for p in NOTEBOOKS if p.name == "phase_diagrams.ipynb"]:
+    for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         dirty = [
             i
