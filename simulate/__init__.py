@@ -11,7 +11,6 @@ from ._analysis import metrics as metrics
 from ._analysis import solution_stability as solution_stability
 from ._analysis import steady_state as steady_state
 from ._batch import solve_batch as solve_batch
-from ._batch import solve_sharded as solve_sharded
 from ._batch import stack_models as stack_models
 from ._boundary import Boundary as Boundary
 from ._boundary import find_boundaries as find_boundaries
@@ -42,6 +41,7 @@ from ._regulation import hill_repression as hill_repression
 from ._regulation import network_regulation as network_regulation
 from ._sbml import to_sbml as to_sbml
 from ._sbml import write_sbml as write_sbml
+from ._sharded import solve_sharded as solve_sharded
 from ._solve import FAILURE_MESSAGES as FAILURE_MESSAGES
 from ._solve import Solution as Solution
 from ._solve import solve as solve

@@ -17,18 +17,19 @@ whole batch are raised by repeated multiplication (``lax.integer_pow``) instead 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, PRNGKeyArray
 
+from ._batch_rhs import batched_rhs
 from ._kinetics import Model, Schedule
 from ._network import Network
-from ._solve import SOLVERS, Solution, solve
+from ._rk import tsit5_shared
+from ._solve import SOLVERS, Solution, diffrax_ode, solve
 from .spec import SpecError
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
     "ode_per_cell",
     "ode_shared",
     "solve_batch",
-    "solve_sharded",
     "stack_models",
     "with_integer_hill",
 ]
@@ -115,8 +115,22 @@ def cast_model(model: Model, dtype) -> Model:
     return jax.tree.map(cast, model)
 
 
-def _batched_ode(models, schedule, ts, solver, rtol, atol, max_steps, batch_axis=0):
-    """One diffrax solve of the whole batch, state layout ``(S, B)``."""
+def _shared_ys(models, schedule, ts, solver, rtol, atol, max_steps):
+    """States of one shared-step solve, layout ``(T, S, B)``, and its success flag.
+
+    ``tsit5`` on models without policy lag runs the lean solver of :mod:`simulate._rk` on
+    the batch-last drift of :mod:`simulate._batch_rhs`; anything else runs diffrax on the
+    ``vmap`` of :meth:`Model.rhs` with the worst cell's error norm.
+    """
+    y0 = jax.vmap(lambda m: m.initial_state(), out_axes=-1)(models).astype(ts.dtype)
+    fast = batched_rhs(models) if solver == "tsit5" else None
+    if fast is not None:
+        f, rows = fast
+        res = tsit5_shared(
+            f, y0[rows], ts, schedule, schedule.times.astype(ts.dtype), rtol, atol, max_steps
+        )
+        full = jnp.broadcast_to(y0[None], (ts.shape[0], *y0.shape))
+        return full.at[:, rows].set(res.ys), res.ok
     mT = jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), models)
 
     def vf(t, Y, args):
@@ -130,24 +144,14 @@ def _batched_ode(models, schedule, ts, solver, rtol, atol, max_steps, batch_axis
         r = jnp.sqrt(jnp.mean(e * e, axis=0))
         return jnp.max(jnp.where(jnp.isfinite(r), r, 0.0))
 
-    y0 = jax.vmap(lambda m: m.initial_state(), out_axes=-1)(models).astype(ts.dtype)
-    controller = diffrax.ClipStepSizeController(
-        diffrax.PIDController(rtol=rtol, atol=atol, norm=norm),
-        jump_ts=schedule.times.astype(ts.dtype),
-    )
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vf),
-        SOLVERS[solver](),
-        ts[0],
-        ts[-1],
-        None,
-        y0,
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=controller,
-        max_steps=max_steps,
-        throw=False,
-    )
-    ok = sol.result == diffrax.RESULTS.successful
+    jumps = schedule.times.astype(ts.dtype)
+    return diffrax_ode(vf, y0, ts, solver, rtol, atol, jumps, max_steps, norm=norm)
+
+
+def _batched_ode(models, schedule, ts, solver, rtol, atol, max_steps, batch_axis=0):
+    """One shared-step solve of the whole batch, state layout ``(S, B)``."""
+    mT = jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), models)
+    ys, ok = _shared_ys(models, schedule, ts, solver, rtol, atol, max_steps)
 
     def finish(m, y):
         x = jax.vmap(lambda t: m.input_value(schedule(t)))(ts)
@@ -157,9 +161,9 @@ def _batched_ode(models, schedule, ts, solver, rtol, atol, max_steps, batch_axis
         return Solution(ts, states, x, y[-1], code, m.network.names, "ode")
 
     if batch_axis == 0:
-        return jax.vmap(finish)(models, jnp.moveaxis(sol.ys, -1, 0)), ok  # type: ignore[arg-type]
+        return jax.vmap(finish)(models, jnp.moveaxis(ys, -1, 0)), ok
     # time-major layout (T, ..., B): reductions over time vectorise across cells
-    return jax.vmap(finish, in_axes=(-1, -1), out_axes=-1)(mT, sol.ys), ok
+    return jax.vmap(finish, in_axes=(-1, -1), out_axes=-1)(mT, ys), ok
 
 
 @eqx.filter_jit
@@ -287,124 +291,3 @@ def solve_batch(
     if not bool(ok):
         sols = _ode_per_cell_jit(models, schedule, ts, solver, rtol, atol, int(max_steps))
     return sols
-
-
-_SHARDED: dict[tuple, Any] = {}
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _sharded_fn(solver, rtol, atol, max_steps, sub: int, keep_states: bool):
-    """Compiled: shard the cells over the devices; each device runs ``lax.map`` over
-    sub-chunks of ``sub`` cells, each one shared-step solve (per-cell fallback by cond)."""
-    devices = tuple(jax.devices())
-    key = (solver, rtol, atol, max_steps, sub, keep_states, devices)
-    if key not in _SHARDED:
-        from jax.sharding import Mesh
-        from jax.sharding import PartitionSpec as P
-
-        def one(models, schedule, ts):
-            sols, ok = ode_shared(models, schedule, ts, solver, rtol, atol, max_steps)
-
-            def fallback(_):
-                fb = ode_per_cell(models, schedule, ts, solver, rtol, atol, max_steps)
-                return fb.states.astype(sols.states.dtype), fb.code.astype(sols.code.dtype)
-
-            states, code = jax.lax.cond(ok, lambda _: (sols.states, sols.code), fallback, None)
-            return (states if keep_states else None), code
-
-        def fn(models, schedule, ts):
-            n = batch_size(models)
-            split = jax.tree.map(lambda a: a.reshape(n // sub, sub, *a.shape[1:]), models)
-            states, code = jax.lax.map(lambda m: one(m, schedule, ts), split)
-            code = code.reshape(n)
-            if keep_states:
-                return states.reshape(n, *states.shape[2:]), code
-            return code
-
-        if len(devices) > 1:
-            mesh = Mesh(np.asarray(devices), ("cells",))
-            fn = jax.shard_map(
-                fn,
-                mesh=mesh,
-                in_specs=(P("cells"), P(), P()),
-                out_specs=P("cells"),
-                check_vma=False,
-            )
-        _SHARDED[key] = eqx.filter_jit(fn)
-    return _SHARDED[key]
-
-
-def solve_sharded(
-    models: Model,
-    schedule: Schedule | str | None = None,
-    *,
-    t1: float = 20.0,
-    t0: float = 0.0,
-    n_points: int = 200,
-    rtol: float = 1e-6,
-    atol: float = 1e-8,
-    solver: str = "tsit5",
-    max_steps: int = 100_000,
-    dtype: str | None = None,
-    chunk_size: int = 1024,
-    call_size: int = 16384,
-    keep_states: bool = True,
-) -> tuple[np.ndarray | None, np.ndarray]:
-    """ODE solves of a large stacked batch: sharded over all JAX devices and chunked.
-
-    The batch is cut into calls of at most ``call_size`` cells (bounds memory); in each
-    call the cells are split over the devices with ``jax.shard_map`` and every device runs
-    ``lax.map`` over sub-chunks of ``chunk_size`` cells, each solved as one shared-step
-    system (:func:`ode_shared`; per-cell fallback where that fails).
-
-    Args:
-        models: Stacked model, leading axis ``B``.
-        schedule: Shared input schedule.
-        t1: End time.
-        t0: Start time.
-        n_points: Evenly spaced save points.
-        rtol: Relative tolerance.
-        atol: Absolute tolerance.
-        solver: Explicit solver name.
-        max_steps: Step budget per solve.
-        dtype: ``"float32"`` or ``"float64"`` (default JAX's).
-        chunk_size: Cells per shared-step solve (about 1000-2000 is fastest on CPU).
-        call_size: Cells per compiled call.
-        keep_states: Return the trajectories (else only codes; for throughput runs).
-
-    Returns:
-        (node levels ``(B, T, N)`` as NumPy or None, codes ``(B,)``).
-    """
-    if isinstance(schedule, str):
-        schedule = Schedule.parse(schedule)
-    elif schedule is None:
-        schedule = Schedule.step(t0)
-    models = with_integer_hill(models, integer_hill(models.network.n, models.network.edge_mask))
-    float_dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
-    models = cast_model(models, float_dtype)
-    schedule = cast_model(schedule, float_dtype)  # type: ignore[arg-type]
-    ts = jnp.linspace(t0, t1, int(n_points), dtype=float_dtype)
-    n_dev = len(jax.devices())
-    B = batch_size(models)
-    sub = max(1, min(int(chunk_size), -(-B // n_dev)))
-    unit = sub * n_dev
-    n_calls = -(-B // max(int(call_size), unit))
-    per_call = -(-_ceil_div(B, n_calls) // unit) * unit  # little padding
-    n_calls = -(-B // per_call)
-    idx = np.arange(n_calls * per_call).clip(max=B - 1)  # pad by repeating the last cell
-    padded = jax.tree.map(lambda a: a[idx], models)
-    fn = _sharded_fn(solver, rtol, atol, int(max_steps), sub, keep_states)
-    states, codes = [], []
-    for c in range(n_calls):
-        part = jax.tree.map(lambda a, c=c: a[c * per_call : (c + 1) * per_call], padded)
-        out = fn(part, schedule, ts)
-        if keep_states:
-            states.append(np.asarray(out[0]))
-            codes.append(np.asarray(out[1]))
-        else:
-            codes.append(np.asarray(out))
-    code = np.concatenate(codes)[:B]
-    return (np.concatenate(states)[:B] if keep_states else None), code

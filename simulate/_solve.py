@@ -82,29 +82,51 @@ def _finish(model, schedule, ts, ys, code, method) -> Solution:
     return Solution(ts, states, x, ys[-1], code, model.network.names, method)
 
 
+def diffrax_ode(vf, y0, ts, solver, rtol, atol, jump_ts, max_steps, dt0=None, norm=None):
+    """The one diffrax ODE set-up (adaptive PID steps clipped at the input's jump times).
+
+    Args:
+        vf: Vector field ``vf(t, y, args)``.
+        y0: Initial state (any shape).
+        ts: Save times, shape ``(T,)``; ``ts[0]`` and ``ts[-1]`` are the span.
+        solver: Name in :data:`SOLVERS`.
+        rtol: Relative tolerance.
+        atol: Absolute tolerance.
+        jump_ts: Times of discontinuities of ``vf`` in ``t``, shape ``(J,)``.
+        max_steps: Step budget.
+        dt0: Initial step (None: diffrax chooses).
+        norm: Error norm (default diffrax's RMS norm).
+
+    Returns:
+        (states at ``ts``, shape ``(T, *y0.shape)``; scalar success flag).
+    """
+    extra = {} if norm is None else {"norm": norm}
+    pid = diffrax.PIDController(rtol=rtol, atol=atol, **extra)
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(vf),
+        SOLVERS[solver](),
+        ts[0],
+        ts[-1],
+        dt0,
+        y0,
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=diffrax.ClipStepSizeController(pid, jump_ts=jump_ts),
+        max_steps=max_steps,
+        throw=False,
+    )
+    return sol.ys, sol.result == diffrax.RESULTS.successful
+
+
 @eqx.filter_jit
 def _solve_ode(model, schedule, ts, solver, rtol, atol, dt0, max_steps):
     def vf(t, y, args):
         return model.rhs(y, model.input_value(schedule(t)))
 
-    stepper = SOLVERS[solver]()
-    controller = diffrax.ClipStepSizeController(
-        diffrax.PIDController(rtol=rtol, atol=atol), jump_ts=schedule.times
+    ys, ok = diffrax_ode(
+        vf, model.initial_state(), ts, solver, rtol, atol, schedule.times, max_steps, dt0
     )
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vf),
-        stepper,
-        ts[0],
-        ts[-1],
-        dt0,
-        model.initial_state(),
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=controller,
-        max_steps=max_steps,
-        throw=False,
-    )
-    code = jnp.where(sol.result == diffrax.RESULTS.successful, 0, 1)
-    ys = jnp.where(jnp.isfinite(sol.ys), sol.ys, jnp.nan)  # type: ignore[arg-type]
+    code = jnp.where(ok, 0, 1)
+    ys = jnp.where(jnp.isfinite(ys), ys, jnp.nan)  # type: ignore[arg-type]
     return _finish(model, schedule, ts, ys, code, "ode")
 
 
