@@ -125,10 +125,9 @@ def _shared_ys(models, schedule, ts, solver, rtol, atol, max_steps):
     y0 = jax.vmap(lambda m: m.initial_state(), out_axes=-1)(models).astype(ts.dtype)
     fast = batched_rhs(models) if solver == "tsit5" else None
     if fast is not None:
-        f, rows = fast
-        res = tsit5_shared(
-            f, y0[rows], ts, schedule, schedule.times.astype(ts.dtype), rtol, atol, max_steps
-        )
+        prep, f, rows = fast
+        jumps = schedule.times.astype(ts.dtype)
+        res = tsit5_shared(f, prep, y0[rows], ts, schedule, jumps, rtol, atol, max_steps)
         full = jnp.broadcast_to(y0[None], (ts.shape[0], *y0.shape))
         return full.at[:, rows].set(res.ys), res.ok
     mT = jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), models)

@@ -34,20 +34,19 @@ def _uniform(x) -> float | None:
     return float(a.flat[0]) if a.size and np.all(a == a.flat[0]) else None
 
 
-def batched_rhs(
-    models: Model,
-) -> tuple[Callable[[Array, Array], Array], np.ndarray] | None:
+def batched_rhs(models: Model) -> tuple[Callable, Callable, np.ndarray] | None:
     """Drift of a stacked batch on the batch-last state of its dynamic rows.
 
     Args:
         models: Stacked model, every array leaf with leading batch axis ``B``.
 
     Returns:
-        ``(f, rows)`` where ``rows`` are the state indices that evolve (static) and
-        ``f(Y, s)`` maps their values ``Y`` of shape ``(len(rows), B)`` and the scalar schedule
-        level ``s`` to ``dY/dt`` (zero for cells with any non-finite value, which are thereby
-        frozen); the other state entries keep their initial values. None for models with
-        policy lag (``delay_stages > 0``); use :meth:`Model.rhs` there.
+        ``(prep, f, rows)``: ``rows`` are the state indices that evolve (static; the other
+        entries keep their initial values); ``prep(s)`` computes, for the scalar schedule
+        level ``s``, everything that depends on the input only (once per step);
+        ``f(Y, prep(s))`` maps the values ``Y`` of the rows, shape ``(len(rows), B)``, to
+        ``dY/dt``. Cells are independent: a non-finite cell only affects its own column.
+        None for models with policy lag (``delay_stages > 0``); use :meth:`Model.rhs` there.
     """
     if models.delay_stages > 0:
         return None
@@ -84,27 +83,44 @@ def batched_rhs(
             return u * inv if s_static > 0 else (inv if s_static < 0 else jnp.ones_like(u))
         return jnp.where(s > 0, u * inv, jnp.where(s < 0, inv, 1.0))
 
-    def f(Y: Array, level: Array) -> Array:
+    def edge_u(a, ik, nn):
+        return net._hill_power(jnp.maximum(a, 0.0) * ik, nn)
+
+    def prep(level: Array) -> tuple:
+        """Everything that depends on the input only (constant within a step)."""
         x = x0 * level
-        A = [x if sources[j] else Y[row_of[j]] for j in range(N)]
-        G = []
+        pre = []
         for e in edges:
+            if e is None:
+                pre.append(None)
+                continue
+            _, js, inv_K, n, sign, static_sign, _ = e
+            us = {k: edge_u(x, inv_K[k], n[k]) for k, j in enumerate(js) if sources[j]}
+            terms = [hill_term(us[k], sign[k], static_sign[k]) for k in us]
+            pre.append((us, _product(terms)))
+        return x, pre
+
+    def f(Y: Array, aux: tuple) -> Array:
+        x, pre = aux
+        G = []
+        for e, p in zip(edges, pre, strict=True):
             if e is None:
                 G.append(jnp.ones_like(x))
                 continue
             i, js, inv_K, n, sign, static_sign, gate = e
+            us_src, and_src = p
             us = [
-                net._hill_power(jnp.maximum(A[j], 0.0) * ik, nn)
-                for j, ik, nn in zip(js, inv_K, n, strict=True)
+                us_src[k] if k in us_src else edge_u(Y[row_of[j]], inv_K[k], n[k])
+                for k, j in enumerate(js)
             ]
             g_and = g_or = None
             if gate is None or gate <= 0.5:
                 terms = [
-                    hill_term(u, s, ss) for u, s, ss in zip(us, sign, static_sign, strict=True)
+                    hill_term(us[k], sign[k], static_sign[k])
+                    for k in range(len(js))
+                    if k not in us_src
                 ]
-                g_and = terms[0]
-                for t in terms[1:]:
-                    g_and = g_and * t
+                g_and = _product(([] if and_src is None else [and_src]) + terms)
             if gate is None or gate > 0.5:
                 g_or = gate_or(jnp.stack(us), jnp.stack(sign), axis=0)
             if gate is None:
@@ -113,7 +129,16 @@ def batched_rhs(
                 G.append(g_or if gate > 0.5 else g_and)
         Gm = jnp.stack(G).astype(Y.dtype)
         drive = jnp.stack([x if inputs[i] else jnp.ones_like(x) for i in rows]).astype(Y.dtype)
-        dY = kin_rows.rates(Y, Gm, drive)
-        return jnp.where(jnp.isfinite(Y).all(axis=0), dY, 0.0)
+        return kin_rows.rates(Y, Gm, drive)
 
-    return f, rows
+    return prep, f, rows
+
+
+def _product(terms: list) -> Array | None:
+    """Product of a list of arrays (None for an empty list)."""
+    if not terms:
+        return None
+    out = terms[0]
+    for t in terms[1:]:
+        out = out * t
+    return out

@@ -14,7 +14,7 @@ FSAL stage is recomputed when the level changes.
 
 Failures are data: a cell that turns non-finite is first retried with smaller steps (so a too
 large step cannot produce a spurious NaN); if it is still non-finite once the step is at the
-floor, the cell is frozen (its derivative set to zero, its error ignored) and the caller sees
+floor, the cell is frozen (its values no longer updated, its error ignored) and the caller sees
 non-finite values. If the step would have to go below the floor for finite cells, or the
 step budget runs out, the returned ``ok`` is False.
 """
@@ -22,7 +22,7 @@ step budget runs out, the returned ``ok`` is False.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -119,7 +119,7 @@ def _cell_norm(e: Array) -> Array:
     return jnp.sqrt(jnp.mean(e * e, axis=0))
 
 
-def _initial_step(f, y0, k0, s0, rtol, atol, span):
+def _initial_step(f, y0, k0, aux, rtol, atol, span):
     """Hairer, Nørsett & Wanner's starting step (worst cell), clipped to ``span``."""
     scale = atol + rtol * jnp.abs(y0)
     fin = jnp.isfinite(y0).all(axis=0)
@@ -130,7 +130,7 @@ def _initial_step(f, y0, k0, s0, rtol, atol, span):
     d0, d1 = worst(y0), worst(k0)
     h0 = jnp.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / jnp.maximum(d1, 1e-30))
     h0 = jnp.minimum(h0, span)
-    k1 = f(y0 + h0 * k0, s0)
+    k1 = f(y0 + h0 * k0, aux)
     d2 = worst(k1 - k0) / h0
     dm = jnp.maximum(d1, d2)
     h1 = jnp.where(
@@ -140,7 +140,8 @@ def _initial_step(f, y0, k0, s0, rtol, atol, span):
 
 
 def tsit5_shared(
-    f: Callable[[Array, Array], Array],
+    f: Callable[[Array, Any], Array],
+    prep: Callable[[Array], Any],
     y0: Array,
     ts: Array,
     level: Callable[[Array], Array],
@@ -149,11 +150,12 @@ def tsit5_shared(
     atol: float,
     max_steps: int,
 ) -> RKResult:
-    """Integrate ``dY/dt = f(Y, level(t))`` for a batch of systems with one shared step.
+    """Integrate ``dY/dt = f(Y, prep(level(t)))`` for a batch of systems sharing one step.
 
     Args:
-        f: Right-hand side ``f(Y, s) -> dY`` on the batched state ``Y`` of shape ``(S, B)``
-            for a scalar input level ``s``; it must return 0 for frozen (non-finite) cells.
+        f: Right-hand side ``f(Y, aux) -> dY`` on the batched state ``Y`` of shape
+            ``(S, B)``; column ``b`` of the result may depend on column ``b`` of ``Y`` only.
+        prep: ``aux = prep(s)`` for a scalar input level ``s`` (evaluated once per step).
         y0: Initial state, shape ``(S, B)``.
         ts: Increasing save times, shape ``(T,)``; ``ts[0]`` is the start, ``ts[-1]`` the end.
         level: Scalar input level at scalar time ``t`` (piecewise constant).
@@ -177,8 +179,9 @@ def tsit5_shared(
     rtol_, atol_ = jnp.asarray(rtol, dtype), jnp.asarray(atol, dtype)
 
     s0 = level(t0)
-    k0 = f(y0, s0)
-    h_init = _initial_step(f, y0, k0, s0, rtol_, atol_, span).astype(dtype)
+    aux0 = prep(s0)
+    k0 = f(y0, aux0)
+    h_init = _initial_step(f, y0, k0, aux0, rtol_, atol_, span).astype(dtype)
     buf0 = jnp.full((n_save, *y0.shape), jnp.nan, dtype)
 
     def save(t, h, y, ks, idx, buf, t_new, accept):
@@ -203,12 +206,13 @@ def tsit5_shared(
         t_new = jnp.where(clipped, stop, t + h)
         hh = t_new - t
         s = level(t + 0.5 * hh)
-        k1 = jax.lax.cond(s == s_k1, lambda: k1, lambda: f(y, s))
+        aux = prep(s)
+        k1 = jax.lax.cond(s == s_k1, lambda: k1, lambda: f(y, aux))
         ks = [k1]
         for row in _A:  # the barrier stops XLA from fusing (recomputing) stages into stages
-            ks.append(_barrier(f(_combine(y, hh, row, ks), s)))
+            ks.append(_barrier(f(_combine(y, hh, row, ks), aux)))
         y_new = _combine(y, hh, _B, ks[:6])
-        k7 = _barrier(f(y_new, s))
+        k7 = _barrier(f(y_new, aux))
         ks.append(k7)
         err = hh * _lin(_E, ks)
         scale = atol_ + rtol_ * jnp.maximum(jnp.abs(y), jnp.abs(y_new))
@@ -233,7 +237,7 @@ def tsit5_shared(
         h_next = jnp.maximum(h_next, 0.5 * h_floor).astype(dtype)  # below: reject = fail
         idx, buf = save(t, hh, y, ks, idx, buf, t_new, accept)
         t = jnp.where(accept, t_new, t)
-        y = jnp.where(accept, y_new, y)
+        y = jnp.where(accept & was_fin, y_new, y)  # frozen cells keep their values
         k1 = jnp.where(accept, k7, k1)
         err_prev = jnp.where(accept, safe, err_prev)
         return (t, h_next, y, k1, s, err_prev, idx, buf, n + 1, n_rej + (~accept), failed)
