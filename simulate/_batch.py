@@ -148,21 +148,29 @@ def _shared_ys(models, schedule, ts, solver, rtol, atol, max_steps):
 
 
 def _batched_ode(models, schedule, ts, solver, rtol, atol, max_steps, batch_axis=0):
-    """One shared-step solve of the whole batch, state layout ``(S, B)``."""
-    mT = jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), models)
+    """One shared-step solve of the whole batch; Solution leaves batch-first or -last.
+
+    The post-processing is :meth:`Model.levels` / :meth:`Model.input_value` written on the
+    time-major ``(T, S, B)`` states, without a per-cell ``vmap`` (no transposes).
+    """
     ys, ok = _shared_ys(models, schedule, ts, solver, rtol, atol, max_steps)
-
-    def finish(m, y):
-        x = jax.vmap(lambda t: m.input_value(schedule(t)))(ts)
-        states = jax.vmap(m.levels)(y, x)
-        finite = jnp.all(jnp.isfinite(states))
-        code = jnp.where(ok, jnp.where(finite, 0, 2), 1)
-        return Solution(ts, states, x, y[-1], code, m.network.names, "ode")
-
+    T, B = ts.shape[0], ys.shape[-1]
+    level = jax.vmap(schedule)(ts)
+    x = level[:, None] * jnp.broadcast_to(models.kinetics.x0, (B,))[None, :]  # (T, B)
+    N = models.size
+    states = ys[:, :N]
+    if models.kinetics.algebraic_sources:
+        src = np.asarray(models.network.pure_sources)[None, :, None]
+        states = jnp.where(src, x[:, None, :].astype(states.dtype), states)
+    finite = jnp.isfinite(states).all(axis=(0, 1))
+    code = jnp.where(ok, jnp.where(finite, 0, 2), 1)
+    t = jnp.broadcast_to(ts[:, None], (T, B))
+    names = models.network.names
     if batch_axis == 0:
-        return jax.vmap(finish)(models, jnp.moveaxis(ys, -1, 0)), ok
-    # time-major layout (T, ..., B): reductions over time vectorise across cells
-    return jax.vmap(finish, in_axes=(-1, -1), out_axes=-1)(mT, ys), ok
+        sol = Solution(t.T, jnp.moveaxis(states, -1, 0), x.T, ys[-1].T, code, names, "ode")
+    else:  # time-major layout (T, ..., B): reductions over time vectorise across cells
+        sol = Solution(t, states, x, ys[-1], code, names, "ode")
+    return sol, ok
 
 
 @eqx.filter_jit

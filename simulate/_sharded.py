@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._batch import (
+    _ode_per_cell_jit,
     batch_size,
     cast_model,
     integer_hill,
-    ode_per_cell,
     ode_shared,
     with_integer_hill,
 )
@@ -31,7 +31,9 @@ def _ceil_div(a: int, b: int) -> int:
 
 def _sharded_fn(solver, rtol, atol, max_steps, sub: int, keep_states: bool):
     """Compiled: shard the cells over the devices; each device runs ``lax.map`` over
-    sub-chunks of ``sub`` cells, each one shared-step solve (per-cell fallback by cond)."""
+    sub-chunks of ``sub`` cells, each one shared-step solve. Returns the node levels
+    ``(B, T, N)`` (if kept), the codes ``(B,)`` and one success flag per sub-chunk (the
+    caller re-solves failed sub-chunks cell by cell)."""
     devices = tuple(jax.devices())
     key = (solver, rtol, atol, max_steps, sub, keep_states, devices)
     if key not in _SHARDED:
@@ -39,23 +41,19 @@ def _sharded_fn(solver, rtol, atol, max_steps, sub: int, keep_states: bool):
         from jax.sharding import PartitionSpec as P
 
         def one(models, schedule, ts):
-            sols, ok = ode_shared(models, schedule, ts, solver, rtol, atol, max_steps)
-
-            def fallback(_):
-                fb = ode_per_cell(models, schedule, ts, solver, rtol, atol, max_steps)
-                return fb.states.astype(sols.states.dtype), fb.code.astype(sols.code.dtype)
-
-            states, code = jax.lax.cond(ok, lambda _: (sols.states, sols.code), fallback, None)
-            return (states if keep_states else None), code
+            sols, ok = ode_shared(
+                models, schedule, ts, solver, rtol, atol, max_steps, batch_axis=-1
+            )
+            return (sols.states if keep_states else None), sols.code, ok
 
         def fn(models, schedule, ts):
             n = batch_size(models)
             split = jax.tree.map(lambda a: a.reshape(n // sub, sub, *a.shape[1:]), models)
-            states, code = jax.lax.map(lambda m: one(m, schedule, ts), split)
+            states, code, ok = jax.lax.map(lambda m: one(m, schedule, ts), split)
             code = code.reshape(n)
-            if keep_states:
-                return states.reshape(n, *states.shape[2:]), code
-            return code
+            if keep_states:  # (chunks, T, N, sub) -> (cells, T, N)
+                states = jnp.moveaxis(states, -1, 1).reshape(n, *states.shape[1:3])
+            return states, code, ok
 
         if len(devices) > 1:
             mesh = Mesh(np.asarray(devices), ("cells",))
@@ -104,7 +102,7 @@ def solve_sharded(
         solver: Explicit solver name.
         max_steps: Step budget per solve.
         dtype: ``"float32"`` or ``"float64"`` (default JAX's).
-        chunk_size: Cells per shared-step solve (about 1000-2000 is fastest on CPU).
+        chunk_size: Cells per shared-step solve (about 512-1024 is fastest on CPU).
         call_size: Cells per compiled call.
         keep_states: Return the trajectories (else only codes; for throughput runs).
 
@@ -130,14 +128,23 @@ def solve_sharded(
     idx = np.arange(n_calls * per_call).clip(max=B - 1)  # pad by repeating the last cell
     padded = jax.tree.map(lambda a: a[idx], models)
     fn = _sharded_fn(solver, rtol, atol, int(max_steps), sub, keep_states)
-    states, codes = [], []
+    states = np.empty((B, len(ts), models.size), float_dtype) if keep_states else None
+    code = np.empty(B, np.int32)
     for c in range(n_calls):
-        part = jax.tree.map(lambda a, c=c: a[c * per_call : (c + 1) * per_call], padded)
-        out = fn(part, schedule, ts)
-        if keep_states:
-            states.append(np.asarray(out[0]))
-            codes.append(np.asarray(out[1]))
-        else:
-            codes.append(np.asarray(out))
-    code = np.concatenate(codes)[:B]
-    return (np.concatenate(states)[:B] if keep_states else None), code
+        lo = c * per_call
+        part = jax.tree.map(lambda a, lo=lo: a[lo : lo + per_call], padded)
+        out_states, out_code, ok = fn(part, schedule, ts)
+        out_code = np.array(out_code)
+        out_states = np.asarray(out_states) if keep_states else None
+        for k in np.flatnonzero(~np.asarray(ok)):  # shared solve failed: cell by cell
+            chunk = jax.tree.map(lambda a, k=k: a[k * sub : (k + 1) * sub], part)
+            fb = _ode_per_cell_jit(chunk, schedule, ts, solver, rtol, atol, int(max_steps))
+            out_code[k * sub : (k + 1) * sub] = np.asarray(fb.code)
+            if out_states is not None:
+                out_states = np.array(out_states) if not out_states.flags.writeable else out_states
+                out_states[k * sub : (k + 1) * sub] = np.asarray(fb.states)
+        n_keep = min(per_call, B - lo)
+        code[lo : lo + n_keep] = out_code[:n_keep]
+        if states is not None and out_states is not None:
+            states[lo : lo + n_keep] = out_states[:n_keep]
+    return states, code
