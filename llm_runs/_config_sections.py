@@ -218,6 +218,8 @@ class RLConfig:
         warmup_steps: Supervised steps on the role formats before RL (0 by default: the
             base is pretrained on imperfect role-format demonstrations, see ``_tasks``).
         lr: AdamW learning rate of the adapters (constant after a short linear ramp).
+        lr_scale: Per-role multiplier of ``lr`` (role name -> factor > 0; missing roles 1),
+            e.g. ``{"X": 0.2}`` so the input agent learns over the whole run.
         kl_coef: Weight of the per-token KL penalty to the frozen base (0: only logged).
     """
 
@@ -229,6 +231,7 @@ class RLConfig:
     warmup_steps: int = 0
     warmup_batch: int = 32
     lr: float = 1e-3
+    lr_scale: dict[str, float] = dataclasses.field(default_factory=dict)
     temperature: float = 1.0
     ppo_epochs: int = 2
     clip: float = 0.2
@@ -251,6 +254,12 @@ class RLConfig:
         for name in ("lr", "temperature", "clip", "grad_clip"):
             v = getattr(self, name)
             _check(_num(v) and v > 0, f"{p}.{name}", "must be > 0")
+        _check(
+            isinstance(self.lr_scale, dict)
+            and all(isinstance(k, str) and _num(v) and v > 0 for k, v in self.lr_scale.items()),
+            f"{p}.lr_scale",
+            "must map role names to numbers > 0",
+        )
         for name in ("discount", "baseline_decay"):
             v = getattr(self, name)
             _check(_num(v) and 0 <= v <= 1, f"{p}.{name}", "must be in [0, 1]")

@@ -78,10 +78,16 @@ def _generate(
     return texts
 
 
-def _set_lr(st: State, step: int, factors: dict[str, dict[str, float]]) -> None:
+def _lr(st: State, step: int, role: str, factors: dict[str, dict[str, float]]) -> float:
+    """Learning rate of ``role`` at ``step``: ramp x per-role scale x coupling factor."""
     ramp = min(1.0, (step + 1) / 10)
+    scale = float(st.cfg.rl.lr_scale.get(role, 1.0))
+    return st.cfg.rl.lr * ramp * scale * factors[role]["coupling"]
+
+
+def _set_lr(st: State, step: int, factors: dict[str, dict[str, float]]) -> None:
     for group in st.opt.param_groups:
-        group["lr"] = st.cfg.rl.lr * ramp * factors[group["role"]]["coupling"]
+        group["lr"] = _lr(st, step, group["role"], factors)
 
 
 def _clip_and_step(st: State) -> None:
@@ -124,7 +130,7 @@ def warmup_step(st: State, step: int) -> None:
             role,
             loss=float(np.mean(losses)),
             entropy=float(np.mean(ents)),
-            lr=cfg.rl.lr * min(1.0, (step + 1) / 10) * factors[role]["coupling"],
+            lr=_lr(st, step, role, factors),
             budget_share=n / len(probs),
         )
     _clip_and_step(st)
@@ -243,7 +249,7 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
                     loss=float(np.mean(losses)),
                     entropy=float(np.mean(ents)),
                     kl=float(np.mean(kls)) if kls else None,
-                    lr=cfg.rl.lr * min(1.0, (step + 1) / 10) * factors[role]["coupling"],
+                    lr=_lr(st, step, role, factors),
                     budget_share=n / len(probs),
                 )
         _clip_and_step(st)

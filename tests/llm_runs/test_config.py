@@ -21,7 +21,7 @@ from llm_runs.config import (
 def test_roundtrip(tmp_path, suffix):
     cfg = TrainConfig(
         network=NetworkConfig(motif="I1", gate="OR", edges={"X->Y": EdgeConfig("budget", 0.5)}),
-        rl=RLConfig(algo="grpo", group=4),
+        rl=RLConfig(algo="grpo", group=4, lr_scale={"X": 0.1, "Z": 5.0}),
         steps=7,
         seed=3,
     )
@@ -45,6 +45,8 @@ def test_roundtrip(tmp_path, suffix):
         ({"bogus": 1}, "unknown field"),
         ({"task": {"spurious": {"mode": "x"}}}, r"task\.spurious\.mode"),
         ({"device": "tpu"}, "device"),
+        ({"rl": {"lr_scale": {"X": 0}}}, r"rl\.lr_scale"),
+        ({"rl": {"lr_scale": {"X": "fast"}}}, r"rl\.lr_scale"),
     ],
 )
 def test_validation_errors(data, match):

@@ -67,6 +67,16 @@ def test_schedules_recorded_and_applied(tmp_path, micro_cfg):
     assert flags == [(0, False, False), (3, True, True), (6, False, True)]
 
 
+def test_lr_scale_multiplies_role_learning_rate(tmp_path, micro_cfg):
+    d = micro_cfg
+    d["network"] = {"motif": "C1", "default_weight": 0.0}  # coupling factor 1 everywhere
+    d["rl"]["lr_scale"] = {"X": 0.1, "Z": 5.0}
+    log = read_run(train(TrainConfig.from_dict(d), tmp_path / "run", progress=False))
+    lr = {r["agent"]: r["lr"] for r in log.agent_rows if r["step"] == 6}
+    assert lr["X"] == pytest.approx(0.1 * lr["Y"])
+    assert lr["Z"] == pytest.approx(5.0 * lr["Y"])
+
+
 def test_budget_and_credit_mechanisms_run(tmp_path, micro_cfg):
     d = micro_cfg
     d["network"] = {
