@@ -113,20 +113,23 @@ def batched_rhs(models: Model) -> tuple[Callable, Callable, np.ndarray] | None:
                 us_src[k] if k in us_src else edge_u(Y[row_of[j]], inv_K[k], n[k])
                 for k, j in enumerate(js)
             ]
-            g_and = g_or = None
-            if gate is None or gate <= 0.5:
+
+            def g_and(us=us, us_src=us_src, and_src=and_src, sign=sign, static_sign=static_sign):
                 terms = [
-                    hill_term(us[k], sign[k], static_sign[k])
-                    for k in range(len(js))
+                    hill_term(u, sign[k], static_sign[k])
+                    for k, u in enumerate(us)
                     if k not in us_src
                 ]
-                g_and = _product(([] if and_src is None else [and_src]) + terms)
-            if gate is None or gate > 0.5:
-                g_or = gate_or(jnp.stack(us), jnp.stack(sign), axis=0)
+                out = _product(([] if and_src is None else [and_src]) + terms)
+                return jnp.ones_like(x) if out is None else out
+
+            def g_or(us=us, sign=sign):
+                return gate_or(jnp.stack(us), jnp.stack(sign), axis=0)
+
             if gate is None:
-                G.append(jnp.where(net.is_or[:, i] > 0.5, g_or, g_and))
+                G.append(jnp.where(net.is_or[:, i] > 0.5, g_or(), g_and()))
             else:
-                G.append(g_or if gate > 0.5 else g_and)
+                G.append(g_or() if gate > 0.5 else g_and())
         Gm = jnp.stack(G).astype(Y.dtype)
         drive = jnp.stack([x if inputs[i] else jnp.ones_like(x) for i in rows]).astype(Y.dtype)
         return kin_rows.rates(Y, Gm, drive)

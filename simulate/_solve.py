@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 import diffrax
 import equinox as eqx
@@ -114,7 +114,8 @@ def diffrax_ode(vf, y0, ts, solver, rtol, atol, jump_ts, max_steps, dt0=None, no
         max_steps=max_steps,
         throw=False,
     )
-    return sol.ys, sol.result == diffrax.RESULTS.successful
+    ys = cast(Array, sol.ys)  # not None: SaveAt(ts=...)
+    return ys, sol.result == diffrax.RESULTS.successful
 
 
 @eqx.filter_jit
