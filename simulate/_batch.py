@@ -115,21 +115,9 @@ def cast_model(model: Model, dtype) -> Model:
     return jax.tree.map(cast, model)
 
 
-def _shared_ys(models, schedule, ts, solver, rtol, atol, max_steps):
-    """States of one shared-step solve, layout ``(T, S, B)``, and its success flag.
-
-    ``tsit5`` on models without policy lag runs the lean solver of :mod:`simulate._rk` on
-    the batch-last drift of :mod:`simulate._batch_rhs`; anything else runs diffrax on the
-    ``vmap`` of :meth:`Model.rhs` with the worst cell's error norm.
-    """
+def _diffrax_shared(models, schedule, ts, solver, rtol, atol, max_steps):
+    """diffrax on the ``vmap`` of :meth:`Model.rhs`, worst cell's error norm: ``(T, S, B)``."""
     y0 = jax.vmap(lambda m: m.initial_state(), out_axes=-1)(models).astype(ts.dtype)
-    fast = batched_rhs(models) if solver == "tsit5" else None
-    if fast is not None:
-        prep, f, rows = fast
-        jumps = schedule.times.astype(ts.dtype)
-        res = tsit5_shared(f, prep, y0[rows], ts, schedule, jumps, rtol, atol, max_steps)
-        full = jnp.broadcast_to(y0[None], (ts.shape[0], *y0.shape))
-        return full.at[:, rows].set(res.ys), res.ok
     mT = jax.tree.map(lambda x: jnp.moveaxis(x, 0, -1), models)
 
     def vf(t, Y, args):
@@ -147,29 +135,62 @@ def _shared_ys(models, schedule, ts, solver, rtol, atol, max_steps):
     return diffrax_ode(vf, y0, ts, solver, rtol, atol, jumps, max_steps, norm=norm)
 
 
+def _lean_shared(models, schedule, ts, rtol, atol, max_steps, fast, batch_axis):
+    """:mod:`simulate._rk` on the drift of :mod:`simulate._batch_rhs`; the node levels are
+    stored straight in the output layout (``(B, T, N)`` or ``(T, N, B)``)."""
+    prep, f, rows = fast
+    dt = ts.dtype
+    y0 = jax.vmap(lambda m: m.initial_state(), out_axes=-1)(models).astype(dt)  # (S, B)
+    N = models.size
+    row_of = {int(r): k for k, r in enumerate(rows)}
+    src = np.asarray(models.network.pure_sources) & bool(models.kinetics.algebraic_sources)
+    x0 = jnp.broadcast_to(models.kinetics.x0, y0.shape[-1:]).astype(dt)
+
+    def emit(y, level):  # Model.levels on the batch
+        cols = [
+            x0 * level if src[j] else (y[row_of[j]] if j in row_of else y0[j]) for j in range(N)
+        ]
+        return jnp.stack(cols, axis=-1 if batch_axis == 0 else 0)
+
+    jumps = schedule.times.astype(dt)
+    res = tsit5_shared(
+        f, prep, y0[rows], ts, schedule, jumps, rtol, atol, max_steps,
+        emit=emit, time_axis=1 if batch_axis == 0 else 0,
+    )  # fmt: skip
+    return res.ys, y0.at[rows].set(res.y_end), res.ok
+
+
 def _batched_ode(models, schedule, ts, solver, rtol, atol, max_steps, batch_axis=0):
     """One shared-step solve of the whole batch; Solution leaves batch-first or -last.
 
-    The post-processing is :meth:`Model.levels` / :meth:`Model.input_value` written on the
-    time-major ``(T, S, B)`` states, without a per-cell ``vmap`` (no transposes).
+    ``tsit5`` on models without policy lag runs the lean solver (:func:`_lean_shared`);
+    anything else diffrax (:func:`_diffrax_shared`). The post-processing is
+    :meth:`Model.levels` / :meth:`Model.input_value` on the batch, without a per-cell ``vmap``.
     """
-    ys, ok = _shared_ys(models, schedule, ts, solver, rtol, atol, max_steps)
-    T, B = ts.shape[0], ys.shape[-1]
-    level = jax.vmap(schedule)(ts)
-    x = level[:, None] * jnp.broadcast_to(models.kinetics.x0, (B,))[None, :]  # (T, B)
-    N = models.size
-    states = ys[:, :N]
-    if models.kinetics.algebraic_sources:
-        src = np.asarray(models.network.pure_sources)[None, :, None]
-        states = jnp.where(src, x[:, None, :].astype(states.dtype), states)
-    finite = jnp.isfinite(states).all(axis=(0, 1))
+    fast = batched_rhs(models) if solver == "tsit5" else None
+    T = ts.shape[0]
+    B = int(jnp.shape(models.tau)[0])
+    x = jax.vmap(schedule)(ts)[:, None] * jnp.broadcast_to(models.kinetics.x0, (B,))[None, :]
+    if fast is not None:
+        states, y_final, ok = _lean_shared(
+            models, schedule, ts, rtol, atol, max_steps, fast, batch_axis
+        )
+    else:
+        ys, ok = _diffrax_shared(models, schedule, ts, solver, rtol, atol, max_steps)
+        states, y_final = ys[:, : models.size], ys[-1]
+        if models.kinetics.algebraic_sources:
+            src = np.asarray(models.network.pure_sources)[None, :, None]
+            states = jnp.where(src, x[:, None, :].astype(states.dtype), states)
+        if batch_axis == 0:
+            states = jnp.moveaxis(states, -1, 0)
+    finite = jnp.isfinite(states).all(axis=(1, 2) if batch_axis == 0 else (0, 1))
     code = jnp.where(ok, jnp.where(finite, 0, 2), 1)
     t = jnp.broadcast_to(ts[:, None], (T, B))
     names = models.network.names
     if batch_axis == 0:
-        sol = Solution(t.T, jnp.moveaxis(states, -1, 0), x.T, ys[-1].T, code, names, "ode")
+        sol = Solution(t.T, states, x.T, y_final.T, code, names, "ode")
     else:  # time-major layout (T, ..., B): reductions over time vectorise across cells
-        sol = Solution(t, states, x, ys[-1], code, names, "ode")
+        sol = Solution(t, states, x, y_final, code, names, "ode")
     return sol, ok
 
 

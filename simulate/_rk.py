@@ -102,13 +102,16 @@ class RKResult(NamedTuple):
     """Output of :func:`tsit5_shared`.
 
     Attributes:
-        ys: States at the save times, shape ``(T, S, B)``; NaN where never reached.
+        ys: States at the save times, shape ``(T, S, B)`` (or as ``emit`` and ``time_axis``
+            lay them out); NaN where never reached.
+        y_end: State at the last time reached, shape ``(S, B)``.
         ok: Scalar bool: the end time was reached within the step budget.
         steps: Number of attempted steps (scalar int).
         rejected: Number of rejected steps (scalar int).
     """
 
     ys: Array
+    y_end: Array
     ok: Array
     steps: Array
     rejected: Array
@@ -149,6 +152,8 @@ def tsit5_shared(
     rtol: float,
     atol: float,
     max_steps: int,
+    emit: Callable[[Array, Array], Array] | None = None,
+    time_axis: int = 0,
 ) -> RKResult:
     """Integrate ``dY/dt = f(Y, prep(level(t)))`` for a batch of systems sharing one step.
 
@@ -164,6 +169,9 @@ def tsit5_shared(
         rtol: Relative tolerance (per component).
         atol: Absolute tolerance (per component).
         max_steps: Budget of attempted steps.
+        emit: What to store per save time: ``emit(Y, level(t_save))`` (default ``Y``), e.g.
+            the observed levels in the caller's final layout (saves a pass over the output).
+        time_axis: Position of the time axis in ``ys`` (the other axes are ``emit``'s).
 
     Returns:
         :class:`RKResult`; ``ys`` in the dtype of ``ts``.
@@ -182,7 +190,11 @@ def tsit5_shared(
     aux0 = prep(s0)
     k0 = f(y0, aux0)
     h_init = _initial_step(f, y0, k0, aux0, rtol_, atol_, span).astype(dtype)
-    buf0 = jnp.full((n_save, *y0.shape), jnp.nan, dtype)
+    if emit is None:
+        emit = lambda y, s: y  # noqa: E731
+    shape = list(jax.eval_shape(emit, y0, s0).shape)
+    shape.insert(time_axis, n_save)
+    buf0 = jnp.full(shape, jnp.nan, dtype)
 
     def save(t, h, y, ks, idx, buf, t_new, accept):
         """Fill every save time in ``(t, t_new]`` (none if the step was rejected)."""
@@ -194,7 +206,8 @@ def tsit5_shared(
         def body(c):
             i, b = c
             w = _dense_weights((ts[i] - t) / h)
-            return i + 1, jax.lax.dynamic_update_index_in_dim(b, _combine(y, h, w, ks), i, 0)
+            val = emit(_combine(y, h, w, ks), level(ts[i])).astype(dtype)
+            return i + 1, jax.lax.dynamic_update_index_in_dim(b, val, i, time_axis)
 
         return jax.lax.while_loop(cond, body, (idx, buf))
 
@@ -259,6 +272,6 @@ def tsit5_shared(
         jnp.asarray(0),
         jnp.asarray(False),
     )
-    t, _, _, _, _, _, idx, buf, n, n_rej, failed = jax.lax.while_loop(cond, step, init)
+    t, _, y, _, _, _, idx, buf, n, n_rej, failed = jax.lax.while_loop(cond, step, init)
     ok = (t >= t_end) & ~failed & (idx == n_save)
-    return RKResult(buf, ok, n, n_rej)
+    return RKResult(buf, y, ok, n, n_rej)
