@@ -119,9 +119,13 @@ def _recommend(args: argparse.Namespace) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    from ._config import ConfigError
     from ._recommend import recommend_from_dir
 
-    grid = [float(v) for v in args.grid.split(",")] if args.grid else None
+    try:
+        grid = [float(v) for v in args.grid.split(",")] if args.grid else None
+    except ValueError:
+        raise ConfigError(f"--grid must be a comma list of numbers, got {args.grid!r}") from None
     rec = recommend_from_dir(args.fit_dir, param=args.param, grid=grid, steps=args.steps,
                              key=jax.random.key(args.seed))
     text = json.dumps(rec, indent=2)

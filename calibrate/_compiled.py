@@ -6,10 +6,10 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ._model import CurveModel
+from ._model import CurveModel, fixed_substeps, solve_at
 
 __all__ = ["batched_curves", "batched_loglik", "batched_run_params", "neg_log_joint_and_grad",
-           "unflatten"]
+           "solver_error", "unflatten"]
 
 
 @eqx.filter_jit
@@ -42,7 +42,26 @@ def batched_run_params(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Arra
         params)
 
 
+def batched_curves(cm: CurveModel, theta: jax.Array, ts: np.ndarray) -> jax.Array:
+    """Mean curves for a batch of per-run parameters ``(S, R, D)`` at ``ts``: ``(S, R, T, N)``.
+
+    The RK4 step count is chosen from ``ts`` so that no step exceeds ``config.dt``.
+    """
+    ts = np.asarray(ts, dtype=float)
+    return _batched_curves(cm, theta, ts, fixed_substeps(ts, cm.config.dt))
+
+
 @eqx.filter_jit
-def batched_curves(cm: CurveModel, theta: jax.Array, ts: jax.Array) -> jax.Array:
-    """Mean curves for a batch of per-run parameters ``(S, R, D)`` at ``ts``: ``(S, R, T, N)``."""
-    return jax.lax.map(lambda x: cm.curves(x, ts)[0], theta, batch_size=64)
+def _batched_curves(cm: CurveModel, theta: jax.Array, ts: jax.Array, substeps: int) -> jax.Array:
+    return jax.lax.map(lambda x: cm.curves(x, ts, substeps)[0], theta, batch_size=64)
+
+
+@eqx.filter_jit
+def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
+    """Max abs difference of the configured solver's curves at ``params`` from a tight
+    adaptive solve (Tsit5, rtol 1e-9, atol 1e-11), over all runs, steps and agents."""
+    theta = cm.run_params(params["z"], params.get("c"), params.get("tau_z"), params.get("eps"))
+    A, _ = cm.curves(theta)
+    ref, _ = jax.vmap(lambda th: solve_at(cm.with_params(th), jax.numpy.asarray(cm.ts),
+                                          rtol=1e-9, atol=1e-11, max_steps=100_000))(theta)
+    return jax.numpy.max(jax.numpy.abs(A - ref))

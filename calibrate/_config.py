@@ -33,6 +33,7 @@ NODE_PARAMS = ("rho", "b", "delta", "A0")
 EDGE_PARAMS = ("K", "n")
 _LIKELIHOODS = ("binomial", "betabinomial")
 _METHODS = ("nuts", "svi", "laplace", "map")
+_SOLVERS = ("rk4", "tsit5")
 
 
 class ConfigError(ValueError):
@@ -192,9 +193,13 @@ class FitConfig:
         laplace_mass: Start NUTS adaptation from the Laplace covariance at the MAP.
         target_accept: NUTS target acceptance probability.
         max_tree_depth: NUTS maximal tree depth.
-        forward_mode: Forward-mode derivatives of the ODE solve (faster for few parameters).
-        rtol: ODE relative tolerance.
-        atol: ODE absolute tolerance.
+        forward_mode: Forward-mode derivatives of the ODE solve (``tsit5`` only).
+        solver: ``rk4`` (default: classical fixed-step RK4 landing on every observed step,
+            a smooth likelihood; fast) or ``tsit5`` (diffrax adaptive, tolerances below).
+        dt: Largest RK4 step, in training steps. After a fit the RK4 curves at the MAP are
+            compared with a tight adaptive solve and a warning is raised above 1e-3.
+        rtol: ODE relative tolerance (``tsit5``).
+        atol: ODE absolute tolerance (``tsit5``).
         priors: The priors.
         hierarchy: Random effects and links.
         rhat_max: Diagnostics threshold for R-hat.
@@ -214,6 +219,8 @@ class FitConfig:
     target_accept: float = 0.8
     max_tree_depth: int = 8
     forward_mode: bool = False
+    solver: str = "tsit5"
+    dt: float = 1.0
     rtol: float = 1e-5
     atol: float = 1e-7
     priors: Priors = dataclasses.field(default_factory=Priors)
@@ -231,9 +238,11 @@ class FitConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
+        if self.solver not in _SOLVERS:
+            raise ConfigError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
         if not 0 < float(self.target_accept) < 1:
             raise ConfigError("target_accept must be in (0, 1)")
-        for name in ("rtol", "atol", "rhat_max", "ess_min"):
+        for name in ("dt", "rtol", "atol", "rhat_max", "ess_min"):
             _pos(getattr(self, name), name)
         if isinstance(self.priors, Mapping):
             object.__setattr__(self, "priors", Priors(**self.priors))

@@ -16,7 +16,7 @@ from numpyro.infer.initialization import init_to_value
 import simulate
 from simulate.spec import NetworkSpec
 
-from ._compiled import batched_loglik, neg_log_joint_and_grad, unflatten
+from ._compiled import batched_loglik, neg_log_joint_and_grad, solver_error, unflatten
 from ._config import FitConfig
 from ._data import CurveData
 from ._model import CurveModel, build_model
@@ -209,6 +209,7 @@ def fit_model(
     objective = _neg_value_and_grad(cm)
     init, lj = map_fit(cm, key=k_map, objective=objective)
     t_map = time.perf_counter() - t0
+    ode_err = float(solver_error(cm, init))
     say(f"MAP log joint {lj:.2f} in {t_map:.1f} s; {cfg.method.upper()} "
         f"({cfg.chains} chains x {cfg.samples} samples)")
     t1 = time.perf_counter()
@@ -224,6 +225,7 @@ def fit_model(
         stats = {"diverging": np.zeros((1, 1), bool), "num_steps": np.zeros((1, 1), np.int64)}
     t_inf = time.perf_counter() - t1
     timing = {"map_s": t_map, "inference_s": t_inf, "total_s": time.perf_counter() - t0}
+    stats["solver_error"] = np.asarray(ode_err)
     return Posterior(cm, samples, stats, {k: np.asarray(v) for k, v in init.items()},
                      timing=timing, map_log_joint=lj)
 

@@ -90,7 +90,7 @@ def recommend(
     theta = np.stack(theta, axis=1)  # (S, G, D)
     horizon = float(steps or cm.ts[-1])
     t = np.linspace(0.0, horizon, 200)
-    A = np.asarray(batched_curves(cm, jnp.asarray(theta), jnp.asarray(t)))  # (S, G, T, N)
+    A = np.asarray(batched_curves(cm, jnp.asarray(theta), t))  # (S, G, T, N)
     out = A[..., -1]  # output node = last node (Z of an FFL)
     final = out[..., -1]
     osc = _oscillates(np.moveaxis(A, -1, -2)).any(-1)  # any node oscillates

@@ -58,6 +58,39 @@ def test_solve_at_matches_simulate():
     np.testing.assert_allclose(np.asarray(A), np.asarray(sol.states), atol=1e-6)
 
 
+def test_rk4_solver_matches_adaptive_and_is_checked():
+    """Fixed-step RK4 lands on every observation; error O(dt^4) against a tight Tsit5 solve."""
+    import simulate
+    from calibrate._model import fixed_substeps, solve_rk4
+
+    model = simulate.make_model("C1", "competence", {**TRUTH, "rho[X]": 0.1})
+    ts = np.array([0.0, 3.0, 10.0, 25.0, 60.0, 150.0, 290.0])
+    ref, _ = cal.solve_at(model, ts, rtol=1e-10, atol=1e-12)
+    errs = []
+    for dt in (4.0, 2.0, 1.0):
+        m = fixed_substeps(ts, dt)
+        assert (np.diff(np.concatenate([[0], ts])) / m).max() <= dt
+        A, ok = solve_rk4(model, ts, substeps=m)
+        assert bool(ok)
+        errs.append(float(np.abs(np.asarray(A) - np.asarray(ref)).max()))
+    assert errs[2] < 1e-6
+    assert errs[0] / errs[2] > 2**4  # fourth order (>= 16x per halving, twice)
+    # a fit with a coarse step is flagged by the solver check
+    data = cal.synthetic_curves("C1", {**TRUTH, "rho[X]": 0.3}, key=jax.random.key(3),
+                                steps=STEPS)
+    post = cal.fit(data, "C1", cal.FitConfig(method="map", solver="rk4", dt=40.0),
+                   key=jax.random.key(0))
+    d = post.diagnostics()
+    assert d["solver_error"] > 1e-3 and any("lower dt" in w for w in d["warnings"])
+    good = cal.fit(data, "C1", cal.FitConfig(method="map", solver="rk4", dt=1.0),
+                   key=jax.random.key(0))
+    assert good.diagnostics()["solver_error"] < 1e-4
+    with pytest.raises(cal.ConfigError, match="solver"):
+        cal.FitConfig(solver="euler")
+    with pytest.raises(cal.ConfigError, match="dt"):
+        cal.FitConfig(dt=0)
+
+
 def test_laplace_coverage_over_datasets():
     """90% intervals cover the truth at close to the nominal rate over 8 datasets."""
     hits, total = 0, 0
@@ -155,6 +188,19 @@ def test_hierarchy_links_recover_lr_slope(tmp_path):
     post.save(tmp_path, figure=False)
     again = cal.recommend(cal.load_fit(tmp_path), param="lr", grid=grid, max_draws=50)
     assert again["value"] == rec["value"]
+    # the same through the CLI: JSON on stdout and in recommendation.json
+    from calibrate.__main__ import main
+
+    rc = main(["recommend", str(tmp_path), "--grid", ",".join(map(str, grid)),
+               "--out", str(tmp_path / "rec")])
+    assert rc == 0
+    out = json.loads((tmp_path / "rec" / "recommendation.json").read_text())
+    assert out["param"] == "lr" and out["value"] == 3e-3
+    assert [r["value"] for r in out["table"]] == grid
+    assert main(["recommend", str(tmp_path), "--grid", "1e-3,-1"]) == 2  # grid must be > 0
+    assert main(["recommend", str(tmp_path), "--grid", "1e-3,fast"]) == 2
+    assert main(["recommend", str(tmp_path), "--param", "batch"]) == 2  # no such link
+    assert main(["recommend", str(tmp_path / "rec")]) == 2  # not a fit folder
 
 
 def test_random_effects_run():
