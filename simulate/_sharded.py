@@ -79,7 +79,7 @@ def solve_sharded(
     max_steps: int = 100_000,
     dtype: str | None = None,
     chunk_size: int = 1024,
-    call_size: int = 131072,
+    call_size: int = 16384,
     keep_states: bool = True,
 ) -> tuple[np.ndarray | None, np.ndarray]:
     """ODE solves of a large stacked batch: sharded over all JAX devices and chunked.
