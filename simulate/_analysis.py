@@ -121,7 +121,34 @@ def _node_features(t, y, w, rel_tol, abs_tol):
         y_end=y_end,
         y_start=y_start,
         y_max=yw_max,
+        y_min=yw_min,
     )
+
+
+def _noise_features(y, w, acf_threshold):
+    """Oscillation evidence for a noisy trajectory, from its autocorrelation function.
+
+    On the second half of the window (mean removed), the biased ACF of red noise decays
+    and may dip below zero, but it does not come back up; an oscillation's ACF has a trough
+    and then a peak near one period. Returns ``osc`` (a trough below ``-acf_threshold``
+    followed by a peak above ``acf_threshold`` at a lag under half the samples), ``peak``
+    (the largest such ACF value), ``sd`` (fluctuation sd) and ``level`` (mean level).
+    """
+    T = y.shape[0]
+    idx = jnp.arange(T)
+    start = jnp.argmax(w)
+    s2 = idx >= start + (T - start) // 2
+    n = jnp.maximum(jnp.sum(s2), 1)
+    level = jnp.sum(jnp.where(s2, y, 0.0)) / n
+    z = jnp.where(s2, y - level, 0.0)
+    f = jnp.fft.rfft(z, 2 * T)
+    acf = jnp.fft.irfft(f * jnp.conj(f), 2 * T)[:T]
+    var = acf[0]
+    acf = acf / jnp.where(var > 0, var, 1.0)
+    trough_seen = jax.lax.cummin(acf) < -acf_threshold
+    usable = trough_seen & (idx < n // 2) & (idx > 0)
+    peak = jnp.max(jnp.where(usable, acf, -jnp.inf))
+    return {"osc": peak > acf_threshold, "peak": peak, "sd": jnp.sqrt(var / n), "level": level}
 
 
 @eqx.filter_jit
@@ -133,6 +160,9 @@ def classify(
     abs_tol: float = 1e-6,
     collapse_level: float = 0.05,
     sustain_ratio: float = 0.5,
+    acf_threshold: float = 0.35,
+    acf_sustained: float = 0.5,
+    noise_band: float = 4.0,
 ) -> tuple[Array, Array]:
     """Regime of a trajectory, judged on the part after the last input switch.
 
@@ -151,6 +181,14 @@ def classify(
         abs_tol: Absolute floor of the band.
         collapse_level: Final competence below which a node has collapsed.
         sustain_ratio: Late/earlier amplitude ratio above which oscillation is sustained.
+        acf_threshold: Noisy (``sde``) solutions only: an oscillation needs an ACF trough
+            below ``-acf_threshold`` then a peak above it (noise alone crosses a band at
+            random, so band crossings are not evidence there).
+        acf_sustained: Noisy solutions: ACF peak above which an oscillation is sustained
+            (phase-coherent over a period), else damped (noise-excited quasi-cycles).
+        noise_band: Noisy solutions: an overshoot must exceed the band by this many
+            fluctuation sds, and the settling band is at least that wide, so noise
+            excursions are neither overshoots nor keep a collapse unsettled.
 
     Returns:
         (network regime, per-node regimes, shape ``(N,)``), as ints of :class:`Regime`.
@@ -159,6 +197,17 @@ def classify(
     feats = jax.vmap(lambda y: _node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(sol.states)
     osc = feats["n_cross"] >= 2
     sustained = (feats["a_late"] > feats["h"]) & (feats["a_late"] >= sustain_ratio * feats["a_mid"])
+    if sol.method == "sde":
+        nz = jax.vmap(lambda y: _noise_features(y, w, acf_threshold), in_axes=1)(sol.states)
+        h = jnp.maximum(feats["h"], noise_band * nz["sd"])
+        osc = nz["osc"] & (nz["sd"] > feats["h"])
+        sustained = nz["peak"] >= acf_sustained
+        y0 = feats["y_start"]
+        excursion = jnp.maximum(feats["y_max"] - jnp.maximum(y0, nz["level"]),
+                                jnp.minimum(y0, nz["level"]) - feats["y_min"])
+        feats = {**feats, "h": h, "y_end": nz["level"],
+                 "excursion": excursion - noise_band * nz["sd"] + feats["h"],
+                 "a_late": jnp.where(osc, feats["a_late"], 0.0)}
     label = jnp.where(
         osc,
         jnp.where(sustained, int(Regime.SUSTAINED), int(Regime.DAMPED)),
@@ -232,9 +281,7 @@ def _dynamic_index(model: Model) -> np.ndarray:
 
 
 @eqx.filter_jit
-def steady_state(
-    model: Model, y_guess: Array, x: Array | float
-) -> tuple[Array, Array]:
+def steady_state(model: Model, y_guess: Array, x: Array | float) -> tuple[Array, Array]:
     """Root of the drift at input value ``x``, by Newton from ``y_guess``.
 
     Returns:
