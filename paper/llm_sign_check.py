@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=450)
     ap.add_argument("--candidates", default="C1,I1",
                     help="motifs compared (AND gate): a comma list or 'auto' (all 8)")
-    ap.add_argument("--pooled", action="store_true",
+    ap.add_argument("--per-seed", action="store_true",
                     help="also fit each seed's runs separately")
     ap.add_argument("--fit-config", default=None, help="JSON FitConfig overrides")
     ap.add_argument("--train-only", action="store_true")
@@ -240,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         folders = train_runs(out, seeds, steps=steps, quick=args.quick,
                              base_cache=args.base_cache)
+    from llm_runs._figure import competence_figure
+
+    order = [f for pair in zip(folders["C1"], folders["I1"], strict=True) for f in pair]
+    png = competence_figure(order, out / "curves.png",
+                            title="Only the sign of Y->Z differs (C1: +, I1: -)")
+    print(f"curves: {png}")
     if args.train_only:
         return 0
     import simulate
@@ -252,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick and fit_config is None:
         fit_config = {"map_starts": 1, "map_steps": 30, "samples": 200}
     sets = {f"{m}-all": folders[m] for m in MOTIFS}
-    if args.pooled:
+    if args.per_seed:
         for m in MOTIFS:
             for s, f in zip(seeds, folders[m], strict=True):
                 sets[f"{m}-s{s}"] = [f]
