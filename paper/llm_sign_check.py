@@ -49,9 +49,8 @@ def run_config(motif: str, seed: int, *, steps: int, quick: bool = False,
     """TrainConfig dict of one run: the wiring ``motif`` (C1 or I1) and ``seed``.
 
     C1 and I1 share every edge sign but one: Y -> Z activates in C1 and represses in I1
-    (simulate's presets: X->Y +, X->Z +, Y->Z +/-). Y -> Z is therefore the switch: K 0.8,
-    n 6 on Y's EMA competence, weight 1 on Z's learning rate; Y learns 10x slower than the
-    default so that it crosses the switch during the run.
+    (simulate's presets: X->Y +, X->Z +, Y->Z +/-). Y -> Z is therefore the switch, with the
+    Hill shape and per-role learning-rate scales of ``DESIGN`` (see the module docstring).
     """
     from simulate.spec import ffl_spec
 

@@ -99,9 +99,7 @@ class Kinetics(eqx.Module):
     bounded: ClassVar[bool] = False
     node_params: ClassVar[tuple[str, ...]] = ()
 
-    def rates(
-        self, A: Array, G: Array, drive: Array
-    ) -> Array:
+    def rates(self, A: Array, G: Array, drive: Array) -> Array:
         """``dA/dt`` given own levels ``A``, regulation ``G`` and input drive (1/time)."""
         raise NotImplementedError
 

