@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--method", choices=["nuts", "svi", "laplace", "map"], default="nuts")
     f.add_argument("--likelihood", choices=["binomial", "betabinomial"], default="binomial")
+    f.add_argument("--solver", choices=["tsit5", "rk4"], default=None,
+                   help="ODE solver in the likelihood (default tsit5; rk4 is smooth, for NUTS)")
+    f.add_argument("--dt", type=float, default=None, help="largest RK4 step, training steps")
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
     f.add_argument("--tb-tag", action="append", default=[], metavar="AGENT=TAG",
@@ -58,6 +61,7 @@ def _config(args: argparse.Namespace):
     base = FitConfig.load(args.config).to_dict() if args.config else FitConfig().to_dict()
     base.update(chains=args.chains, samples=args.samples, warmup=args.warmup,
                 method=args.method, likelihood=args.likelihood)
+    base.update({k: v for k, v in (("solver", args.solver), ("dt", args.dt)) if v is not None})
     if args.hierarchy:
         h = FitConfig.from_dict({"hierarchy": json.loads(Path(args.hierarchy).read_text())})
         base["hierarchy"] = h.to_dict()["hierarchy"]

@@ -204,7 +204,7 @@ class Posterior:
             "timing_s": self.timing,
             "is_pareto_k": float(self.stats.get("is_pareto_k", float("nan"))),
             "solver_error": ode_err,
-            "ok": not msgs or cfg.method != "nuts",
+            "ok": not any("lower dt" in m for m in msgs) and (not msgs or cfg.method != "nuts"),
             "warnings": msgs,
         }
 

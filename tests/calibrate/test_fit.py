@@ -82,6 +82,7 @@ def test_rk4_solver_matches_adaptive_and_is_checked():
                    key=jax.random.key(0))
     d = post.diagnostics()
     assert d["solver_error"] > 1e-3 and any("lower dt" in w for w in d["warnings"])
+    assert not d["ok"]
     good = cal.fit(data, "C1", cal.FitConfig(method="map", solver="rk4", dt=1.0),
                    key=jax.random.key(0))
     assert good.diagnostics()["solver_error"] < 1e-4

@@ -49,6 +49,13 @@ def test_cli_fit_and_errors(tmp_path, capsys):
     rc = main(["fit", str(tmp_path / "d.csv"), "--motif", "C1", "--out", str(tmp_path / "f2")])
     assert rc == 2  # agents do not match X, Y, Z
     assert "not nodes of network" in capsys.readouterr().err
+    rc = main(["fit", str(tmp_path / "d.csv"), "--agents", "solver,refiner,critic",
+               "--method", "map", "--solver", "rk4", "--dt", "2", "--out", str(tmp_path / "rk")])
+    assert rc == 0
+    cfg = json.loads((tmp_path / "rk" / "config.json").read_text())
+    assert cfg["solver"] == "rk4" and cfg["dt"] == 2.0
+    assert json.loads((tmp_path / "rk" / "diagnostics.json").read_text())["solver_error"] < 1e-3
+    assert main(["fit", str(tmp_path / "d.csv"), "--dt", "-1", "--out", str(tmp_path / "x")]) == 2
     t.loc[0, "competence"] = 2.0
     t.to_csv(tmp_path / "bad.csv", index=False)
     assert main(["fit", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "f3")]) == 2
