@@ -71,7 +71,7 @@ def main() -> None:
     d = data()
     print(f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points; "
           f"4 chains x {a.samples} samples, {a.warmup} warmup")
-    opt = cal.FitConfig(chains=4, samples=a.samples, warmup=a.warmup, solver="rk4", dt=5.0,
+    opt = cal.FitConfig(chains=4, samples=a.samples, warmup=a.warmup, solver="rk4", dt=2.5,
                         hierarchy=LINKS)
     wall, rate = run(opt, d, "optimised")
     if not a.skip_baseline:
