@@ -195,27 +195,29 @@ def classify(
     """
     w = _window(sol)
     feats = jax.vmap(lambda y: _node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(sol.states)
+    h = feats["h"]
     osc = feats["n_cross"] >= 2
-    sustained = (feats["a_late"] > feats["h"]) & (feats["a_late"] >= sustain_ratio * feats["a_mid"])
+    sustained = (feats["a_late"] > h) & (feats["a_late"] >= sustain_ratio * feats["a_mid"])
+    overshoot = feats["excursion"] > h
+    settled = feats["a_late"] <= h
+    y_end = feats["y_end"]
     if sol.method == "sde":
         nz = jax.vmap(lambda y: _noise_features(y, w, acf_threshold), in_axes=1)(sol.states)
-        h = jnp.maximum(feats["h"], noise_band * nz["sd"])
-        osc = nz["osc"] & (nz["sd"] > feats["h"])
+        noise = noise_band * nz["sd"]
+        osc = nz["osc"] & (nz["sd"] > h)
         sustained = nz["peak"] >= acf_sustained
-        y0 = feats["y_start"]
-        excursion = jnp.maximum(feats["y_max"] - jnp.maximum(y0, nz["level"]),
-                                jnp.minimum(y0, nz["level"]) - feats["y_min"])
-        feats = {**feats, "h": h, "y_end": nz["level"],
-                 "excursion": excursion - noise_band * nz["sd"] + feats["h"],
-                 "a_late": jnp.where(osc, feats["a_late"], 0.0)}
+        y_end, y0 = nz["level"], feats["y_start"]
+        excursion = jnp.maximum(feats["y_max"] - jnp.maximum(y0, y_end),
+                                jnp.minimum(y0, y_end) - feats["y_min"])
+        overshoot = excursion > h + noise
+        settled = ~osc | (feats["a_late"] <= jnp.maximum(h, noise))
     label = jnp.where(
         osc,
         jnp.where(sustained, int(Regime.SUSTAINED), int(Regime.DAMPED)),
-        jnp.where(feats["excursion"] > feats["h"], int(Regime.OVERSHOOT), int(Regime.CONVERGED)),
+        jnp.where(overshoot, int(Regime.OVERSHOOT), int(Regime.CONVERGED)),
     )
     if bounded:
-        settled = feats["a_late"] <= feats["h"]
-        collapsed = (sol.inputs[-1] > 0) & (feats["y_end"] < collapse_level) & settled
+        collapsed = (sol.inputs[-1] > 0) & (y_end < collapse_level) & settled
         label = jnp.where(collapsed, int(Regime.COLLAPSE), label)
     finite = jnp.all(jnp.isfinite(sol.states), axis=0)
     label = jnp.where((sol.code != 0) | ~finite, int(Regime.FAILED), label)
