@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ._model import CurveModel, fixed_substeps, solve_at
@@ -38,8 +39,7 @@ def batched_loglik(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
 @eqx.filter_jit
 def batched_run_params(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
     """Per-run natural parameters for a batch of draws, ``(S, R, D)``."""
-    return jax.vmap(lambda p: cm.run_params(p["z"], p.get("c"), p.get("tau_z"), p.get("eps")))(
-        params)
+    return jax.vmap(cm.theta)(params)
 
 
 def batched_curves(cm: CurveModel, theta: jax.Array, ts: np.ndarray) -> jax.Array:
@@ -60,8 +60,8 @@ def _batched_curves(cm: CurveModel, theta: jax.Array, ts: jax.Array, substeps: i
 def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
     """Max abs difference of the configured solver's curves at ``params`` from a tight
     adaptive solve (Tsit5, rtol 1e-9, atol 1e-11), over all runs, steps and agents."""
-    theta = cm.run_params(params["z"], params.get("c"), params.get("tau_z"), params.get("eps"))
+    theta = cm.theta(params)
     A, _ = cm.curves(theta)
-    ref, _ = jax.vmap(lambda th: solve_at(cm.with_params(th), jax.numpy.asarray(cm.ts),
-                                          rtol=1e-9, atol=1e-11, max_steps=100_000))(theta)
-    return jax.numpy.max(jax.numpy.abs(A - ref))
+    ref, _ = jax.vmap(lambda th: solve_at(cm.with_params(th), jnp.asarray(cm.ts), rtol=1e-9,
+                                          atol=1e-11, max_steps=100_000))(theta)
+    return jnp.max(jnp.abs(A - ref))

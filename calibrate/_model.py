@@ -253,6 +253,11 @@ class CurveModel(eqx.Module):
             u = u.at[:, self.re_index].add(tau[self.re_group][None, :] * eps)
         return lay.to_natural(u)
 
+    def theta(self, params: dict[str, jax.Array]) -> jax.Array:
+        """:meth:`run_params` from a dict of latent sites (as the sampler returns them)."""
+        return self.run_params(params["z"], params.get("c"), params.get("tau_z"),
+                               params.get("eps"))
+
     def with_params(self, theta: jax.Array) -> simulate.Model:
         """The simulate model with natural parameter vector ``theta`` (D,) written in."""
         m = self.base
@@ -329,8 +334,7 @@ class CurveModel(eqx.Module):
             lp = 0.0
             for name in self.sites():
                 lp = lp + jnp.sum(dist.Normal(0.0, 1.0).log_prob(params[name]))
-            theta = self.run_params(params["z"], params.get("c"), params.get("tau_z"),
-                                    params.get("eps"))
+            theta = self.theta(params)
             mu, ok = self.mean_obs(theta)
             phi = self.phi(params["z_phi"]) if "z_phi" in params else None
             ll = jnp.sum(self.obs_dist(mu, phi).log_prob(jnp.asarray(self.k)))
@@ -340,8 +344,7 @@ class CurveModel(eqx.Module):
 
     def pointwise_loglik(self, params: dict[str, jax.Array]) -> jax.Array:
         """Log-likelihood of each observation, shape ``(n_obs,)``, for one draw."""
-        theta = self.run_params(params["z"], params.get("c"), params.get("tau_z"),
-                                params.get("eps"))
+        theta = self.theta(params)
         mu, _ = self.mean_obs(theta)
         phi = self.phi(params["z_phi"]) if "z_phi" in params else None
         return self.obs_dist(mu, phi).log_prob(jnp.asarray(self.k))
