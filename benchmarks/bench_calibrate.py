@@ -21,7 +21,13 @@ Usage: python benchmarks/bench_calibrate.py [--samples N] [--warmup N]
 from __future__ import annotations
 
 import argparse
+import os
 import time
+
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    # one CPU device per chain (before JAX starts): NUTS runs the 4 chains in parallel
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_force_host_platform_device_count=4")
 
 import jax
 
@@ -67,16 +73,18 @@ def main() -> None:
     ap.add_argument("--baseline-samples", type=int, default=200,
                     help="draws and warm-up steps per chain of the (slow) baseline")
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--dt", type=float, default=5.0, help="largest RK4 step (training steps)")
     a = ap.parse_args()
     d = data()
     print(f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points; "
           f"4 chains x {a.samples} samples, {a.warmup} warmup")
-    opt = cal.FitConfig(chains=4, samples=a.samples, warmup=a.warmup, solver="rk4", dt=2.5,
-                        hierarchy=LINKS)
+    opt = cal.FitConfig(chains=4, samples=a.samples, warmup=a.warmup, solver="rk4", dt=a.dt,
+                        hierarchy=LINKS, chain_method="parallel")
     wall, rate = run(opt, d, "optimised")
     if not a.skip_baseline:
         n = a.baseline_samples
         base = cal.FitConfig(chains=4, samples=n, warmup=n, dense_mass=False,
+                             chain_method="vectorized",
                              laplace_mass=False, map_steps=0, map_starts=1, solver="tsit5",
                              rtol=1e-8, atol=1e-10, hierarchy=LINKS)
         _, b_rate = run(base, d, "baseline")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -69,7 +70,22 @@ def _config(args: argparse.Namespace):
     return FitConfig.from_dict(base)
 
 
+def _host_devices(chains: int) -> None:
+    """One CPU device per chain, so NUTS runs its chains in parallel (before JAX starts;
+    a no-op when the backend is already up or ``XLA_FLAGS`` sets a device count)."""
+    try:  # jax has no public "has the backend started" query
+        from jax._src.xla_bridge import backends_are_initialized
+    except ImportError:
+        return
+    if chains > 1 and not backends_are_initialized() and \
+            "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+        import numpyro
+
+        numpyro.set_host_device_count(min(chains, 16))
+
+
 def _fit(args: argparse.Namespace) -> int:
+    _host_devices(args.chains)
     import jax
 
     jax.config.update("jax_enable_x64", True)

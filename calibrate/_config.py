@@ -34,6 +34,7 @@ EDGE_PARAMS = ("K", "n")
 _LIKELIHOODS = ("binomial", "betabinomial")
 _METHODS = ("nuts", "svi", "laplace", "map")
 _SOLVERS = ("rk4", "tsit5")
+_CHAIN_METHODS = ("auto", "parallel", "vectorized", "sequential")
 
 
 class ConfigError(ValueError):
@@ -183,7 +184,12 @@ class FitConfig:
         likelihood: ``binomial`` or ``betabinomial`` (over-dispersion).
         method: ``nuts`` (default), ``svi`` (fast approximation), ``laplace`` (Gaussian at
             the MAP; fastest, used for coverage studies and quick selection) or ``map``.
-        chains: NUTS chains (vectorised).
+        chains: NUTS chains.
+        chain_method: How NUTS runs its chains: ``parallel`` (one JAX device each; on CPU
+            expose devices with ``numpyro.set_host_device_count`` before JAX starts, as
+            ``python -m calibrate fit`` does), ``vectorized`` (one batched program; each
+            step waits for the longest trajectory of all chains) or ``sequential``;
+            ``auto`` = parallel when there are at least ``chains`` devices, else vectorized.
         samples: Draws per chain (NUTS) or total draws (SVI).
         warmup: NUTS warm-up steps per chain.
         map_steps: Maximal L-BFGS iterations per start of the MAP warm start (0 = none).
@@ -194,8 +200,9 @@ class FitConfig:
         target_accept: NUTS target acceptance probability.
         max_tree_depth: NUTS maximal tree depth.
         forward_mode: Forward-mode derivatives of the ODE solve (``tsit5`` only).
-        solver: ``rk4`` (default: classical fixed-step RK4 landing on every observed step,
-            a smooth likelihood; fast) or ``tsit5`` (diffrax adaptive, tolerances below).
+        solver: ``tsit5`` (default: diffrax adaptive, tolerances below) or ``rk4``
+            (classical fixed-step RK4 landing on every observed step: a smooth likelihood,
+            recommended for NUTS).
         dt: Largest RK4 step, in training steps. After a fit the RK4 curves at the MAP are
             compared with a tight adaptive solve and a warning is raised above 1e-3.
         rtol: ODE relative tolerance (``tsit5``).
@@ -209,6 +216,7 @@ class FitConfig:
     likelihood: str = "binomial"
     method: str = "nuts"
     chains: int = 4
+    chain_method: str = "auto"
     samples: int = 1000
     warmup: int = 1000
     map_steps: int = 200
@@ -238,6 +246,9 @@ class FitConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
+        if self.chain_method not in _CHAIN_METHODS:
+            raise ConfigError(f"chain_method must be one of {_CHAIN_METHODS}, "
+                              f"got {self.chain_method!r}")
         if self.solver not in _SOLVERS:
             raise ConfigError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
         if not 0 < float(self.target_accept) < 1:

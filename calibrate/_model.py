@@ -399,7 +399,7 @@ def build_model(
     if ts.size < 2:
         raise DataError("need observations at >= 2 distinct steps")
     layout = make_layout(net, config, horizon=float(ts[-1]))
-    base = simulate.make_model(net, "competence")
+    base = simulate.with_log_hill(simulate.make_model(net, "competence"))
     for i, node in enumerate(net.names):
         if not net.has_parents[i]:
             base = simulate.set_param(base, f"b[{node}]", 0.0)

@@ -67,3 +67,29 @@ def test_import_is_torch_free():
 
     code = "import calibrate, sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cli_runs_nuts_chains_in_parallel(tmp_path):
+    """`fit` exposes one CPU device per chain before JAX starts, so NUTS chains run in
+    parallel (a fresh process: the test process's JAX has one device and stays vectorised)."""
+    import subprocess
+    import sys
+
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(0), steps=STEPS[::2])
+    data.table.to_csv(tmp_path / "d.csv", index=False)
+    cfg = cal.FitConfig(max_tree_depth=3, map_starts=1, map_steps=50, solver="rk4", dt=5.0)
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg.to_dict()))
+    subprocess.run([sys.executable, "-m", "calibrate", "fit", str(tmp_path / "d.csv"),
+                    "--config", str(tmp_path / "cfg.json"), "--chains", "2", "--samples", "20",
+                    "--warmup", "20", "--out", str(tmp_path / "fit"), "--no-progress"],
+                   check=True, capture_output=True)
+    diag = json.loads((tmp_path / "fit" / "diagnostics.json").read_text())
+    assert diag["chain_method"] == "parallel" and diag["chains"] == 2
+    assert cal.FitConfig().chain_method == "auto"
+    from calibrate._fit import chain_method
+
+    assert chain_method(cal.FitConfig(chains=2)) == "vectorized"  # one device here
+    assert chain_method(cal.FitConfig(chains=1)) == "vectorized"
+    assert chain_method(cal.FitConfig(chain_method="sequential")) == "sequential"
+    with pytest.raises(cal.ConfigError, match="chain_method"):
+        cal.FitConfig(chain_method="threads")
