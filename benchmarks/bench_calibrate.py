@@ -63,6 +63,9 @@ def run(cfg: cal.FitConfig, d: cal.CurveData, label: str) -> tuple[float, float]
           f"ESS/s {ess / wall:7.2f}  R-hat max {diag['r_hat_max']:.3f}  "
           f"divergences {diag['divergences']}  leapfrog/sample {diag['mean_leapfrog_steps']:.0f}"
           f"  ODE error {diag['solver_error']:.1e}")
+    tm = post.timing
+    print(f"{'':<10} of which MAP {tm['map_s']:.1f} s, {post.model.config.method.upper()} "
+          f"{tm['inference_s']:.1f} s ({diag['chain_method']} chains)")
     return wall, ess / wall
 
 

@@ -1,4 +1,4 @@
-"""Inference: optax MAP warm start, NUTS with vectorised chains, SVI."""
+"""Inference: L-BFGS MAP warm start, NUTS (parallel or vectorised chains), SVI, Laplace."""
 
 from __future__ import annotations
 

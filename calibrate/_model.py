@@ -184,7 +184,9 @@ class CurveModel(eqx.Module):
 
     An equinox Module: the arrays (data, prior locations, network signs) are leaves and the
     labels/options static, so one compiled likelihood serves every dataset of the same
-    shape and every network of the same wiring (e.g. all FFL presets).
+    shape and every network of the same wiring (e.g. all FFL presets). For NUTS the edge
+    signs and gates are fixed at trace time instead (``simulate.with_log_hill``), a faster
+    gradient at the price of one compile per sign structure.
 
     Attributes:
         network: The network (structure; K, n are overwritten by the parameters).
@@ -399,7 +401,10 @@ def build_model(
     if ts.size < 2:
         raise DataError("need observations at >= 2 distinct steps")
     layout = make_layout(net, config, horizon=float(ts[-1]))
-    base = simulate.with_log_hill(simulate.make_model(net, "competence"))
+    # NUTS evaluates ~1e5 gradients: compile the likelihood for this sign structure; the
+    # other methods share one program across all networks of the same wiring
+    base = simulate.with_log_hill(simulate.make_model(net, "competence"),
+                                  fixed_structure=config.method == "nuts")
     for i, node in enumerate(net.names):
         if not net.has_parents[i]:
             base = simulate.set_param(base, f"b[{node}]", 0.0)

@@ -12,12 +12,12 @@ from ._analysis import solution_stability as solution_stability
 from ._analysis import steady_state as steady_state
 from ._batch import solve_batch as solve_batch
 from ._batch import stack_models as stack_models
-from ._batch import with_log_hill as with_log_hill
 from ._boundary import Boundary as Boundary
 from ._boundary import find_boundaries as find_boundaries
 from ._boundary import map_threshold as map_threshold
 from ._boundary import secant_threshold as secant_threshold
 from ._boundary import stability_scan as stability_scan
+from ._hill import with_log_hill as with_log_hill
 from ._kinetics import AlonKinetics as AlonKinetics
 from ._kinetics import CompetenceKinetics as CompetenceKinetics
 from ._kinetics import Kinetics as Kinetics

@@ -15,8 +15,9 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import simulate as sim
-from simulate._batch import ode_shared, with_integer_hill
+from simulate._batch import ode_shared
 from simulate._batch_rhs import batched_rhs
+from simulate._hill import with_integer_hill
 from simulate._rk import tsit5_shared
 
 MOTIFS = list(sim.FFL_SIGNS)
@@ -198,14 +199,16 @@ def test_ode_shared_layouts_agree():
     np.testing.assert_array_equal(first.code, last.code)
 
 
+@pytest.mark.parametrize("fixed", [False, True])
 @pytest.mark.parametrize("gate", ["AND", "OR"])
-def test_log_hill_matches_power_in_value_and_gradient(gate):
-    """exp(n log r) Hill powers: the drift and its gradient in K and n equal jnp.power's
-    (relative 1e-10), at levels from 0 (the floor) to 1, for all eight FFL signs."""
+def test_log_hill_matches_power_in_value_and_gradient(gate, fixed):
+    """exp(n log r) Hill powers (with the sign structure traced or fixed): the drift and its
+    gradient in K and n equal jnp.power's (relative 1e-10), at levels from 0 (the floor)
+    to 1, for all eight FFL signs."""
     rng = np.random.default_rng(3)
     for motif in MOTIFS:
         m = sim.make_model(sim.ffl_spec(motif, gate), "competence")
-        fast = sim.with_log_hill(m)
+        fast = sim.with_log_hill(m, fixed_structure=fixed)
         assert isinstance(fast.network, sim.Network)
         for A in (rng.uniform(0.0, 1.0, 3), np.array([0.0, 0.3, 1.0])):
             y = jnp.asarray(A)
