@@ -78,12 +78,13 @@ def with_log_hill(model: Model, *, fixed_structure: bool = False) -> Model:
     """Swap the network for Hill powers written as ``exp(n log r)``.
 
     Same values up to rounding; cheaper to differentiate when ``K`` and ``n`` are
-    parameters (the calibrate likelihood: 1.6x faster reverse-mode gradient, measured).
+    parameters (the calibrate likelihood's reverse-mode gradient, one chain of the
+    benchmark: 1.02 ms with ``jnp.power``, 0.86 ms, 0.68 ms with ``fixed_structure``).
 
     Args:
         model: An unbatched model with a concrete network.
-        fixed_structure: Also fix the edge signs and gates at trace time (another 1.6x on
-            that gradient; one compiled program per sign structure instead of per wiring).
+        fixed_structure: Also fix the edge signs and gates at trace time (one compiled
+            program per sign structure instead of per wiring).
             Later changes to ``sign``/``is_or`` are then ignored.
     """
     fixed = None
