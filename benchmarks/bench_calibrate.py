@@ -51,9 +51,10 @@ def data() -> cal.CurveData:
                                 hyper={"lr": LR})
 
 
-def run(cfg: cal.FitConfig, d: cal.CurveData, label: str) -> tuple[float, float]:
+def run(cfg: cal.FitConfig, d: cal.CurveData, label: str, seed: int = 1
+        ) -> tuple[float, float]:
     t0 = time.perf_counter()
-    post = cal.fit(d, "C1", cfg, key=jax.random.key(1))
+    post = cal.fit(d, "C1", cfg, key=jax.random.key(seed))
     wall = time.perf_counter() - t0
     s = post.summary()
     diag = post.diagnostics(s)
@@ -77,20 +78,22 @@ def main() -> None:
                     help="draws and warm-up steps per chain of the (slow) baseline")
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--dt", type=float, default=5.0, help="largest RK4 step (training steps)")
+    ap.add_argument("--target-accept", type=float, default=0.8)
+    ap.add_argument("--seed", type=int, default=1, help="sampler seed (the data are fixed)")
     a = ap.parse_args()
     d = data()
     print(f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points; "
           f"4 chains x {a.samples} samples, {a.warmup} warmup")
     opt = cal.FitConfig(chains=4, samples=a.samples, warmup=a.warmup, solver="rk4", dt=a.dt,
-                        hierarchy=LINKS, chain_method="parallel")
-    wall, rate = run(opt, d, "optimised")
+                        hierarchy=LINKS, chain_method="parallel", target_accept=a.target_accept)
+    wall, rate = run(opt, d, "optimised", a.seed)
     if not a.skip_baseline:
         n = a.baseline_samples
         base = cal.FitConfig(chains=4, samples=n, warmup=n, dense_mass=False,
                              chain_method="vectorized",
                              laplace_mass=False, map_steps=0, map_starts=1, solver="tsit5",
                              rtol=1e-8, atol=1e-10, hierarchy=LINKS)
-        _, b_rate = run(base, d, "baseline")
+        _, b_rate = run(base, d, "baseline", a.seed)
         print(f"ratio: ESS/s {rate / b_rate:.1f}x")
     print(f"goal (<120 s, >=50 ESS/s): wall {'OK' if wall < 120 else 'MISSED'}, "
           f"ESS/s {'OK' if rate >= 50 else 'MISSED'}")
