@@ -43,12 +43,12 @@ LR = np.geomspace(0.004, 0.1, 8)  # rho[X] of each run (the link slope is 1)
 LINKS = cal.Hierarchy(links=(cal.Link("rho", "lr", ("X",)),))
 
 
-def data() -> cal.CurveData:
-    """The benchmark's 8-run learning-rate family (binomial noise, 100 evaluations)."""
+def data(n_eval: int = 100) -> cal.CurveData:
+    """The benchmark's 8-run learning-rate family (binomial noise, ``n_eval`` evaluations)."""
     return cal.synthetic_curves("C1", TRUTH, key=jax.random.key(0),
                                 steps=np.linspace(0, 295, 60).round(), runs=8,
                                 run_params=[{"rho[X]": float(v)} for v in LR],
-                                hyper={"lr": LR})
+                                hyper={"lr": LR}, n_eval=n_eval)
 
 
 def run(cfg: cal.FitConfig, d: cal.CurveData, label: str, seed: int = 1
@@ -80,9 +80,11 @@ def main() -> None:
     ap.add_argument("--dt", type=float, default=5.0, help="largest RK4 step (training steps)")
     ap.add_argument("--target-accept", type=float, default=0.8)
     ap.add_argument("--seed", type=int, default=1, help="sampler seed (the data are fixed)")
+    ap.add_argument("--n-eval", type=int, default=100,
+                    help="evaluations per point (more data: a more Gaussian posterior)")
     a = ap.parse_args()
-    d = data()
-    print(f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points; "
+    d = data(a.n_eval)
+    print(f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points x {a.n_eval} evals; "
           f"4 chains x {a.samples} samples, {a.warmup} warmup")
     opt = cal.FitConfig(chains=4, samples=a.samples, warmup=a.warmup, solver="rk4", dt=a.dt,
                         hierarchy=LINKS, chain_method="parallel", target_accept=a.target_accept)
