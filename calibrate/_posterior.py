@@ -16,6 +16,8 @@ from ._model import CurveModel
 
 __all__ = ["Posterior"]
 
+SOLVER_ERROR_MAX = 1e-3  # largest tolerated |curves - tight adaptive solve| at the MAP
+
 
 def _az():
     with warnings.catch_warnings():
@@ -191,9 +193,11 @@ class Posterior:
                 msgs.append(f"importance resampling of the Laplace draws is unreliable "
                             f"(Pareto k {k:.2f} > 0.7); use method=nuts")
         ode_err = float(self.stats.get("solver_error", float("nan")))
-        if ode_err > 1e-3:
+        ode_bad = ode_err > SOLVER_ERROR_MAX
+        if ode_bad:
+            fix = "lower dt or use solver='tsit5'" if cfg.solver == "rk4" else "lower rtol/atol"
             msgs.append(f"the {cfg.solver} curves at the MAP differ from a tight adaptive solve "
-                        f"by {ode_err:.1e} (> 1e-3); lower dt or use solver='tsit5'")
+                        f"by {ode_err:.1e} (> {SOLVER_ERROR_MAX:g}); {fix}")
         steps = np.asarray(self.stats.get("num_steps", np.zeros(1)))
         return {
             "method": cfg.method, "chains": self.shape[0], "draws": self.shape[1],
@@ -205,7 +209,7 @@ class Posterior:
             "timing_s": self.timing,
             "is_pareto_k": float(self.stats.get("is_pareto_k", float("nan"))),
             "solver_error": ode_err,
-            "ok": not any("lower dt" in m for m in msgs) and (not msgs or cfg.method != "nuts"),
+            "ok": not ode_bad and (not msgs or cfg.method != "nuts"),
             "warnings": msgs,
         }
 

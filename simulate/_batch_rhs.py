@@ -20,7 +20,7 @@ import numpy as np
 from jaxtyping import Array
 
 from ._kinetics import Model
-from ._regulation import gate_or
+from ._regulation import gate_or, occupancy_term
 
 __all__ = ["batched_rhs"]
 
@@ -78,10 +78,7 @@ def batched_rhs(models: Model) -> tuple[Callable, Callable, np.ndarray] | None:
         edges.append((int(i), js, inv_K, n, sign, static_sign, gate))
 
     def hill_term(u, s, s_static):
-        inv = 1.0 / (1.0 + u)
-        if s_static is not None:
-            return u * inv if s_static > 0 else (inv if s_static < 0 else jnp.ones_like(u))
-        return jnp.where(s > 0, u * inv, jnp.where(s < 0, inv, 1.0))
+        return occupancy_term(u, s if s_static is None else s_static)
 
     def edge_u(a, ik, nn):
         return net._hill_power(jnp.maximum(a, 0.0) * ik, nn)

@@ -16,7 +16,7 @@ from jaxtyping import Array
 
 from ._kinetics import Model
 from ._network import Network
-from ._regulation import gate_or
+from ._regulation import gate_or, occupancy_term
 
 __all__ = ["with_integer_hill", "with_log_hill"]
 
@@ -62,7 +62,7 @@ class _LogHillNetwork(Network):
                 continue
             g = jnp.ones((), A.dtype)
             for u, s in zip(us, signs, strict=True):
-                g = g * (u / (1.0 + u) if s > 0 else (1.0 / (1.0 + u) if s < 0 else 1.0))
+                g = g * occupancy_term(u, s)
             G.append(g)
         return jnp.stack(G)
 

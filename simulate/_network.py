@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from ._regulation import gate_or
+from ._regulation import gate_or, occupancy_term
 from .spec import MOTIFS, EdgeSpec, NetworkSpec, SpecError, ffl_spec, load_spec
 
 __all__ = ["Network", "as_network"]
@@ -165,7 +165,7 @@ class Network(eqx.Module):
                 jnp.maximum(a, 0.0) / jnp.stack([self.K[i, j] for j in js]),
                 jnp.stack([self.n[i, j] for j in js]),
             )
-            terms = jnp.where(s > 0, u / (1.0 + u), jnp.where(s < 0, 1.0 / (1.0 + u), 1.0))
+            terms = occupancy_term(u, s)
             g_and = jnp.prod(terms)
             g_or = gate_or(u, s)
             G.append(jnp.where(self.is_or[i] > 0.5, g_or, g_and).astype(dtype))

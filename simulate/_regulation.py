@@ -20,6 +20,7 @@ __all__ = [
     "hill_activation",
     "hill_repression",
     "network_regulation",
+    "occupancy_term",
 ]
 
 
@@ -51,14 +52,24 @@ def hill_repression(x: Any, K: Any = 1.0, n: Any = 2.0) -> Any:
     return 1.0 / (1.0 + _occupancy(x, K, n, xp))
 
 
+def occupancy_term(u: Any, sign: Any) -> Any:
+    """Edge term from the occupancy ``u``: ``u/(1+u)`` (sign > 0), ``1/(1+u)`` (< 0), 1 (0).
+
+    A Python number ``sign`` selects the branch at trace time (only that branch is built);
+    an array ``sign`` selects elementwise.
+    """
+    xp = _xp(u, sign)
+    inv = 1.0 / (1.0 + u)
+    if isinstance(sign, int | float):
+        return u * inv if sign > 0 else (inv if sign < 0 else xp.ones_like(u))
+    sign = xp.asarray(sign)
+    return xp.where(sign > 0, u * inv, xp.where(sign < 0, inv, 1.0))
+
+
 def edge_term(x: Any, sign: Any, K: Any = 1.0, n: Any = 2.0) -> Any:
     """Regulation by one edge: activating (sign > 0), repressing (< 0) or 1 (sign 0)."""
     xp = _xp(x, sign, K, n)
-    return xp.where(
-        xp.asarray(sign) > 0,
-        hill_activation(x, K, n),
-        xp.where(xp.asarray(sign) < 0, hill_repression(x, K, n), 1.0),
-    )
+    return occupancy_term(_occupancy(x, K, n, xp), xp.asarray(sign))
 
 
 def gate_and(terms: Any, axis: int = -1) -> Any:
