@@ -33,9 +33,11 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import calibrate as cal  # noqa: E402
+from calibrate._compiled import neg_log_joint_and_grad  # noqa: E402
 
 TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.03, "rho[Z]": 0.03, "delta": 0.002, "b[Y]": 0.05,
          "b[Z]": 0.05, "A0": 0.05, "K[X->Y]": 0.4, "K[X->Z]": 0.5, "K[Y->Z]": 0.5, "n": 2.0}
@@ -49,6 +51,38 @@ def data(n_eval: int = 100) -> cal.CurveData:
                                 steps=np.linspace(0, 295, 60).round(), runs=8,
                                 run_params=[{"rho[X]": float(v)} for v in LR],
                                 hyper={"lr": LR}, n_eval=n_eval)
+
+
+def gradient_ms(post: cal.Posterior, reps: int = 200) -> float:
+    """Best-of-5 time (ms) of one chain's log-joint gradient at the MAP (compiled, warm)."""
+    cm = post.model
+    x = jnp.concatenate([jnp.ravel(jnp.asarray(post.map_params[n])) for n in cm.sites()])
+    jax.block_until_ready(neg_log_joint_and_grad(cm, x))
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            r = neg_log_joint_and_grad(cm, x)
+        jax.block_until_ready(r)
+        best = min(best, (time.perf_counter() - t0) / reps * 1e3)
+    return best
+
+
+def ceiling(post: cal.Posterior, ess: float, goal: float = 50.0) -> None:
+    """Print the ESS/s this posterior geometry allows at this gradient cost.
+
+    With warm-up, compilation and sampler overhead all free, a fit can do at most
+    ``cores / t_grad`` gradients per second, and the sampling phase turned gradients into
+    ESS at ``ess / (chains x samples x leapfrog per draw)``: their product bounds ESS/s.
+    """
+    t_grad = gradient_ms(post)
+    cores = os.cpu_count() or 1
+    grads = np.asarray(post.stats["num_steps"]).sum()
+    per_grad = ess / grads
+    rate = cores / (t_grad * 1e-3)
+    print(f"{'':<10} ceiling: one gradient {t_grad:.2f} ms ({rate:.0f}/s on {cores} cores), "
+          f"{per_grad:.4f} ESS per gradient -> at most {per_grad * rate:.0f} ESS/s with free "
+          f"warm-up and no overhead; {goal:.0f} ESS/s needs {goal / rate:.4f} ESS per gradient")
 
 
 def run(cfg: cal.FitConfig, d: cal.CurveData, label: str, seed: int = 1
@@ -67,6 +101,8 @@ def run(cfg: cal.FitConfig, d: cal.CurveData, label: str, seed: int = 1
     tm = post.timing
     print(f"{'':<10} of which MAP {tm['map_s']:.1f} s, {post.model.config.method.upper()} "
           f"{tm['inference_s']:.1f} s ({diag['chain_method']} chains)")
+    if cfg.method == "nuts":
+        ceiling(post, ess)
     return wall, ess / wall
 
 
