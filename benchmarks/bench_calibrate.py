@@ -69,20 +69,22 @@ def gradient_ms(post: cal.Posterior, reps: int = 200) -> float:
 
 
 def ceiling(post: cal.Posterior, ess: float, goal: float = 50.0) -> None:
-    """Print the ESS/s this posterior geometry allows at this gradient cost.
+    """Print the ESS/s this posterior geometry allows at the gradient rate NUTS achieved.
 
-    With warm-up, compilation and sampler overhead all free, a fit can do at most
-    ``cores / t_grad`` gradients per second, and the sampling phase turned gradients into
-    ESS at ``ess / (chains x samples x leapfrog per draw)``: their product bounds ESS/s.
+    The rate is the fit's own: chains x (warm-up + samples) x leapfrog steps per draw over
+    the NUTS seconds (warm-up trajectories taken as long as the sampling ones). The
+    sampling phase turned gradients into ESS at ``ess / sum(leapfrog steps)``; their
+    product is the ESS/s if warm-up, MAP and compilation were free.
     """
-    t_grad = gradient_ms(post)
-    cores = os.cpu_count() or 1
-    grads = np.asarray(post.stats["num_steps"]).sum()
-    per_grad = ess / grads
-    rate = cores / (t_grad * 1e-3)
-    print(f"{'':<10} ceiling: one gradient {t_grad:.2f} ms ({rate:.0f}/s on {cores} cores), "
-          f"{per_grad:.4f} ESS per gradient -> at most {per_grad * rate:.0f} ESS/s with free "
-          f"warm-up and no overhead; {goal:.0f} ESS/s needs {goal / rate:.4f} ESS per gradient")
+    steps = np.asarray(post.stats["num_steps"])
+    chains, samples = steps.shape
+    rate = chains * (post.model.config.warmup + samples) * steps.mean() / post.timing[
+        "inference_s"]
+    per_grad = ess / steps.sum()
+    print(f"{'':<10} ceiling: NUTS ran ~{rate:.0f} gradients/s (one gradient alone "
+          f"{gradient_ms(post):.2f} ms); {per_grad:.4f} ESS per gradient -> at most "
+          f"{per_grad * rate:.0f} ESS/s if warm-up, MAP and compilation were free; "
+          f"{goal:.0f} ESS/s needs {goal / rate:.4f} ESS per gradient")
 
 
 def run(cfg: cal.FitConfig, d: cal.CurveData, label: str, seed: int = 1
