@@ -115,7 +115,10 @@ def main() -> None:
     ap.add_argument("--baseline-samples", type=int, default=200,
                     help="draws and warm-up steps per chain of the (slow) baseline")
     ap.add_argument("--skip-baseline", action="store_true")
-    ap.add_argument("--dt", type=float, default=5.0, help="largest RK4 step (training steps)")
+    ap.add_argument("--solver", default="quad", choices=("quad", "rk4"),
+                    help="likelihood solver of the optimised fit")
+    ap.add_argument("--dt", type=float, default=5.0,
+                    help="largest RK4 step / quad cell (training steps)")
     ap.add_argument("--target-accept", type=float, default=0.8)
     ap.add_argument("--seed", type=int, default=1, help="sampler seed (the data are fixed)")
     ap.add_argument("--n-eval", type=int, default=100,
@@ -124,7 +127,7 @@ def main() -> None:
     d = data(a.n_eval)
     print(f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points x {a.n_eval} evals; "
           f"4 chains x {a.samples} samples, {a.warmup} warmup")
-    opt = cal.FitConfig(chains=4, samples=a.samples, warmup=a.warmup, solver="rk4", dt=a.dt,
+    opt = cal.FitConfig(chains=4, samples=a.samples, warmup=a.warmup, solver=a.solver, dt=a.dt,
                         hierarchy=LINKS, chain_method="parallel", target_accept=a.target_accept)
     wall, rate = run(opt, d, "optimised", a.seed)
     if not a.skip_baseline:

@@ -7,7 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._model import CurveModel, fixed_substeps, solve_at
+from ._model import CurveModel
+from ._solvers import fixed_substeps, solve_at
 
 __all__ = ["batched_curves", "batched_loglik", "batched_run_params", "neg_log_joint_and_grad",
            "solver_error", "unflatten"]
@@ -48,12 +49,15 @@ def batched_curves(cm: CurveModel, theta: jax.Array, ts: np.ndarray) -> jax.Arra
     The RK4 step count is chosen from ``ts`` so that no step exceeds ``config.dt``.
     """
     ts = np.asarray(ts, dtype=float)
-    return _batched_curves(cm, theta, ts, fixed_substeps(ts, cm.config.dt))
+    return _batched_curves(cm, theta, tuple(ts.tolist()), fixed_substeps(ts, cm.config.dt))
 
 
 @eqx.filter_jit
-def _batched_curves(cm: CurveModel, theta: jax.Array, ts: jax.Array, substeps: int) -> jax.Array:
-    return jax.lax.map(lambda x: cm.curves(x, ts, substeps)[0], theta, batch_size=64)
+def _batched_curves(cm: CurveModel, theta: jax.Array, ts: tuple[float, ...], substeps: int
+                    ) -> jax.Array:
+    # ts static (concrete): the quad solver builds its grid from it
+    return jax.lax.map(lambda x: cm.curves(x, np.asarray(ts), substeps)[0], theta,
+                       batch_size=64)
 
 
 @eqx.filter_jit

@@ -33,7 +33,7 @@ NODE_PARAMS = ("rho", "b", "delta", "A0")
 EDGE_PARAMS = ("K", "n")
 _LIKELIHOODS = ("binomial", "betabinomial")
 _METHODS = ("nuts", "svi", "laplace", "map")
-_SOLVERS = ("rk4", "tsit5")
+_SOLVERS = ("quad", "rk4", "tsit5")
 _CHAIN_METHODS = ("auto", "parallel", "vectorized", "sequential")
 
 
@@ -200,11 +200,14 @@ class FitConfig:
         target_accept: NUTS target acceptance probability.
         max_tree_depth: NUTS maximal tree depth.
         forward_mode: Forward-mode derivatives of the ODE solve (``tsit5`` only).
-        solver: ``tsit5`` (default: diffrax adaptive, tolerances below) or ``rk4``
+        solver: ``tsit5`` (default: diffrax adaptive, tolerances below), ``rk4``
             (classical fixed-step RK4 landing on every observed step: a smooth likelihood,
-            recommended for NUTS).
-        dt: Largest RK4 step, in training steps. After a fit the RK4 curves at the MAP are
-            compared with a tight adaptive solve and a warning is raised above 1e-3.
+            recommended for NUTS on any network) or ``quad`` (feed-forward networks only,
+            e.g. every FFL: each node's linear equation solved by quadrature on a fixed
+            grid, vectorised over time; smooth, stable and the fastest gradient).
+        dt: Largest RK4 step or ``quad`` cell, in training steps. After a fit the curves at
+            the MAP are compared with a tight adaptive solve and a warning is raised above
+            1e-3.
         rtol: ODE relative tolerance (``tsit5``).
         atol: ODE absolute tolerance (``tsit5``).
         priors: The priors.

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -25,84 +24,12 @@ from simulate.spec import NetworkSpec
 
 from ._config import EDGE_PARAMS, NODE_PARAMS, ConfigError, FitConfig
 from ._data import CurveData, DataError
+from ._quad import QuadGrid, feedforward_order, solve_quad
+from ._solvers import fixed_substeps, solve_at, solve_rk4
 
-__all__ = ["CurveModel", "Layout", "build_model", "fixed_substeps", "solve_at", "solve_rk4"]
+__all__ = ["CurveModel", "Layout", "build_model"]
 
 _EPS = 1e-9
-
-
-def solve_at(
-    model: simulate.Model, ts: jax.Array, *, rtol: float = 1e-6, atol: float = 1e-8,
-    max_steps: int = 4096, forward: bool = False,
-) -> tuple[jax.Array, jax.Array]:
-    """Competences of ``model`` at arbitrary increasing steps ``ts >= 0`` (input on from 0).
-
-    ``forward=True`` differentiates the solve in forward mode (``diffrax.ForwardMode``),
-    cheaper than reverse mode for a few parameters and a small state; then only
-    forward-mode derivatives (``jax.jacfwd``) are available.
-
-    Returns:
-        ``(A, ok)``: levels of shape ``(T, N)`` and a success flag.
-    """
-    x = model.input_value(jnp.asarray(1.0))
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(lambda t, y, args: model.rhs(y, x)),
-        diffrax.Tsit5(),
-        0.0,
-        ts[-1],
-        None,
-        model.initial_state(),
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        max_steps=max_steps,
-        throw=False,
-        adjoint=diffrax.ForwardMode() if forward else diffrax.RecursiveCheckpointAdjoint(),
-    )
-    ys = sol.ys[:, : model.size]  # type: ignore[index]
-    ok = (sol.result == diffrax.RESULTS.successful) & jnp.all(jnp.isfinite(ys))
-    return jnp.where(jnp.isfinite(ys), ys, 0.5), ok
-
-
-def fixed_substeps(ts: np.ndarray, dt: float) -> int:
-    """RK4 steps per observation interval so that no step exceeds ``dt`` (training steps)."""
-    gaps = np.diff(np.concatenate([[0.0], np.asarray(ts, dtype=float)]))
-    return max(1, math.ceil(float(gaps.max(initial=0.0)) / dt - 1e-9))
-
-
-def solve_rk4(
-    model: simulate.Model, ts: jax.Array, *, substeps: int
-) -> tuple[jax.Array, jax.Array]:
-    """Competences of ``model`` at increasing steps ``ts >= 0`` by classical fixed-step RK4.
-
-    Each interval ``[t_{i-1}, t_i]`` (with ``t_{-1} = 0``) is crossed in ``substeps`` equal
-    steps, so the solution lands exactly on every observation. The step sequence does not
-    depend on the parameters, so the log likelihood is a smooth function of them (an
-    adaptive controller makes it piecewise, which costs NUTS step size); with rates of order
-    0.1 per training step and steps <= 1 training step, the global error is ~1e-7.
-
-    Returns:
-        ``(A, ok)``: levels of shape ``(T, N)`` and a finiteness flag.
-    """
-    x = model.input_value(jnp.asarray(1.0))
-    f = lambda y: model.rhs(y, x)  # noqa: E731
-    gaps = jnp.diff(jnp.concatenate([jnp.zeros(1), jnp.asarray(ts, dtype=float)]))
-    hs = jnp.repeat(gaps / substeps, substeps)  # one flat scan over all steps
-
-    def step(y, h):
-        k1 = f(y)
-        k2 = f(y + 0.5 * h * k1)
-        k3 = f(y + 0.5 * h * k2)
-        k4 = f(y + h * k3)
-        y = y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-        return y, y[: model.size]
-
-    # checkpointed: the backward pass recomputes the stages instead of storing them, and
-    # one flat scan instead of a scan per interval (gradient of the 8-run benchmark at
-    # dt 2.5: 3.1 ms nested without checkpoint, 2.1 nested, 1.36 flat)
-    _, ys = jax.lax.scan(jax.checkpoint(step), model.initial_state(), hs)
-    ys = ys[substeps - 1::substeps]
-    ok = jnp.all(jnp.isfinite(ys))
-    return jnp.where(jnp.isfinite(ys), ys, 0.5), ok
 
 
 class Layout(eqx.Module):
@@ -207,6 +134,8 @@ class CurveModel(eqx.Module):
         link_index: Per slope, the index into the parameter vector.
         link_x: Per slope, the centred log covariate of each run, shape ``(L, R)``.
         link_names: Per slope, a label ``c[rho[X]~lr]``.
+        substeps: RK4 steps per interval of ``ts`` (``rk4``).
+        quad: The quadrature grid on ``ts`` (``quad``).
     """
 
     network: simulate.Network
@@ -228,6 +157,7 @@ class CurveModel(eqx.Module):
     link_x: np.ndarray
     link_names: tuple[str, ...] = eqx.field(static=True)
     substeps: int = eqx.field(static=True, default=1)
+    quad: QuadGrid | None = None
 
     @property
     def n_runs(self) -> int:
@@ -272,15 +202,22 @@ class CurveModel(eqx.Module):
         """Mean competences ``(R, T, N)`` and per-run ok flags, at ``ts`` (default data).
 
         ``substeps`` (static) is the RK4 step count per interval of ``ts`` (default: the
-        data's, see :func:`fixed_substeps`); ``solver`` overrides ``config.solver``.
+        data's, see :func:`fixed_substeps`); ``solver`` overrides ``config.solver``. With
+        the ``quad`` solver, ``ts`` other than the data's must be concrete (NumPy).
         """
-        grid = jnp.asarray(self.ts if ts is None else ts, dtype=float)
         cfg = self.config
+        method = solver or cfg.solver
+        if method == "quad":
+            qg = self.quad if ts is None else QuadGrid.build(np.asarray(ts), cfg.dt)
+            if qg is None:
+                qg = QuadGrid.build(np.asarray(self.ts), cfg.dt)
+            return jax.vmap(lambda th: solve_quad(self.with_params(th), qg))(theta_runs)
+        grid = jnp.asarray(self.ts if ts is None else ts, dtype=float)
         m = self.substeps if substeps is None else substeps
 
         def one(theta):
             model = self.with_params(theta)
-            if (solver or cfg.solver) == "rk4":
+            if method == "rk4":
                 return solve_rk4(model, grid, substeps=m)
             return solve_at(model, grid, rtol=cfg.rtol, atol=cfg.atol, forward=cfg.forward_mode)
 
@@ -408,6 +345,9 @@ def build_model(
     for i, node in enumerate(net.names):
         if not net.has_parents[i]:
             base = simulate.set_param(base, f"b[{node}]", 0.0)
+    if config.solver == "quad" and feedforward_order(base) is None:
+        raise ConfigError(f"solver 'quad' needs a feed-forward network (no cycle, no reward "
+                          f"feedback loop); {name!r} has a cycle: use solver 'rk4' or 'tsit5'")
     runs = tuple(data.runs)
     run_pos = {r: i for i, r in enumerate(runs)}
     # random effects and links
@@ -439,5 +379,6 @@ def build_model(
         re_bases=tuple(h.random_effects), link_index=np.array(link_index, dtype=np.int64),
         link_x=np.array(link_x).reshape(len(link_index), len(runs)),
         link_names=tuple(link_names), substeps=fixed_substeps(ts, config.dt),
+        quad=QuadGrid.build(ts, config.dt) if config.solver == "quad" else None,
     )
 

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -45,26 +47,23 @@ class _LogHillNetwork(Network):
     def _hill_power(self, r: Array, n: Array) -> Array:
         return jnp.exp(n * jnp.log(jnp.maximum(r, jnp.finfo(r.dtype).tiny)))
 
-    def regulation(self, A: Array) -> Array:
+    def node_regulation(self, i: int, A: Array | Sequence[Array]) -> Array:
         if self.fixed is None:
-            return super().regulation(A)
-        G = []
-        for i, node in enumerate(self.fixed):
-            if node is None:
-                G.append(jnp.ones((), A.dtype))
-                continue
-            signs, is_or = node
-            js = [j for j, w in enumerate(self.wiring[i]) if w]
-            us = [self._hill_power(jnp.maximum(A[j], 0.0) / self.K[i, j], self.n[i, j])
-                  for j in js]
-            if is_or:
-                G.append(gate_or(jnp.stack(us), np.asarray(signs, dtype=float)))
-                continue
-            g = jnp.ones((), A.dtype)
-            for u, s in zip(us, signs, strict=True):
-                g = g * occupancy_term(u, s)
-            G.append(g)
-        return jnp.stack(G)
+            return super().node_regulation(i, A)
+        node = self.fixed[i]
+        if node is None:
+            return jnp.ones((), jnp.result_type(float))
+        signs, is_or = node
+        js = [j for j, w in enumerate(self.wiring[i]) if w]
+        us = [self._hill_power(jnp.maximum(A[j], 0.0) / self.K[i, j], self.n[i, j])
+              for j in js]
+        if is_or:
+            sign = np.asarray(signs, dtype=float).reshape(-1, *(1,) * jnp.ndim(us[0]))
+            return gate_or(jnp.stack(us), sign, axis=0)
+        g = occupancy_term(us[0], signs[0])
+        for u, s in zip(us[1:], signs[1:], strict=True):
+            g = g * occupancy_term(u, s)
+        return g
 
 
 def _swap_network(model: Model, cls: type[Network], **extra) -> Model:

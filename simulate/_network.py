@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -152,24 +154,33 @@ class Network(eqx.Module):
         times faster in batched solves (one Hill power per edge instead of per pair).
         """
         dtype = jnp.result_type(A, self.K)
-        one = jnp.ones((), dtype)
-        G = []
-        for i, row in enumerate(self.wiring):
-            js = [j for j, w in enumerate(row) if w]
-            if not js:
-                G.append(one)
-                continue
-            s = jnp.stack([self.sign[i, j] for j in js])
-            a = jnp.stack([A[j] for j in js])
-            u = self._hill_power(
-                jnp.maximum(a, 0.0) / jnp.stack([self.K[i, j] for j in js]),
-                jnp.stack([self.n[i, j] for j in js]),
-            )
-            terms = occupancy_term(u, s)
-            g_and = jnp.prod(terms)
-            g_or = gate_or(u, s)
-            G.append(jnp.where(self.is_or[i] > 0.5, g_or, g_and).astype(dtype))
-        return jnp.stack(G)
+        return jnp.stack([self.node_regulation(i, A).astype(dtype) for i in range(self.size)])
+
+    def node_regulation(self, i: int, A: Array | Sequence[Array]) -> Array:
+        """Gated regulation ``G_i`` of node ``i`` (static) by its parents.
+
+        Args:
+            i: Node index.
+            A: Levels, shape ``(N, ...)`` (or a sequence of ``N`` arrays of one shape, of
+                which only the parents' are read); trailing axes (e.g. time) are
+                elementwise.
+
+        Returns:
+            ``G_i``, shape ``A.shape[1:]`` (a scalar 1 for a node without parents).
+        """
+        js = [j for j, w in enumerate(self.wiring[i]) if w]
+        if not js:
+            return jnp.ones((), jnp.result_type(float))
+        a = jnp.stack([A[j] for j in js])
+        trail = (1,) * (a.ndim - 1)
+        s = jnp.stack([self.sign[i, j] for j in js]).reshape(-1, *trail)
+        u = self._hill_power(
+            jnp.maximum(a, 0.0) / jnp.stack([self.K[i, j] for j in js]).reshape(-1, *trail),
+            jnp.stack([self.n[i, j] for j in js]).reshape(-1, *trail),
+        )
+        g_and = jnp.prod(occupancy_term(u, s), axis=0)
+        g_or = gate_or(u, s, axis=0)
+        return jnp.where(self.is_or[i] > 0.5, g_or, g_and).astype(jnp.result_type(a, self.K))
 
 
 def as_network(obj: Network | NetworkSpec | str, gate: str = "AND") -> Network:

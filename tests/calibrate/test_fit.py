@@ -61,7 +61,7 @@ def test_solve_at_matches_simulate():
 def test_rk4_solver_matches_adaptive_and_is_checked():
     """Fixed-step RK4 lands on every observation; error O(dt^4) against a tight Tsit5 solve."""
     import simulate
-    from calibrate._model import fixed_substeps, solve_rk4
+    from calibrate._solvers import fixed_substeps, solve_rk4
 
     model = simulate.make_model("C1", "competence", {**TRUTH, "rho[X]": 0.1})
     ts = np.array([0.0, 3.0, 10.0, 25.0, 60.0, 150.0, 290.0])

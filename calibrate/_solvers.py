@@ -1,0 +1,89 @@
+"""Fixed-grid and adaptive solvers of a simulate model at the observed steps (input on from
+step 0); the feed-forward quadrature solver is in :mod:`calibrate._quad`."""
+
+from __future__ import annotations
+
+import math
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import simulate
+
+__all__ = ["fixed_substeps", "solve_at", "solve_rk4"]
+
+
+def solve_at(
+    model: simulate.Model, ts: jax.Array, *, rtol: float = 1e-6, atol: float = 1e-8,
+    max_steps: int = 4096, forward: bool = False,
+) -> tuple[jax.Array, jax.Array]:
+    """Competences of ``model`` at arbitrary increasing steps ``ts >= 0`` (input on from 0).
+
+    ``forward=True`` differentiates the solve in forward mode (``diffrax.ForwardMode``),
+    cheaper than reverse mode for a few parameters and a small state; then only
+    forward-mode derivatives (``jax.jacfwd``) are available.
+
+    Returns:
+        ``(A, ok)``: levels of shape ``(T, N)`` and a success flag.
+    """
+    x = model.input_value(jnp.asarray(1.0))
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(lambda t, y, args: model.rhs(y, x)),
+        diffrax.Tsit5(),
+        0.0,
+        ts[-1],
+        None,
+        model.initial_state(),
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        max_steps=max_steps,
+        throw=False,
+        adjoint=diffrax.ForwardMode() if forward else diffrax.RecursiveCheckpointAdjoint(),
+    )
+    ys = sol.ys[:, : model.size]  # type: ignore[index]
+    ok = (sol.result == diffrax.RESULTS.successful) & jnp.all(jnp.isfinite(ys))
+    return jnp.where(jnp.isfinite(ys), ys, 0.5), ok
+
+
+def fixed_substeps(ts: np.ndarray, dt: float) -> int:
+    """RK4 steps per observation interval so that no step exceeds ``dt`` (training steps)."""
+    gaps = np.diff(np.concatenate([[0.0], np.asarray(ts, dtype=float)]))
+    return max(1, math.ceil(float(gaps.max(initial=0.0)) / dt - 1e-9))
+
+
+def solve_rk4(
+    model: simulate.Model, ts: jax.Array, *, substeps: int
+) -> tuple[jax.Array, jax.Array]:
+    """Competences of ``model`` at increasing steps ``ts >= 0`` by classical fixed-step RK4.
+
+    Each interval ``[t_{i-1}, t_i]`` (with ``t_{-1} = 0``) is crossed in ``substeps`` equal
+    steps, so the solution lands exactly on every observation. The step sequence does not
+    depend on the parameters, so the log likelihood is a smooth function of them (an
+    adaptive controller makes it piecewise, which costs NUTS step size); with rates of order
+    0.1 per training step and steps <= 1 training step, the global error is ~1e-7.
+
+    Returns:
+        ``(A, ok)``: levels of shape ``(T, N)`` and a finiteness flag.
+    """
+    x = model.input_value(jnp.asarray(1.0))
+    f = lambda y: model.rhs(y, x)  # noqa: E731
+    gaps = jnp.diff(jnp.concatenate([jnp.zeros(1), jnp.asarray(ts, dtype=float)]))
+    hs = jnp.repeat(gaps / substeps, substeps)  # one flat scan over all steps
+
+    def step(y, h):
+        k1 = f(y)
+        k2 = f(y + 0.5 * h * k1)
+        k3 = f(y + 0.5 * h * k2)
+        k4 = f(y + h * k3)
+        y = y + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+        return y, y[: model.size]
+
+    # checkpointed: the backward pass recomputes the stages instead of storing them, and
+    # one flat scan instead of a scan per interval (gradient of the 8-run benchmark at
+    # dt 2.5: 3.1 ms nested without checkpoint, 2.1 nested, 1.36 flat)
+    _, ys = jax.lax.scan(jax.checkpoint(step), model.initial_state(), hs)
+    ys = ys[substeps - 1::substeps]
+    ok = jnp.all(jnp.isfinite(ys))
+    return jnp.where(jnp.isfinite(ys), ys, 0.5), ok
