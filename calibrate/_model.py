@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from scipy.special import gammaln
 
 import simulate
 from simulate.spec import NetworkSpec
@@ -134,6 +135,8 @@ class CurveModel(eqx.Module):
         link_index: Per slope, the index into the parameter vector.
         link_x: Per slope, the centred log covariate of each run, shape ``(L, R)``.
         link_names: Per slope, a label ``c[rho[X]~lr]``.
+        log_choose: Sum of the log binomial coefficients ``log C(n_eval, k)`` (a constant
+            of the binomial log-likelihood, computed once).
         substeps: RK4 steps per interval of ``ts`` (``rk4``).
         quad: The quadrature grid on ``ts`` (``quad``).
     """
@@ -156,6 +159,7 @@ class CurveModel(eqx.Module):
     link_index: np.ndarray
     link_x: np.ndarray
     link_names: tuple[str, ...] = eqx.field(static=True)
+    log_choose: np.ndarray
     substeps: int = eqx.field(static=True, default=1)
     quad: QuadGrid | None = None
 
@@ -264,7 +268,19 @@ class CurveModel(eqx.Module):
         mu, ok = self.mean_obs(theta)
         numpyro.factor("solver_ok", jnp.where(ok, 0.0, -1e8))
         phi = self.phi(latent["z_phi"]) if "z_phi" in latent else None
-        numpyro.sample("obs", self.obs_dist(mu, phi), obs=jnp.asarray(self.k) if observe else None)
+        if observe:
+            numpyro.factor("loglik", self.loglik(mu, phi))
+        else:
+            numpyro.sample("obs", self.obs_dist(mu, phi))
+
+    def loglik(self, mu, phi=None) -> jax.Array:
+        """Log-likelihood of all the successes given the means (a scalar): for the binomial
+        the kernel ``k log mu + (n - k) log(1 - mu)`` plus :attr:`log_choose`, which spares
+        the sampler three ``gammaln`` per observation and gradient."""
+        if self.config.likelihood == "betabinomial":
+            return jnp.sum(self.obs_dist(mu, phi).log_prob(jnp.asarray(self.k)))
+        k, n = jnp.asarray(self.k, dtype=float), jnp.asarray(self.n_eval, dtype=float)
+        return jnp.asarray(self.log_choose) + jnp.sum(k * jnp.log(mu) + (n - k) * jnp.log1p(-mu))
 
     def log_joint_fn(self) -> Callable[[dict[str, jax.Array]], jax.Array]:
         """``params -> log joint density`` (all sites unconstrained)."""
@@ -276,8 +292,7 @@ class CurveModel(eqx.Module):
             theta = self.theta(params)
             mu, ok = self.mean_obs(theta)
             phi = self.phi(params["z_phi"]) if "z_phi" in params else None
-            ll = jnp.sum(self.obs_dist(mu, phi).log_prob(jnp.asarray(self.k)))
-            return lp + jnp.where(ok, ll, -1e8)
+            return lp + jnp.where(ok, self.loglik(mu, phi), -1e8)
 
         return f
 
@@ -369,12 +384,14 @@ def build_model(
             link_index.append(layout.index(name))
             link_x.append(x)
             link_names.append(f"c[{name}~{lk.covariate}]")
+    n, k = t["n_eval"].to_numpy(float), np.asarray(data.successes, dtype=float)
     return CurveModel(
         network=net, name=name, base=base, layout=layout, config=config, runs=runs, ts=ts,
         run_idx=t["run"].map(run_pos).to_numpy(np.int64),
         t_idx=np.searchsorted(ts, t["step"].to_numpy().astype(float)),
         node_idx=np.array([net.names.index(a) for a in t["agent"]], dtype=np.int64),
         n_eval=t["n_eval"].to_numpy(np.int64), k=data.successes,
+        log_choose=np.asarray(np.sum(gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0))),
         re_index=np.array(re_index, dtype=np.int64), re_group=np.array(re_group, dtype=np.int64),
         re_bases=tuple(h.random_effects), link_index=np.array(link_index, dtype=np.int64),
         link_x=np.array(link_x).reshape(len(link_index), len(runs)),

@@ -211,3 +211,14 @@ def test_random_effects_run():
     post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
     assert post.samples["eps"].shape == (1, 300, 3, 3)
     assert "tau[rho]" in post.summary()
+
+
+def test_loglik_equals_numpyro_log_prob():
+    """The binomial kernel + precomputed log C(n, k) is numpyro's Binomial log-likelihood."""
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(2), steps=STEPS, runs=2)
+    for lik in ("binomial", "betabinomial"):
+        cm = cal.build_model(data, "C1", cal.FitConfig(likelihood=lik))
+        mu = np.random.default_rng(0).uniform(0.01, 0.99, size=cm.k.shape)
+        phi = 30.0 if lik == "betabinomial" else None
+        ref = float(np.sum(cm.obs_dist(mu, phi).log_prob(cm.k)))
+        np.testing.assert_allclose(float(cm.loglik(mu, phi)), ref, rtol=1e-12)
