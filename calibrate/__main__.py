@@ -35,9 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--method", choices=["nuts", "svi", "laplace", "map"], default="nuts")
     f.add_argument("--likelihood", choices=["binomial", "betabinomial"], default="binomial")
-    f.add_argument("--solver", choices=["tsit5", "rk4"], default=None,
-                   help="ODE solver in the likelihood (default tsit5; rk4 is smooth, for NUTS)")
-    f.add_argument("--dt", type=float, default=None, help="largest RK4 step, training steps")
+    f.add_argument("--solver", choices=["tsit5", "rk4", "quad"], default=None,
+                   help="ODE solver in the likelihood (default tsit5; rk4 is smooth, for "
+                        "NUTS; quad: feed-forward networks only, the fastest gradient)")
+    f.add_argument("--dt", type=float, default=None,
+                   help="largest RK4 step / quad cell, training steps")
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
     f.add_argument("--tb-tag", action="append", default=[], metavar="AGENT=TAG",

@@ -55,6 +55,11 @@ def test_cli_fit_and_errors(tmp_path, capsys):
     cfg = json.loads((tmp_path / "rk" / "config.json").read_text())
     assert cfg["solver"] == "rk4" and cfg["dt"] == 2.0
     assert json.loads((tmp_path / "rk" / "diagnostics.json").read_text())["solver_error"] < 1e-3
+    rc = main(["fit", str(tmp_path / "d.csv"), "--agents", "solver,refiner,critic",
+               "--method", "map", "--solver", "quad", "--dt", "5", "--out", str(tmp_path / "q")])
+    assert rc == 0
+    assert json.loads((tmp_path / "q" / "config.json").read_text())["solver"] == "quad"
+    assert json.loads((tmp_path / "q" / "diagnostics.json").read_text())["solver_error"] < 1e-3
     assert main(["fit", str(tmp_path / "d.csv"), "--dt", "-1", "--out", str(tmp_path / "x")]) == 2
     t.loc[0, "competence"] = 2.0
     t.to_csv(tmp_path / "bad.csv", index=False)
@@ -77,7 +82,7 @@ def test_cli_runs_nuts_chains_in_parallel(tmp_path):
 
     data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(0), steps=STEPS[::2])
     data.table.to_csv(tmp_path / "d.csv", index=False)
-    cfg = cal.FitConfig(max_tree_depth=3, map_starts=1, map_steps=50, solver="rk4", dt=5.0)
+    cfg = cal.FitConfig(max_tree_depth=3, map_starts=1, map_steps=50, solver="quad", dt=5.0)
     (tmp_path / "cfg.json").write_text(json.dumps(cfg.to_dict()))
     subprocess.run([sys.executable, "-m", "calibrate", "fit", str(tmp_path / "d.csv"),
                     "--config", str(tmp_path / "cfg.json"), "--chains", "2", "--samples", "20",
