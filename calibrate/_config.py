@@ -206,8 +206,8 @@ class FitConfig:
             e.g. every FFL: each node's linear equation solved by quadrature on a fixed
             grid, vectorised over time; smooth, stable and the fastest gradient).
         dt: Largest RK4 step or ``quad`` cell, in training steps. After a fit the curves at
-            the MAP are compared with a tight adaptive solve and a warning is raised above
-            1e-3.
+            the MAP are compared with a reference solve (RK4 at 1/8 of the step, or a tight
+            adaptive solve) and a warning is raised above 1e-3.
         rtol: ODE relative tolerance (``tsit5``).
         atol: ODE absolute tolerance (``tsit5``).
         priors: The priors.

@@ -16,7 +16,7 @@ from ._model import CurveModel
 
 __all__ = ["Posterior"]
 
-SOLVER_ERROR_MAX = 1e-3  # largest tolerated |curves - tight adaptive solve| at the MAP
+SOLVER_ERROR_MAX = 1e-3  # largest tolerated |curves - reference solve| at the MAP
 
 
 def _az():
@@ -195,8 +195,9 @@ class Posterior:
         ode_err = float(self.stats.get("solver_error", float("nan")))
         ode_bad = ode_err > SOLVER_ERROR_MAX
         if ode_bad:
-            fix = "lower dt or use solver='tsit5'" if cfg.solver == "rk4" else "lower rtol/atol"
-            msgs.append(f"the {cfg.solver} curves at the MAP differ from a tight adaptive solve "
+            fix = ("lower dt or use solver='tsit5'" if cfg.solver in ("rk4", "quad")
+                   else "lower rtol/atol")
+            msgs.append(f"the {cfg.solver} curves at the MAP differ from a reference solve "
                         f"by {ode_err:.1e} (> {SOLVER_ERROR_MAX:g}); {fix}")
         steps = np.asarray(self.stats.get("num_steps", np.zeros(1)))
         return {
