@@ -7,15 +7,16 @@ saturate early, leave the two thresholds into Z on a curved ridge and no sampler
 well there; a rate sweep separates them.)
 
 Prints wall time and the minimum bulk ESS/s over parameters for the optimised fit
-(fixed-step RK4 likelihood, which is smooth in the parameters; L-BFGS MAP warm start;
-Laplace-initialised dense mass matrix; over-dispersed Laplace starts) and for the same
+(the feed-forward ``quad`` likelihood, smooth in the parameters and without a loop over
+time, or ``--solver rk4``; L-BFGS MAP warm start; Laplace-initialised dense mass matrix;
+over-dispersed Laplace starts) and for the same
 model and priors without those optimisations (adaptive Tsit5 at rtol 1e-8, diagonal mass,
 prior-median start) as the baseline, and their ratio. The baseline is run with fewer
 draws (``--baseline-samples``); ESS/s is a rate, so the ratio stays meaningful. Goal on
 2 cores: under 2 minutes and >= 50 bulk ESS/s for every parameter.
 
-Usage: python benchmarks/bench_calibrate.py [--samples N] [--warmup N]
-       [--baseline-samples N] [--skip-baseline]
+Usage: python benchmarks/bench_calibrate.py [--samples N] [--warmup N] [--solver quad|rk4]
+       [--baseline-samples N] [--skip-baseline] [--seed N] [--target-accept P]
 """
 
 from __future__ import annotations

@@ -10,13 +10,15 @@ so over a cell ``[t_j, t_j+1]`` of a fixed grid, exactly,
 
     B_{j+1} = E_j B_j + delta J_j,   E_j = exp(-int c),   J_j = int exp(-int_s^{t_j+1} c) ds.
 
-Nodes are solved in topological order, each on the whole grid at once: ``int c`` by
-fourth-order (cubic Lagrange) quadrature of ``c`` at the grid nodes, ``J`` as the
+Nodes are solved in topological order, each on the whole grid at once: ``int c`` by the
+cubic Hermite interpolant of ``c`` (values, and time derivatives from a forward-mode
+derivative of the regulation along the regulators' own slopes), ``J`` as the
 constant-rate value ``h (1 - E) / int c`` plus a Simpson correction (so a constant rate,
-e.g. a node without regulators, is integrated exactly, and stiff cells stay stable),
-and the recurrence by cumulative sums. Against a fixed-step RK4 scan this turns ~60
-sequential steps into a few dozen vectorised operations: the log-likelihood gradient of
-the calibrate benchmark (8 runs x 60 steps) costs 0.12 ms instead of 0.69 ms.
+e.g. a node without regulators, is integrated exactly, and stiff cells stay stable), and
+the recurrence by cumulative sums. Against a fixed-step RK4 scan this turns ~60 sequential
+steps into a few hundred vectorised operations: the log-joint gradient of the calibrate
+benchmark (8 runs x 60 steps, one chain) costs 0.25-0.30 ms instead of 0.7 ms, with a
+smaller error (7.9e-5 against 5.2e-4 at the benchmark's MAP, both at 5-step cells).
 """
 
 from __future__ import annotations
@@ -99,13 +101,13 @@ def _node_levels(c: jax.Array, dc: jax.Array, delta: jax.Array, A0: jax.Array,
     M = h.shape[0]
     if M == 0:
         return jnp.reshape(A0, (1,))
-    h = jnp.asarray(h)
+    w = jnp.asarray(h)  # cell widths
     c0, c1, d0, d1 = c[:-1], c[1:], dc[:-1], dc[1:]
     # integrals of the cubic Hermite interpolant of c over each cell and its first half
-    dL = jnp.clip(h * 0.5 * (c0 + c1) + h * h / 12.0 * (d0 - d1), 0.0, _CLIP)
-    dH = h * (13.0 / 32.0 * c0 + 3.0 / 32.0 * c1) + h * h * (11.0 / 192.0 * d0 - 5.0 / 192.0 * d1)
+    dL = jnp.clip(w * 0.5 * (c0 + c1) + w * w / 12.0 * (d0 - d1), 0.0, _CLIP)
+    dH = w * (13.0 / 32.0 * c0 + 3.0 / 32.0 * c1) + w * w * (11.0 / 192.0 * d0 - 5.0 / 192.0 * d1)
     back = jnp.clip(dL - dH, 0.0, _CLIP)  # int c over the second half
-    J = h * (_phi1(dL) + (2.0 / 3.0) * (jnp.exp(-back) - jnp.exp(-0.5 * dL)))
+    J = w * (_phi1(dL) + (2.0 / 3.0) * (jnp.exp(-back) - jnp.exp(-0.5 * dL)))
     # B_{j+1} = E_j B_j + delta J_j, i.e. B_j = e^{-L_j} (B_0 + sum_{k<=j} delta J_k e^{L_k})
     # with L the cumulative dL: summed within segments of _SEGMENT cells (e^L finite), and
     # the segments joined by a small (S, S) matrix of decays e^{-(C_s - C_q)} <= 1
@@ -139,10 +141,10 @@ def solve_quad(model: simulate.Model, grid: QuadGrid) -> tuple[jax.Array, jax.Ar
         ValueError: ``model`` is not feed-forward with competence kinetics.
     """
     order = feedforward_order(model)
-    if order is None:
+    kin, net = model.kinetics, model.network
+    if order is None or not isinstance(kin, simulate.CompetenceKinetics):
         raise ValueError("solve_quad needs competence kinetics on an acyclic network "
                          "without lag; use RK4 or an adaptive solve")
-    kin, net = model.kinetics, model.network
     x = model.input_value(jnp.asarray(1.0))
     drive = jnp.where(jnp.asarray(net.inputs), x, 1.0)
     shape = (grid.h.shape[0] + 1,)
