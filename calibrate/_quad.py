@@ -34,6 +34,7 @@ __all__ = ["QuadGrid", "feedforward_order", "solve_quad"]
 
 _CLIP = 25.0  # largest exp-exponent of one cell (e^-25 ~ 1e-11: the cell forgets its past)
 _SEGMENT = 24  # cells per cumulative-sum segment (24 * 25 < 709: e^L stays finite)
+_JOIN_MATRIX_MAX = 32  # segments joined by an (S, S) matrix up to this many, else a scan
 
 
 def feedforward_order(model: simulate.Model) -> tuple[int, ...] | None:
@@ -121,11 +122,18 @@ def _node_levels(c: jax.Array, dc: jax.Array, delta: jax.Array, A0: jax.Array,
     inflow = decay * ((jnp.pad(delta * J, (0, pad)).reshape(S, _SEGMENT) * jnp.exp(L)) @ upper)
     if S == 1:
         start = jnp.reshape(1.0 - A0, (1,))
-    else:
+    elif S <= _JOIN_MATRIX_MAX:
         C = np.tril(np.ones((S, S)), -1) @ L[:, -1]  # L before each segment, (S,)
         lower = np.tril(np.ones((S, S)), -1)  # segment q < s feeds the start of s
         W = jnp.exp(-jnp.maximum(C[:, None] - (C + L[:, -1])[None, :], 0.0)) * lower
         start = (1.0 - A0) * jnp.exp(-C) + W @ inflow[:, -1]
+    else:  # long grids: the same join as a parallel prefix of B -> decay B + inflow
+        def compose(a, b):
+            return a[0] * b[0], b[0] * a[1] + b[1]
+
+        d_all, f_all = jax.lax.associative_scan(compose, (decay[:, -1], inflow[:, -1]))
+        ends = d_all * (1.0 - A0) + f_all  # B at the end of every segment
+        start = jnp.concatenate([jnp.reshape(1.0 - A0, (1,)), ends[:-1]])
     Bs = decay * start[:, None] + inflow
     return jnp.concatenate([jnp.reshape(A0, (1,)), 1.0 - Bs.reshape(-1)[:M]])
 

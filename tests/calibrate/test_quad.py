@@ -158,3 +158,23 @@ def test_quad_fit_matches_rk4_fit():
     for name in a:
         assert abs(a[name]["mean"] - b[name]["mean"]) <= 0.1 * b[name]["sd"], name
     assert fits["quad"].diagnostics()["solver_error"] < 1e-4
+
+
+def test_long_grids_join_segments_by_a_scan():
+    """Thousands of cells (> 32 segments): the segment join switches to a parallel prefix
+    and agrees with the matrix join (and scipy)."""
+    import calibrate._quad as q
+
+    ts = np.linspace(0.0, 3000.0, 301)
+    model = simulate.make_model("C1", "competence", {"rho": 0.01, "delta": 0.001, "n": 2.0})
+    grid = QuadGrid.build(ts, 1.0)  # 3002 cells, 126 segments
+    A_scan, ok = solve_quad(model, grid)
+    assert bool(ok) and -(-grid.h.shape[0] // q._SEGMENT) > q._JOIN_MATRIX_MAX
+    old = q._JOIN_MATRIX_MAX
+    try:
+        q._JOIN_MATRIX_MAX = 10_000
+        A_mat, _ = solve_quad(model, grid)
+    finally:
+        q._JOIN_MATRIX_MAX = old
+    np.testing.assert_allclose(np.asarray(A_scan), np.asarray(A_mat), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(A_scan), _scipy(model, ts), atol=1e-7)
