@@ -66,23 +66,29 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
 
     The reference of the fixed-grid solvers (``rk4``, ``quad``) is RK4 at 1/8 of their step
     (its error ~8^4 times smaller than RK4's at the step; compiled in a fraction of a
-    second); otherwise, or where that is not finite (rates too fast for it), a tight
-    adaptive solve (Tsit5, rtol 1e-9, atol 1e-11; seconds to compile).
+    second); otherwise, or where a rate times that step exceeds 0.5 (too fast for it), a
+    tight adaptive solve (Tsit5, rtol 1e-9, atol 1e-11; seconds to compile).
     """
     if cm.config.solver in ("rk4", "quad"):
-        err, ok = _fine_rk4_error(cm, params, cm.substeps * 8)
+        substeps = cm.substeps * 8
+        gaps = np.diff(np.concatenate([[0.0], np.asarray(cm.ts, dtype=float)]))
+        err, ok = _fine_rk4_error(cm, params, substeps, jnp.asarray(gaps.max() / substeps))
         if bool(ok):
             return float(err)
     return float(_adaptive_error(cm, params))
 
 
 @eqx.filter_jit
-def _fine_rk4_error(cm: CurveModel, params: dict[str, jax.Array], substeps: int
-                    ) -> tuple[jax.Array, jax.Array]:
+def _fine_rk4_error(cm: CurveModel, params: dict[str, jax.Array], substeps: int,
+                    h: jax.Array) -> tuple[jax.Array, jax.Array]:
     theta = cm.theta(params)
     A, _ = cm.curves(theta)
     ref, ok = cm.curves(theta, substeps=substeps, solver="rk4")
-    return jnp.max(jnp.abs(A - ref)), jnp.all(ok) & jnp.all(jnp.isfinite(A))
+    # trusted where every rate is slow on the reference step h (rate x step <= 0.5)
+    col = {b: [i for i, x in enumerate(cm.layout.bases) if x == b] for b in ("rho", "delta")}
+    fastest = jnp.max(theta[:, col["rho"]]) + jnp.max(theta[:, col["delta"]])  # >= any rate
+    ok = jnp.all(ok) & jnp.all(jnp.isfinite(A)) & (fastest * h <= 0.5)
+    return jnp.max(jnp.abs(A - ref)), ok
 
 
 @eqx.filter_jit
