@@ -178,3 +178,24 @@ def test_long_grids_join_segments_by_a_scan():
         q._JOIN_MATRIX_MAX = old
     np.testing.assert_allclose(np.asarray(A_scan), np.asarray(A_mat), rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(A_scan), _scipy(model, ts), atol=1e-7)
+
+
+def test_solver_check_reference_and_its_fallback():
+    """The check compares with RK4 at 1/8 of the step while every rate is slow on that
+    step, and with the tight adaptive solve once one is not."""
+    from calibrate._compiled import _adaptive_error, solver_error
+
+    data = cal.synthetic_curves("C1", {"rho": 0.05, "n": 2.0}, key=jax.random.key(0),
+                                steps=TS)
+    cm = cal.build_model(data, "C1", cal.FitConfig(solver="quad", dt=5.0))
+    lay = cm.layout
+
+    def params(rho):
+        theta = np.array([rho if b == "rho" else {"b": 0.1, "delta": 0.005, "A0": 0.05,
+                                                  "K": 0.5, "n": 2.0}[b] for b in lay.bases])
+        return {"z": jnp.asarray((lay.to_unconstrained(theta) - lay.loc) / lay.scale)}
+
+    slow, fast = params(0.05), params(3.0)
+    e_slow, ref_slow = solver_error(cm, slow), float(_adaptive_error(cm, slow))
+    assert e_slow < 1e-4 and abs(e_slow - ref_slow) < 1e-6 and e_slow != ref_slow
+    assert solver_error(cm, fast) == float(_adaptive_error(cm, fast))  # fallback
