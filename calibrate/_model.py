@@ -214,7 +214,8 @@ class CurveModel(eqx.Module):
         if method == "quad":
             qg = self.quad if ts is None else QuadGrid.build(np.asarray(ts), cfg.dt)
             if qg is None:
-                qg = QuadGrid.build(np.asarray(self.ts), cfg.dt)
+                raise ConfigError("solver 'quad' on the data's steps needs a model built "
+                                  "with FitConfig(solver='quad')")
             return jax.vmap(lambda th: solve_quad(self.with_params(th), qg))(theta_runs)
         grid = jnp.asarray(self.ts if ts is None else ts, dtype=float)
         m = self.substeps if substeps is None else substeps

@@ -30,6 +30,8 @@ import numpy as np
 
 import simulate
 
+from ._solvers import finite_levels
+
 __all__ = ["QuadGrid", "feedforward_order", "solve_quad"]
 
 _CLIP = 25.0  # largest exp-exponent of one cell (e^-25 ~ 1e-11: the cell forgets its past)
@@ -123,8 +125,8 @@ def _node_levels(c: jax.Array, dc: jax.Array, delta: jax.Array, A0: jax.Array,
     if S == 1:
         start = jnp.reshape(1.0 - A0, (1,))
     elif S <= _JOIN_MATRIX_MAX:
-        C = np.tril(np.ones((S, S)), -1) @ L[:, -1]  # L before each segment, (S,)
         lower = np.tril(np.ones((S, S)), -1)  # segment q < s feeds the start of s
+        C = lower @ L[:, -1]  # L before each segment, (S,)
         W = jnp.exp(-jnp.maximum(C[:, None] - (C + L[:, -1])[None, :], 0.0)) * lower
         start = (1.0 - A0) * jnp.exp(-C) + W @ inflow[:, -1]
     else:  # long grids: the same join as a parallel prefix of B -> decay B + inflow
@@ -166,6 +168,4 @@ def solve_quad(model: simulate.Model, grid: QuadGrid) -> tuple[jax.Array, jax.Ar
                          kin.A0[i], grid.h)
         levels[i] = A
         slopes[i] = r * (1.0 - A) - kin.delta[i] * A
-    A = jnp.stack(levels, axis=-1)[jnp.asarray(grid.obs)]
-    ok = jnp.all(jnp.isfinite(A))
-    return jnp.where(jnp.isfinite(A), A, 0.5), ok
+    return finite_levels(jnp.stack(levels, axis=-1)[jnp.asarray(grid.obs)])

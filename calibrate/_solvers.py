@@ -12,7 +12,14 @@ import numpy as np
 
 import simulate
 
-__all__ = ["fixed_substeps", "solve_at", "solve_rk4"]
+__all__ = ["finite_levels", "fixed_substeps", "solve_at", "solve_rk4"]
+
+
+def finite_levels(ys: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(levels, ok)``: non-finite levels replaced by 0.5 (so the likelihood stays finite)
+    and a flag that all were finite (the likelihood then rejects the draw)."""
+    finite = jnp.isfinite(ys)
+    return jnp.where(finite, ys, 0.5), jnp.all(finite)
 
 
 def solve_at(
@@ -42,9 +49,8 @@ def solve_at(
         throw=False,
         adjoint=diffrax.ForwardMode() if forward else diffrax.RecursiveCheckpointAdjoint(),
     )
-    ys = sol.ys[:, : model.size]  # type: ignore[index]
-    ok = (sol.result == diffrax.RESULTS.successful) & jnp.all(jnp.isfinite(ys))
-    return jnp.where(jnp.isfinite(ys), ys, 0.5), ok
+    A, finite = finite_levels(sol.ys[:, : model.size])  # type: ignore[index]
+    return A, (sol.result == diffrax.RESULTS.successful) & finite
 
 
 def fixed_substeps(ts: np.ndarray, dt: float) -> int:
@@ -84,6 +90,4 @@ def solve_rk4(
     # one flat scan instead of a scan per interval (gradient of the 8-run benchmark at
     # dt 2.5: 3.1 ms nested without checkpoint, 2.1 nested, 1.36 flat)
     _, ys = jax.lax.scan(jax.checkpoint(step), model.initial_state(), hs)
-    ys = ys[substeps - 1::substeps]
-    ok = jnp.all(jnp.isfinite(ys))
-    return jnp.where(jnp.isfinite(ys), ys, 0.5), ok
+    return finite_levels(ys[substeps - 1::substeps])
