@@ -35,12 +35,11 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import arviz as az  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import calibrate as cal  # noqa: E402
-from calibrate._compiled import batched_run_params, neg_log_joint_and_grad  # noqa: E402
+from calibrate._compiled import neg_log_joint_and_grad, unflatten  # noqa: E402
 from calibrate._fit import _Flat  # noqa: E402
 
 TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.03, "rho[Z]": 0.03, "delta": 0.002, "b[Y]": 0.05,
@@ -104,12 +103,11 @@ def oracle_mass(post: cal.Posterior, seed: int, warmup: int = 300) -> None:
 
     cm = post.model
     names = tuple(cm.sites())
-    chains, samples = np.shape(post.samples[names[0]])[:2]
+    chains, samples = post.shape
     flat = np.concatenate([np.asarray(post.samples[n]).reshape(chains * samples, -1)
                            for n in names], axis=1)
     pick = np.random.default_rng(seed).choice(len(flat), chains, replace=False)
-    init = {n: jnp.asarray(post.samples[n]).reshape(chains * samples, *shape)[pick]
-            for n, shape in cm.sites().items()}
+    init = unflatten(cm, jnp.asarray(flat[pick]))
     kernel = NUTS(cm.model, dense_mass=[names], adapt_mass_matrix=False,
                   inverse_mass_matrix={names: jnp.asarray(np.cov(flat.T))},
                   max_tree_depth=cm.config.max_tree_depth,
@@ -122,18 +120,18 @@ def oracle_mass(post: cal.Posterior, seed: int, warmup: int = 300) -> None:
     draws = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()
              if k in names}
     seconds = time.perf_counter() - t0
-    theta = np.asarray(batched_run_params(cm, {k: v.reshape(chains * samples, *v.shape[2:])
-                                              for k, v in draws.items()}))[:, 0]
-    ess = {n: float(az.ess(theta[:, i].reshape(chains, samples), method="bulk"))
-           for i, n in enumerate(cm.layout.names)}
-    worst = min(ess, key=ess.__getitem__)
     ex = mcmc.get_extra_fields(group_by_chain=True)
+    stats = {k: np.asarray(ex[k]) for k in ("diverging", "num_steps")}
+    # the same summary (names, ESS) as the fit's
+    s = cal.Posterior(cm, draws, stats, post.map_params).summary()
+    worst = min(s, key=lambda k: s[k]["ess_bulk"])
+    ess = s[worst]["ess_bulk"]
     eps = np.asarray(ex["adapt_state.step_size"])[:, -1]
     print(f"{'oracle':<10} fixed mass = the fit's posterior covariance, {warmup} warm-up: "
-          f"min bulk ESS {ess[worst]:.0f} ({worst}) = {ess[worst] / (chains * samples):.3f} "
-          f"per draw, leapfrog/sample {np.asarray(ex['num_steps']).mean():.0f}, step size "
-          f"{eps.min():.2f}-{eps.max():.2f}, divergences {int(np.asarray(ex['diverging']).sum())}"
-          f", NUTS {seconds:.1f} s")
+          f"min bulk ESS {ess:.0f} ({worst}) = {ess / (chains * samples):.3f} per draw, "
+          f"leapfrog/sample {stats['num_steps'].mean():.0f}, step size "
+          f"{eps.min():.2f}-{eps.max():.2f}, divergences {int(stats['diverging'].sum())}, "
+          f"NUTS {seconds:.1f} s")
 
 
 def run(cfg: cal.FitConfig, d: cal.CurveData, label: str, seed: int = 1
