@@ -8,12 +8,13 @@ well there; a rate sweep separates them.)
 
 Prints wall time and the minimum bulk ESS/s over parameters for the optimised fit
 (the feed-forward ``quad`` likelihood, smooth in the parameters and without a loop over
-time, or ``--solver rk4``; L-BFGS MAP warm start; Laplace-initialised dense mass matrix;
-over-dispersed Laplace starts) and for the same
-model and priors without those optimisations (adaptive Tsit5 at rtol 1e-8, diagonal mass,
-prior-median start) as the baseline, and their ratio. The baseline is run with fewer
-draws (``--baseline-samples``); ESS/s is a rate, so the ratio stays meaningful. Goal on
-2 cores: under 2 minutes and >= 50 bulk ESS/s for every parameter.
+time, or ``--solver rk4``; L-BFGS MAP warm start; NUTS in the sampling coordinates of
+``calibrate._coords``, which straighten the basal corner and the learned-rate ridge;
+Laplace-initialised dense mass matrix; over-dispersed Laplace starts) and for the same
+model and priors without those optimisations (adaptive Tsit5 at rtol 1e-8, the model's own
+coordinates, diagonal mass, prior-median start) as the baseline, and their ratio. The
+baseline is run with fewer draws (``--baseline-samples``); ESS/s is a rate, so the ratio
+stays meaningful. Goal on 2 cores: under 2 minutes and >= 50 bulk ESS/s for every parameter.
 
 Usage: python benchmarks/bench_calibrate.py [--samples N] [--warmup N] [--solver quad|rk4]
        [--baseline-samples N] [--skip-baseline] [--seed N] [--target-accept P]
@@ -40,6 +41,7 @@ import numpy as np  # noqa: E402
 
 import calibrate as cal  # noqa: E402
 from calibrate._compiled import neg_log_joint_and_grad, unflatten  # noqa: E402
+from calibrate._coords import SamplingCoords  # noqa: E402
 from calibrate._fit import _Flat  # noqa: E402
 
 TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.03, "rho[Z]": 0.03, "delta": 0.002, "b[Y]": 0.05,
@@ -93,32 +95,32 @@ def ceiling(post: cal.Posterior, ess: float, goal: float = 50.0) -> None:
 def oracle_mass(post: cal.Posterior, seed: int, warmup: int = 300) -> None:
     """Rerun NUTS with the posterior's own covariance as a fixed dense mass matrix.
 
-    The mass is the covariance of the fit's draws (no mass adaptation, ``warmup`` steps of
-    step-size adaptation, chains started at 4 of the draws): the best a linear
-    preconditioner can do, so the ESS per draw printed is the geometry's bound for NUTS
-    with a dense mass, whatever the warm-up.
+    The mass is the covariance of the fit's draws in the fit's sampling coordinates (no
+    mass adaptation, ``warmup`` steps of step-size adaptation, chains started at 4 of the
+    draws): the best a linear preconditioner can do there, so the ESS per draw printed is
+    the geometry's bound for NUTS with a dense mass, whatever the warm-up.
     """
     from numpyro.infer import MCMC, NUTS
-    from numpyro.infer.initialization import init_to_value
 
     cm = post.model
     names = tuple(cm.sites())
     chains, samples = post.shape
     flat = np.concatenate([np.asarray(post.samples[n]).reshape(chains * samples, -1)
                            for n in names], axis=1)
-    pick = np.random.default_rng(seed).choice(len(flat), chains, replace=False)
-    init = unflatten(cm, jnp.asarray(flat[pick]))
-    kernel = NUTS(cm.model, dense_mass=[names], adapt_mass_matrix=False,
-                  inverse_mass_matrix={names: jnp.asarray(np.cov(flat.T))},
-                  max_tree_depth=cm.config.max_tree_depth,
-                  init_strategy=init_to_value(values={k: v[0] for k, v in init.items()}))
+    coords = SamplingCoords.build(cm, enabled=cm.config.reparam)
+    w = np.asarray(jax.jit(jax.vmap(coords.from_z))(jnp.asarray(flat)))
+    pick = np.random.default_rng(seed).choice(len(w), chains, replace=False)
+    kernel = NUTS(potential_fn=coords.potential, dense_mass=True, adapt_mass_matrix=False,
+                  inverse_mass_matrix=jnp.asarray(np.cov(w.T)),
+                  max_tree_depth=cm.config.max_tree_depth)
     mcmc = MCMC(kernel, num_warmup=warmup, num_samples=samples, num_chains=chains,
                 chain_method="parallel", progress_bar=False)
     t0 = time.perf_counter()
-    mcmc.run(jax.random.key(seed + 1), init_params=init,
+    mcmc.run(jax.random.key(seed + 1), init_params=jnp.asarray(w[pick]),
              extra_fields=("diverging", "num_steps", "adapt_state.step_size"))
-    draws = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()
-             if k in names}
+    zs = jax.jit(jax.vmap(jax.vmap(lambda v: coords.to_z(v)[0])))(
+        mcmc.get_samples(group_by_chain=True))
+    draws = {k: np.asarray(v) for k, v in unflatten(cm, zs).items()}
     seconds = time.perf_counter() - t0
     ex = mcmc.get_extra_fields(group_by_chain=True)
     stats = {k: np.asarray(ex[k]) for k in ("diverging", "num_steps")}
@@ -186,7 +188,8 @@ def main() -> None:
         n = a.baseline_samples
         base = cal.FitConfig(chains=4, samples=n, warmup=n, dense_mass=False,
                              chain_method="vectorized",
-                             laplace_mass=False, map_steps=0, map_starts=1, solver="tsit5",
+                             laplace_mass=False, reparam=False, map_steps=0, map_starts=1,
+                             solver="tsit5",
                              rtol=1e-8, atol=1e-10, hierarchy=LINKS)
         _, b_rate, _ = run(base, d, "baseline", a.seed)
         print(f"ratio: ESS/s {rate / b_rate:.1f}x")

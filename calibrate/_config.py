@@ -197,6 +197,9 @@ class FitConfig:
         svi_steps: SVI optimisation steps.
         dense_mass: Dense mass matrix (recommended for correlated pairs).
         laplace_mass: Start NUTS adaptation from the Laplace covariance at the MAP.
+        reparam: NUTS samples in coordinates that straighten the basal-threshold corner
+            and the learned-rate ridge (see :class:`calibrate._coords.SamplingCoords`);
+            exact, the posterior is unchanged.
         target_accept: NUTS target acceptance probability.
         max_tree_depth: NUTS maximal tree depth.
         forward_mode: Forward-mode derivatives of the ODE solve (``tsit5`` only).
@@ -227,6 +230,7 @@ class FitConfig:
     svi_steps: int = 3000
     dense_mass: bool = True
     laplace_mass: bool = True
+    reparam: bool = True
     target_accept: float = 0.8
     max_tree_depth: int = 8
     forward_mode: bool = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,6 +19,7 @@ from simulate.spec import NetworkSpec
 
 from ._compiled import batched_loglik, neg_log_joint_and_grad, solver_error, unflatten
 from ._config import FitConfig
+from ._coords import SamplingCoords
 from ._data import CurveData
 from ._model import CurveModel, build_model
 from ._posterior import Posterior
@@ -122,38 +124,42 @@ def chain_method(cfg: FitConfig) -> str:
     return "vectorized"
 
 
+@eqx.filter_jit
+def _linearised(coords: SamplingCoords, z: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``w(z)`` and its Jacobian ``dw/dz`` (one compiled program, not ~200 eager ops)."""
+    return coords.from_z(z), jax.jacfwd(coords.from_z)(z)
+
+
 def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool,
           objective=None):
     cfg = cm.config
     k_jit, k_run = jax.random.split(key)
     chains = cfg.chains
-    names, cov = laplace(cm, init, objective=objective)
+    coords = SamplingCoords.build(cm, enabled=cfg.reparam)
+    _, cov_z = laplace(cm, init, objective=objective)
+    # the Laplace approximation carried to the sampling coordinates (w = w(z) linearised)
+    w0, J = _linearised(coords, jnp.asarray(_Flat(cm).flatten(init)))
+    w0, J = np.asarray(w0), np.asarray(J)
+    cov = J @ cov_z @ J.T
+    cov = 0.5 * (cov + cov.T)
     # over-dispersed starts: draws from the Laplace approximation around the MAP
     L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(cov)))
     eps = np.asarray(jax.random.normal(k_jit, (chains, len(cov))))
-    flat = np.concatenate([np.ravel(np.asarray(init[n])) for n in names])
-    starts = flat[None] + eps @ L.T
-    init_params, i = {}, 0
-    for n in names:
-        sh = np.shape(init[n])
-        sz = int(np.prod(sh))
-        init_params[n] = jnp.asarray(starts[:, i:i + sz].reshape(chains, *sh))
-        i += sz
-    imm = {names: jnp.asarray(cov if cfg.dense_mass else np.diag(cov))}
+    starts = w0[None] + eps @ L.T
     kernel = NUTS(
-        cm.model, dense_mass=[names] if cfg.dense_mass else False,
+        potential_fn=coords.potential, dense_mass=cfg.dense_mass,
         target_accept_prob=cfg.target_accept, max_tree_depth=cfg.max_tree_depth,
-        init_strategy=init_to_value(values=init),
         forward_mode_differentiation=cfg.forward_mode,
-        inverse_mass_matrix=imm if cfg.laplace_mass else None,
+        inverse_mass_matrix=(jnp.asarray(cov if cfg.dense_mass else np.diag(cov))
+                             if cfg.laplace_mass else None),
     )
     mcmc = MCMC(kernel, num_warmup=cfg.warmup, num_samples=cfg.samples, num_chains=chains,
                 chain_method=chain_method(cfg), progress_bar=progress)
-    mcmc.run(k_run, init_params=init_params if chains > 1 else
-             {k: v[0] for k, v in init_params.items()},
+    mcmc.run(k_run, init_params=jnp.asarray(starts if chains > 1 else starts[0]),
              extra_fields=("diverging", "num_steps"))
-    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()
-               if k in cm.sites()}
+    w = jnp.reshape(mcmc.get_samples(group_by_chain=True), (chains, cfg.samples, -1))
+    z = jax.jit(jax.vmap(jax.vmap(lambda v: coords.to_z(v)[0])))(w)
+    samples = {k: np.asarray(v) for k, v in unflatten(cm, z).items()}
     extra = mcmc.get_extra_fields(group_by_chain=True)
     stats = {"diverging": np.asarray(extra["diverging"]).reshape(chains, -1),
              "num_steps": np.asarray(extra["num_steps"]).reshape(chains, -1),
