@@ -11,7 +11,7 @@ from ._model import CurveModel
 from ._solvers import fixed_substeps, solve_at
 
 __all__ = ["batched_curves", "batched_loglik", "batched_run_params", "neg_log_joint_and_grad",
-           "solver_error", "unflatten"]
+           "solver_error", "unflatten", "warm_solver_error"]
 
 
 @eqx.filter_jit
@@ -70,12 +70,24 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
     tight adaptive solve (Tsit5, rtol 1e-9, atol 1e-11; seconds to compile).
     """
     if cm.config.solver in ("rk4", "quad"):
-        substeps = cm.substeps * 8
-        gaps = np.diff(np.concatenate([[0.0], np.asarray(cm.ts, dtype=float)]))
-        err, ok = _fine_rk4_error(cm, params, substeps, jnp.asarray(gaps.max() / substeps))
+        err, ok = _fine_rk4_error(cm, params, *_fine_steps(cm))
         if bool(ok):
             return float(err)
     return float(_adaptive_error(cm, params))
+
+
+def warm_solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> None:
+    """Compile :func:`solver_error`'s reference of the fixed-grid solvers (run once at
+    ``params``), e.g. in a thread while the MAP fit keeps the other core busy."""
+    if cm.config.solver in ("rk4", "quad"):
+        jax.block_until_ready(_fine_rk4_error(cm, params, *_fine_steps(cm)))
+
+
+def _fine_steps(cm: CurveModel) -> tuple[int, jax.Array]:
+    """RK4 steps per interval of the reference (8 per solver step) and the longest step."""
+    substeps = cm.substeps * 8
+    gaps = np.diff(np.concatenate([[0.0], np.asarray(cm.ts, dtype=float)]))
+    return substeps, jnp.asarray(gaps.max() / substeps)
 
 
 @eqx.filter_jit
