@@ -197,8 +197,8 @@ class FitConfig:
         svi_steps: SVI optimisation steps.
         dense_mass: Dense mass matrix (recommended for correlated pairs).
         laplace_mass: Start NUTS adaptation from the Laplace covariance at the MAP.
-        reparam: NUTS samples in coordinates that straighten the basal-threshold corner
-            and the learned-rate ridge (see :class:`calibrate._coords.SamplingCoords`);
+        reparam: NUTS samples in coordinates that straighten the basal corner, the edge
+            thresholds and the learned rates (see :class:`calibrate._coords.SamplingCoords`);
             exact, the posterior is unchanged.
         target_accept: NUTS target acceptance probability.
         max_tree_depth: NUTS maximal tree depth.

@@ -140,7 +140,7 @@ def _linearised(coords: SamplingCoords, z: jax.Array) -> tuple[jax.Array, jax.Ar
 def _warm_compile(cm: CurveModel) -> None:
     """Compile (running each once at the prior median) the solver check and, for NUTS,
     the linearised sampling coordinates: XLA compiles on one core, so during the MAP fit
-    this takes the idle one (benchmark: ~1.4 s off the wall time)."""
+    this takes the idle one (benchmark: ~1.7 s off the wall time)."""
     z = jnp.zeros(_Flat(cm).size)
     warm_solver_error(cm, unflatten(cm, z))
     if cm.config.method == "nuts":
