@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 
 import calibrate as cal  # noqa: E402
 from calibrate._compiled import neg_log_joint_and_grad, unflatten  # noqa: E402
-from calibrate._coords import SamplingCoords  # noqa: E402
+from calibrate._coords import SamplingCoords, draws_to_z  # noqa: E402
 from calibrate._fit import _Flat  # noqa: E402
 
 TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.03, "rho[Z]": 0.03, "delta": 0.002, "b[Y]": 0.05,
@@ -118,8 +118,7 @@ def oracle_mass(post: cal.Posterior, seed: int, warmup: int = 300) -> None:
     t0 = time.perf_counter()
     mcmc.run(jax.random.key(seed + 1), init_params=jnp.asarray(w[pick]),
              extra_fields=("diverging", "num_steps", "adapt_state.step_size"))
-    zs = jax.jit(jax.vmap(jax.vmap(lambda v: coords.to_z(v)[0])))(
-        mcmc.get_samples(group_by_chain=True))
+    zs = draws_to_z(coords, mcmc.get_samples(group_by_chain=True))
     draws = {k: np.asarray(v) for k, v in unflatten(cm, zs).items()}
     seconds = time.perf_counter() - t0
     ex = mcmc.get_extra_fields(group_by_chain=True)

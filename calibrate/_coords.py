@@ -50,7 +50,7 @@ import simulate
 from ._compiled import unflatten
 from ._model import CurveModel
 
-__all__ = ["CORNER_LEVEL", "EDGE_LEVEL", "SamplingCoords"]
+__all__ = ["CORNER_LEVEL", "EDGE_LEVEL", "SamplingCoords", "draws_to_z"]
 
 CORNER_LEVEL = 0.12  # regulator level (in units of K) of the corner's occupancy h
 EDGE_LEVEL = 1.0  # regulator level of an edge's sampled occupancy log-odds q (learned)
@@ -161,7 +161,7 @@ class SamplingCoords(eqx.Module):
         for iK, jn in self.edges:  # q = n log(K / a): log K = log a + q / n
             log_n = loc[jn] + scale[jn] * z[jn]
             z = z.at[iK].set((math.log(EDGE_LEVEL) + w[iK] * jnp.exp(-log_n) - loc[iK]) / scale[iK])
-            logdet = logdet - log_n - math.log(scale[iK])
+            logdet = logdet - log_n - jnp.log(scale[iK])
         for (ir, _, _), lr in zip(self.shears, self._learned_log_rates(z), strict=True):
             z = z.at[ir].add(-lr / scale[ir])
         return z, logdet
@@ -188,3 +188,10 @@ class SamplingCoords(eqx.Module):
         """NUTS's potential: minus the log joint at ``z(w)`` minus ``log |det dz/dw|``."""
         z, logdet = self.to_z(w)
         return -(self.cm.log_joint_fn()(unflatten(self.cm, z)) + logdet)
+
+
+@eqx.filter_jit
+def draws_to_z(coords: SamplingCoords, w: jax.Array) -> jax.Array:
+    """``z`` of a batch of draws ``w`` of shape ``(..., P)`` (one compiled program)."""
+    flat = jnp.reshape(w, (-1, w.shape[-1]))
+    return jnp.reshape(jax.vmap(lambda v: coords.to_z(v)[0])(flat), w.shape)

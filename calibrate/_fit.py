@@ -26,7 +26,7 @@ from ._compiled import (
     warm_solver_error,
 )
 from ._config import FitConfig
-from ._coords import SamplingCoords
+from ._coords import SamplingCoords, draws_to_z
 from ._data import CurveData
 from ._model import CurveModel, build_model
 from ._posterior import Posterior
@@ -140,11 +140,13 @@ def _linearised(coords: SamplingCoords, z: jax.Array) -> tuple[jax.Array, jax.Ar
 def _warm_compile(cm: CurveModel) -> None:
     """Compile (running each once at the prior median) the solver check and, for NUTS,
     the linearised sampling coordinates: XLA compiles on one core, so during the MAP fit
-    this takes the idle one (benchmark: ~1.7 s off the wall time)."""
+    this takes the idle one (benchmark: ~1.7 s off the wall time; also compiling
+    :func:`draws_to_z` here made the MAP itself 1 s slower, a net loss)."""
+    cfg = cm.config
     z = jnp.zeros(_Flat(cm).size)
     warm_solver_error(cm, unflatten(cm, z))
-    if cm.config.method == "nuts":
-        _linearised(SamplingCoords.build(cm, enabled=cm.config.reparam), z)
+    if cfg.method == "nuts":
+        _linearised(SamplingCoords.build(cm, enabled=cfg.reparam), z)
 
 
 def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool,
@@ -175,8 +177,7 @@ def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: 
     mcmc.run(k_run, init_params=jnp.asarray(starts if chains > 1 else starts[0]),
              extra_fields=("diverging", "num_steps"))
     w = jnp.reshape(mcmc.get_samples(group_by_chain=True), (chains, cfg.samples, -1))
-    z = jax.jit(jax.vmap(jax.vmap(lambda v: coords.to_z(v)[0])))(w)
-    samples = {k: np.asarray(v) for k, v in unflatten(cm, z).items()}
+    samples = {k: np.asarray(v) for k, v in unflatten(cm, draws_to_z(coords, w)).items()}
     extra = mcmc.get_extra_fields(group_by_chain=True)
     stats = {"diverging": np.asarray(extra["diverging"]).reshape(chains, -1),
              "num_steps": np.asarray(extra["num_steps"]).reshape(chains, -1),

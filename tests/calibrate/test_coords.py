@@ -8,7 +8,7 @@ from numpyro.infer import MCMC, NUTS
 from scipy import stats
 
 import calibrate as cal
-from calibrate._coords import CORNER_LEVEL, EDGE_LEVEL, SamplingCoords
+from calibrate._coords import CORNER_LEVEL, EDGE_LEVEL, SamplingCoords, draws_to_z
 from calibrate._fit import _Flat
 
 TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.05, "rho[Z]": 0.06, "delta": 0.002, "b[Y]": 0.05,
@@ -107,7 +107,7 @@ def test_nuts_in_sampling_coordinates_draws_the_prior():
     mcmc = MCMC(NUTS(potential_fn=potential, dense_mass=True), num_warmup=500,
                 num_samples=3000, progress_bar=False)
     mcmc.run(jax.random.key(0), init_params=sc.from_z(jnp.zeros(size)))
-    z = np.asarray(jax.jit(jax.vmap(lambda v: sc.to_z(v)[0]))(mcmc.get_samples()))
+    z = np.asarray(draws_to_z(sc, mcmc.get_samples()))
     lay = cm.layout
     for name in ("b[Y]", "n[X->Y]", "rho[Y]", "rho[Z]", "K[Y->Z]", "n[Y->Z]"):
         x = z[:, lay.index(name)][::3]  # thinned: roughly independent draws for the test
