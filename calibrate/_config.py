@@ -200,6 +200,8 @@ class FitConfig:
         reparam: NUTS samples in coordinates that straighten the basal corner, the edge
             thresholds and the learned rates (see :class:`calibrate._coords.SamplingCoords`);
             exact, the posterior is unchanged.
+        pool_adaptation: NUTS warm-up pools the chains' draws for every mass-matrix
+            estimate (parallel or vectorised chains; see :mod:`calibrate._sampler`).
         target_accept: NUTS target acceptance probability.
         max_tree_depth: NUTS maximal tree depth.
         forward_mode: Forward-mode derivatives of the ODE solve (``tsit5`` only).
@@ -231,6 +233,7 @@ class FitConfig:
     dense_mass: bool = True
     laplace_mass: bool = True
     reparam: bool = True
+    pool_adaptation: bool = True
     target_accept: float = 0.8
     max_tree_depth: int = 8
     forward_mode: bool = False
@@ -253,6 +256,9 @@ class FitConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
+        for name in ("dense_mass", "laplace_mass", "reparam", "pool_adaptation", "forward_mode"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.chain_method not in _CHAIN_METHODS:
             raise ConfigError(f"chain_method must be one of {_CHAIN_METHODS}, "
                               f"got {self.chain_method!r}")

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
+from numpyro.infer import SVI, Trace_ELBO
 from numpyro.infer.autoguide import AutoMultivariateNormal
 from numpyro.infer.initialization import init_to_value
 
@@ -26,10 +26,11 @@ from ._compiled import (
     warm_solver_error,
 )
 from ._config import FitConfig
-from ._coords import SamplingCoords, draws_to_z
+from ._coords import SamplingCoords
 from ._data import CurveData
 from ._model import CurveModel, build_model
 from ._posterior import Posterior
+from ._sampler import compile_chains, run_chains
 
 __all__ = ["chain_method", "fit", "fit_model", "laplace", "map_fit"]
 
@@ -139,14 +140,25 @@ def _linearised(coords: SamplingCoords, z: jax.Array) -> tuple[jax.Array, jax.Ar
 
 def _warm_compile(cm: CurveModel) -> None:
     """Compile (running each once at the prior median) the solver check and, for NUTS,
-    the linearised sampling coordinates: XLA compiles on one core, so during the MAP fit
-    this takes the idle one (benchmark: ~1.7 s off the wall time; also compiling
-    :func:`draws_to_z` here made the MAP itself 1 s slower, a net loss)."""
+    the linearised sampling coordinates, in a thread during the MAP fit (benchmark: ~1.7 s
+    off the wall time). Compiling the NUTS chains there too was a net loss (XLA's compile
+    of that program keeps ~1.5 cores busy: the MAP slowed from 5 s to 11-15 s)."""
     cfg = cm.config
     z = jnp.zeros(_Flat(cm).size)
     warm_solver_error(cm, unflatten(cm, z))
     if cfg.method == "nuts":
         _linearised(SamplingCoords.build(cm, enabled=cfg.reparam), z)
+
+
+class _Ticker:
+    """Progress bar fed by the compiled chains' host callbacks (opened when sampling starts)."""
+
+    def __init__(self) -> None:
+        self.bar = None
+
+    def __call__(self, n) -> None:
+        if self.bar is not None:
+            self.bar.update(int(np.sum(n)))  # batched chains: one count per chain
 
 
 def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool,
@@ -165,23 +177,27 @@ def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: 
     L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(cov)))
     eps = np.asarray(jax.random.normal(k_jit, (chains, len(cov))))
     starts = w0[None] + eps @ L.T
-    kernel = NUTS(
-        potential_fn=coords.potential, dense_mass=cfg.dense_mass,
-        target_accept_prob=cfg.target_accept, max_tree_depth=cfg.max_tree_depth,
-        forward_mode_differentiation=cfg.forward_mode,
-        inverse_mass_matrix=(jnp.asarray(cov if cfg.dense_mass else np.diag(cov))
-                             if cfg.laplace_mass else None),
-    )
-    mcmc = MCMC(kernel, num_warmup=cfg.warmup, num_samples=cfg.samples, num_chains=chains,
-                chain_method=chain_method(cfg), progress_bar=progress)
-    mcmc.run(k_run, init_params=jnp.asarray(starts if chains > 1 else starts[0]),
-             extra_fields=("diverging", "num_steps"))
-    w = jnp.reshape(mcmc.get_samples(group_by_chain=True), (chains, cfg.samples, -1))
-    samples = {k: np.asarray(v) for k, v in unflatten(cm, draws_to_z(coords, w)).items()}
-    extra = mcmc.get_extra_fields(group_by_chain=True)
-    stats = {"diverging": np.asarray(extra["diverging"]).reshape(chains, -1),
-             "num_steps": np.asarray(extra["num_steps"]).reshape(chains, -1),
-             "chain_method": np.asarray(mcmc.chain_method)}
+    if not cfg.laplace_mass:
+        cov = np.eye(len(cov))
+    ticker = _Ticker() if progress else None
+    prog = compile_chains(coords.potential, len(w0), cfg, chain_method(cfg), tick=ticker,
+                          transform=lambda w: coords.to_z(w)[0])
+    if ticker is not None:
+        from tqdm.auto import tqdm
+
+        ticker.bar = tqdm(total=chains * (cfg.warmup + cfg.samples), desc="NUTS",
+                          unit="it", leave=False)
+    try:
+        z, run = run_chains(prog, key=k_run, starts=starts,
+                            inverse_mass=cov if cfg.dense_mass else np.diag(cov))
+        samples = {k: np.asarray(v) for k, v in unflatten(cm, z).items()}
+        if ticker is not None and ticker.bar is not None:  # callbacks still in flight
+            ticker.bar.update(max(0, int(ticker.bar.total or 0) - ticker.bar.n))
+    finally:
+        if ticker is not None and ticker.bar is not None:
+            ticker.bar.close()
+    stats = {"diverging": run["diverging"], "num_steps": run["num_steps"],
+             "step_size": run["step_size"], "chain_method": np.asarray(prog.chain_method)}
     return samples, stats
 
 

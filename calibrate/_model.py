@@ -196,10 +196,7 @@ class CurveModel(eqx.Module):
 
     def with_params(self, theta: jax.Array) -> simulate.Model:
         """The simulate model with natural parameter vector ``theta`` (D,) written in."""
-        m = self.base
-        for i, name in enumerate(self.layout.names):
-            m = simulate.set_param(m, name, theta[i])
-        return m
+        return simulate.param_setter(self.base, self.layout.names)(self.base, theta)
 
     def curves(self, theta_runs: jax.Array, ts=None, substeps: int | None = None,
                solver: str | None = None) -> tuple[jax.Array, jax.Array]:

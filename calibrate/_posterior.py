@@ -207,6 +207,7 @@ class Posterior:
             "ess_tail_min": min(et, default=float("nan")),
             "divergences": div, "mean_leapfrog_steps": float(steps.mean()) if steps.size else 0.0,
             "chain_method": str(self.stats.get("chain_method", "")),
+            "step_size": [float(e) for e in np.ravel(self.stats.get("step_size", []))],
             "timing_s": self.timing,
             "is_pareto_k": float(self.stats.get("is_pareto_k", float("nan"))),
             "solver_error": ode_err,

@@ -28,6 +28,7 @@ from ._network import as_network as as_network
 from ._params import get_param as get_param
 from ._params import make_model as make_model
 from ._params import param_names as param_names
+from ._params import param_setter as param_setter
 from ._params import set_param as set_param
 from ._params import set_params as set_params
 from ._phase import PhaseResult as PhaseResult

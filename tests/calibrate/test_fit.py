@@ -128,6 +128,7 @@ def test_nuts_tiny_pipeline():
     assert post.stats["num_steps"].max() <= 15
     d = post.diagnostics()
     assert {"r_hat_max", "ess_bulk_min", "divergences", "warnings"} <= set(d)
+    assert len(d["step_size"]) == 2 and min(d["step_size"]) > 0
 
 
 @pytest.mark.slow
