@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -154,7 +155,7 @@ class _Ticker:
     """Progress bar fed by the compiled chains' host callbacks (opened when sampling starts)."""
 
     def __init__(self) -> None:
-        self.bar = None
+        self.bar: Any = None  # a tqdm bar while sampling
 
     def __call__(self, n) -> None:
         if self.bar is not None:

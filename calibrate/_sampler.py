@@ -96,7 +96,8 @@ def _one_chain(key, w0, inv_mass, *, potential, cfg: FitConfig, pooled: bool, ti
 
     def pool(st):
         ad = st.adapt_state
-        mm = pool_moments(*ad.mm_state, _AXIS)
+        mean, m2, n = ad.mm_state
+        mm = pool_moments(mean, m2, n, _AXIS)
         return st._replace(adapt_state=ad._replace(mm_state=mm))
 
     def body(st, i):
