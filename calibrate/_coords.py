@@ -45,8 +45,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import simulate
-
 from ._compiled import unflatten
 from ._model import CurveModel
 
@@ -130,11 +128,7 @@ class SamplingCoords(eqx.Module):
         lay = self.cm.layout
         D = lay.size
         theta = lay.to_natural(jnp.asarray(lay.loc) + jnp.asarray(lay.scale) * z[:D])
-        model = self.cm.base
-        for k, (name, base) in enumerate(zip(lay.names, lay.bases, strict=True)):
-            if base in ("K", "n"):  # only the edges enter the regulation
-                model = simulate.set_param(model, name, theta[k])
-        net = model.network
+        net = self.cm.with_params(theta).network  # only its edges enter the regulation
         ones = jnp.ones(net.size, theta.dtype)
         out = []
         for _, ib, i in self.shears:

@@ -151,15 +151,29 @@ def _warm_compile(cm: CurveModel) -> None:
         _linearised(SamplingCoords.build(cm, enabled=cfg.reparam), z)
 
 
-class _Ticker:
-    """Progress bar fed by the compiled chains' host callbacks (opened when sampling starts)."""
+class _Progress:
+    """Progress bar of the NUTS chains, fed by the compiled program's host callbacks;
+    shown from :meth:`start` (after compilation) to :meth:`finish`."""
 
-    def __init__(self) -> None:
-        self.bar: Any = None  # a tqdm bar while sampling
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.bar: Any = None
 
     def __call__(self, n) -> None:
         if self.bar is not None:
             self.bar.update(int(np.sum(n)))  # batched chains: one count per chain
+
+    def start(self) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=self.total, desc="NUTS", unit="it", leave=False)
+
+    def finish(self, complete: bool) -> None:
+        if self.bar is None:
+            return
+        if complete:  # callbacks may still be in flight when the draws are back
+            self.bar.update(max(0, self.total - self.bar.n))
+        self.bar.close()
 
 
 def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool,
@@ -180,23 +194,20 @@ def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: 
     starts = w0[None] + eps @ L.T
     if not cfg.laplace_mass:
         cov = np.eye(len(cov))
-    ticker = _Ticker() if progress else None
-    prog = compile_chains(coords.potential, len(w0), cfg, chain_method(cfg), tick=ticker,
+    bar = _Progress(chains * (cfg.warmup + cfg.samples)) if progress else None
+    prog = compile_chains(coords.potential, len(w0), cfg, chain_method(cfg), tick=bar,
                           transform=lambda w: coords.to_z(w)[0])
-    if ticker is not None:
-        from tqdm.auto import tqdm
-
-        ticker.bar = tqdm(total=chains * (cfg.warmup + cfg.samples), desc="NUTS",
-                          unit="it", leave=False)
+    done = False
+    if bar is not None:
+        bar.start()
     try:
         z, run = run_chains(prog, key=k_run, starts=starts,
                             inverse_mass=cov if cfg.dense_mass else np.diag(cov))
         samples = {k: np.asarray(v) for k, v in unflatten(cm, z).items()}
-        if ticker is not None and ticker.bar is not None:  # callbacks still in flight
-            ticker.bar.update(max(0, int(ticker.bar.total or 0) - ticker.bar.n))
+        done = True
     finally:
-        if ticker is not None and ticker.bar is not None:
-            ticker.bar.close()
+        if bar is not None:
+            bar.finish(done)
     stats = {"diverging": run["diverging"], "num_steps": run["num_steps"],
              "step_size": run["step_size"], "chain_method": np.asarray(prog.chain_method)}
     return samples, stats

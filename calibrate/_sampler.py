@@ -45,13 +45,11 @@ class ChainProgram:
             axis.
         chain_method: ``parallel``, ``vectorized`` or ``sequential``.
         chains: Number of chains ``C``.
-        size: Length ``P`` of the sampled vector.
     """
 
     compiled: Any
     chain_method: str
     chains: int
-    size: int
 
 
 def window_ends(warmup: int) -> np.ndarray:
@@ -165,7 +163,7 @@ def compile_chains(potential: Callable[[jax.Array], jax.Array], size: int, cfg: 
         fn = jax.jit(lambda k, w, m: jax.lax.map(lambda kw: chain(kw[0], kw[1], m), (k, w)))
     else:
         raise ValueError(f"unknown chain_method {chain_method!r}")
-    return ChainProgram(fn.lower(key_t, starts_t, mass_t).compile(), chain_method, C, P)
+    return ChainProgram(fn.lower(key_t, starts_t, mass_t).compile(), chain_method, C)
 
 
 def run_chains(program: ChainProgram, *, key: jax.Array, starts: np.ndarray,
@@ -180,9 +178,9 @@ def run_chains(program: ChainProgram, *, key: jax.Array, starts: np.ndarray,
 
     Returns:
         ``(draws, stats)``: draws ``(C, S, P)`` (transformed, if the program has a
-        transform); ``stats`` holds ``diverging`` and
-        ``num_steps`` (leapfrog steps) ``(C, S)``, and the adapted ``step_size`` ``(C,)``
-        and ``inverse_mass`` ``(C, P, P)`` or ``(C, P)``.
+        transform); ``stats`` holds ``diverging`` and ``num_steps`` (leapfrog steps)
+        ``(C, S)``, and the adapted ``step_size`` ``(C,)`` and ``inverse_mass``
+        ``(C, P, P)`` or ``(C, P)``.
     """
     keys = jax.random.split(key, program.chains)
     w, div, steps, eps, inv = program.compiled(keys, jnp.asarray(starts, float),
