@@ -27,7 +27,7 @@ from ._compiled import (
     warm_solver_error,
 )
 from ._config import FitConfig
-from ._coords import SamplingCoords
+from ._coords import SamplingCoords, start_energies
 from ._data import CurveData
 from ._model import CurveModel, build_model
 from ._posterior import Posterior
@@ -179,6 +179,7 @@ class _Progress:
 def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool,
           objective=None):
     cfg = cm.config
+    objective = objective or _neg_value_and_grad(cm)
     k_jit, k_run = jax.random.split(key)
     chains = cfg.chains
     coords = SamplingCoords.build(cm, enabled=cfg.reparam)
@@ -195,13 +196,17 @@ def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: 
     if not cfg.laplace_mass:
         cov = np.eye(len(cov))
     bar = _Progress(chains * (cfg.warmup + cfg.samples)) if progress else None
-    prog = compile_chains(coords.potential, len(w0), cfg, chain_method(cfg), tick=bar,
-                          transform=lambda w: coords.to_z(w)[0])
+    # the starts' energies (a small program: ~1.5 s to compile) beside the chains' compile
+    with ThreadPoolExecutor(1) as pool:
+        energy = pool.submit(start_energies, coords, starts, objective[1])
+        prog = compile_chains(coords.potential, len(w0), cfg, chain_method(cfg), tick=bar,
+                              transform=lambda w: coords.to_z(w)[0])
+        energy = energy.result()
     done = False
     if bar is not None:
         bar.start()
     try:
-        z, run = run_chains(prog, key=k_run, starts=starts,
+        z, run = run_chains(prog, key=k_run, starts=starts, energy=energy,
                             inverse_mass=cov if cfg.dense_mass else np.diag(cov))
         samples = {k: np.asarray(v) for k, v in unflatten(cm, z).items()}
         done = True

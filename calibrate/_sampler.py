@@ -8,6 +8,10 @@ covariance of all chains' draws: ``chains`` times as many, spread over the regio
 chains explore. On the calibrate benchmark (4 chains, 1000 + 1000, seeds 6-10) the
 minimum bulk ESS went from 1073-1413 (mean 1200) with per-chain estimates to 1441-1787
 (mean 1598), and divergences from 88 to 56 in all; over seeds 1-10 pooled: 906-1787.
+The step size is shared too: at the end of the warm-up every chain takes the smallest of
+the chains' dual-averaging step sizes, so no chain samples with a step that only suited
+the region it happened to adapt in (seeds 1-10 of the benchmark: 9 divergences in all
+against 47 with per-chain step sizes, minimum bulk ESS 1310-2100 against 1317-2004).
 The program is built from shapes alone (:func:`compile_chains`); compiling it in a thread
 during the MAP fit was measured and rejected (XLA's compile keeps ~1.5 cores busy and the
 MAP slowed from 5 s to 11-15 s).
@@ -26,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer.hmc import hmc
 from numpyro.infer.hmc_util import build_adaptation_schedule
+from numpyro.infer.util import ParamInfo
 
 from ._config import FitConfig
 
@@ -40,16 +45,19 @@ class ChainProgram:
     """A compiled NUTS program for one model and configuration.
 
     Attributes:
-        compiled: The XLA executable ``(keys, starts, inverse mass) -> (draws,
-            diverging, num_steps, step size, inverse mass)``, each with a leading chain
-            axis.
+        compiled: The XLA executable ``(keys, starts, their potential energies and
+            gradients, inverse mass) -> (draws, diverging, num_steps, step size, inverse
+            mass)``, each with a leading chain axis.
         chain_method: ``parallel``, ``vectorized`` or ``sequential``.
         chains: Number of chains ``C``.
+        potential: The potential energy of one flat vector (for starts given without
+            their energies).
     """
 
     compiled: Any
     chain_method: str
     chains: int
+    potential: Callable[[jax.Array], jax.Array]
 
 
 def window_ends(warmup: int) -> np.ndarray:
@@ -75,17 +83,19 @@ def pool_moments(mean: jax.Array, m2: jax.Array, n: jax.Array, axis_name: str
     return mu, m2_all, jax.lax.psum(n, axis_name)
 
 
-def _one_chain(key, w0, inv_mass, *, potential, cfg: FitConfig, pooled: bool, tick,
+def _one_chain(key, w0, pe0, g0, inv_mass, *, potential, cfg: FitConfig, pooled: bool, tick,
                transform):
     """Warm-up and sampling of one chain (under a map over ``_AXIS`` when ``pooled``);
     returns the sampling phase's draws ``(S, P)``, divergences and leapfrog steps
     ``(S,)``, and the adapted step size and inverse mass matrix."""
     init_kernel, sample_kernel = hmc(potential_fn=potential, algo="NUTS")
-    # (Starting with a zero gradient instead of the exact one would save ~3 s of an 11 s
-    # compile, but measured on the benchmark the first trajectory then takes chains far
-    # off and the pooled estimates with them: min ESS 479-1769 against 1441-1787.)
+    # the start's exact energy and gradient come in, computed outside: the potential's
+    # gradient is traced once, in the trajectories, not a second time here (-3 s of an
+    # 11 s compile on the benchmark; a zero gradient instead took the first trajectories
+    # far off: min ESS 479-1769 against 1441-1787)
     state = init_kernel(
-        w0, cfg.warmup, inverse_mass_matrix=inv_mass, dense_mass=cfg.dense_mass,
+        ParamInfo(w0, pe0, g0), cfg.warmup, inverse_mass_matrix=inv_mass,
+        dense_mass=cfg.dense_mass,
         target_accept_prob=cfg.target_accept, max_tree_depth=cfg.max_tree_depth,
         forward_mode_differentiation=cfg.forward_mode, rng_key=key)
     total = cfg.warmup + cfg.samples
@@ -98,10 +108,16 @@ def _one_chain(key, w0, inv_mass, *, potential, cfg: FitConfig, pooled: bool, ti
         mm = pool_moments(mean, m2, n, _AXIS)
         return st._replace(adapt_state=ad._replace(mm_state=mm))
 
+    def share_step_size(st):
+        ad = st.adapt_state
+        return st._replace(adapt_state=ad._replace(step_size=jax.lax.pmin(ad.step_size, _AXIS)))
+
     def body(st, i):
         if pooled and ends.size:
             st = jax.lax.cond(jnp.any(i == ends), pool, lambda s: s, st)
         st = sample_kernel(st)
+        if pooled:  # the warm-up's last update sets the step size: all chains take the least
+            st = jax.lax.cond(i == cfg.warmup - 1, share_step_size, lambda s: s, st)
         if tick is not None:
             # a per-chain count (the position is batched), so vectorised chains each report
             n = st.z[0] * 0 + every
@@ -154,20 +170,24 @@ def compile_chains(potential: Callable[[jax.Array], jax.Array], size: int, cfg: 
     f64 = jnp.result_type(float)
     key_t = jax.eval_shape(lambda: jax.random.split(jax.random.key(0), C))
     starts_t = jax.ShapeDtypeStruct((C, P), f64)
+    pe_t = jax.ShapeDtypeStruct((C,), f64)
     mass_t = jax.ShapeDtypeStruct((P, P) if cfg.dense_mass else (P,), f64)
     if chain_method == "parallel":
-        fn = jax.pmap(chain, axis_name=_AXIS, in_axes=(0, 0, None))
+        fn = jax.pmap(chain, axis_name=_AXIS, in_axes=(0, 0, 0, 0, None))
     elif chain_method == "vectorized":
-        fn = jax.jit(jax.vmap(chain, axis_name=_AXIS, in_axes=(0, 0, None)))
+        fn = jax.jit(jax.vmap(chain, axis_name=_AXIS, in_axes=(0, 0, 0, 0, None)))
     elif chain_method == "sequential":
-        fn = jax.jit(lambda k, w, m: jax.lax.map(lambda kw: chain(kw[0], kw[1], m), (k, w)))
+        fn = jax.jit(lambda k, w, e, g, m: jax.lax.map(lambda a: chain(*a, m), (k, w, e, g)))
     else:
         raise ValueError(f"unknown chain_method {chain_method!r}")
-    return ChainProgram(fn.lower(key_t, starts_t, mass_t).compile(), chain_method, C)
+    compiled = fn.lower(key_t, starts_t, pe_t, starts_t, mass_t).compile()
+    return ChainProgram(compiled, chain_method, C, potential)
 
 
 def run_chains(program: ChainProgram, *, key: jax.Array, starts: np.ndarray,
-               inverse_mass: np.ndarray) -> tuple[jax.Array, dict[str, np.ndarray]]:
+               inverse_mass: np.ndarray,
+               energy: tuple[np.ndarray, np.ndarray] | None = None,
+               ) -> tuple[jax.Array, dict[str, np.ndarray]]:
     """Run a compiled program.
 
     Args:
@@ -175,6 +195,8 @@ def run_chains(program: ChainProgram, *, key: jax.Array, starts: np.ndarray,
         key: PRNG key (keyword-only), split into one key per chain.
         starts: Chain starts in sampling coordinates, ``(C, P)``.
         inverse_mass: Initial inverse mass matrix, ``(P, P)`` dense or ``(P,)`` diagonal.
+        energy: The potential energies ``(C,)`` and gradients ``(C, P)`` at ``starts``
+            if known (else computed here, one more compile).
 
     Returns:
         ``(draws, stats)``: draws ``(C, S, P)`` (transformed, if the program has a
@@ -183,7 +205,11 @@ def run_chains(program: ChainProgram, *, key: jax.Array, starts: np.ndarray,
         ``(C, P, P)`` or ``(C, P)``.
     """
     keys = jax.random.split(key, program.chains)
-    w, div, steps, eps, inv = program.compiled(keys, jnp.asarray(starts, float),
+    starts = jnp.asarray(starts, float)
+    if energy is None:
+        energy = jax.jit(jax.vmap(jax.value_and_grad(program.potential)))(starts)
+    pe, grad = (jnp.asarray(a, float) for a in energy)
+    w, div, steps, eps, inv = program.compiled(keys, starts, pe, grad,
                                                jnp.asarray(inverse_mass, float))
     stats = {"diverging": np.asarray(div), "num_steps": np.asarray(steps),
              "step_size": np.asarray(eps), "inverse_mass": np.asarray(inv)}

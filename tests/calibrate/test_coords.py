@@ -8,7 +8,13 @@ from numpyro.infer import MCMC, NUTS
 from scipy import stats
 
 import calibrate as cal
-from calibrate._coords import CORNER_LEVEL, EDGE_LEVEL, SamplingCoords, draws_to_z
+from calibrate._coords import (
+    CORNER_LEVEL,
+    EDGE_LEVEL,
+    SamplingCoords,
+    draws_to_z,
+    start_energies,
+)
 from calibrate._fit import _Flat
 
 TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.05, "rho[Z]": 0.06, "delta": 0.002, "b[Y]": 0.05,
@@ -56,11 +62,12 @@ def test_which_coordinates_change():
     names = c1.cm.layout.names
     assert [(names[i], names[j]) for i, j in c1.corners] == [("b[Y]", "n[X->Y]")]
     assert [names[i] for i, _, _ in c1.shears] == ["rho[Y]", "rho[Z]"]
+    assert [names[c1.shears[k][1]] for k in c1.basal] == ["b[Z]"]  # b[Y] is in the corner
     assert [(names[i], names[j]) for i, j in c1.edges] == [("K[X->Z]", "n[X->Z]"),
                                                            ("K[Y->Z]", "n[Y->Z]")]
     # X -| Y: Y's only edge represses, so no basal corner (its occupancy is ~1 when X is low)
     c2 = SamplingCoords.build(_model("C2"))
-    assert c2.corners == () and len(c2.edges) == 3
+    assert c2.corners == () and len(c2.edges) == 3 and len(c2.basal) == 2
     off = SamplingCoords.build(_model("C1"), enabled=False)
     assert off.identity
     w = jnp.linspace(-1.0, 1.0, _Flat(off.cm).size)
@@ -70,8 +77,9 @@ def test_which_coordinates_change():
 
 def test_closed_forms_of_the_sampled_coordinates():
     """The sampled corner is (logit(2T - b), logit(b / T)) with T = b + (1 - b) c^n/(1 + c^n),
-    an edge's sampled threshold is n log(K / a), and the sampled rate of Y is
-    log rho + log(b + (1 - b) / (1 + K^n)) (its Hill occupancy at level 1)."""
+    an edge's sampled threshold is n log(K / a), the sampled rate of Y is
+    log rho + log(b + (1 - b) / (1 + K^n)) (its Hill occupancy at level 1), and Z's
+    sampled basal term is logit b - log G with G = h_X(1) h_Y(1) (C1's AND gate)."""
     cm = _model("C1")
     sc = SamplingCoords.build(cm)
     lay = cm.layout
@@ -91,6 +99,29 @@ def test_closed_forms_of_the_sampled_coordinates():
     i_r = lay.index("rho[Y]")
     learned = np.log(p["rho[Y]"]) + np.log(b + (1 - b) / (1 + K**n))
     np.testing.assert_allclose(lay.loc[i_r] + lay.scale[i_r] * w[i_r], learned, rtol=1e-10)
+    G = 1 / (1 + p["K[X->Z]"] ** p["n[X->Z]"]) / (1 + p["K[Y->Z]"] ** p["n[Y->Z]"])
+    i_bz = lay.index("b[Z]")
+    np.testing.assert_allclose(lay.loc[i_bz] + lay.scale[i_bz] * w[i_bz],
+                               logit(p["b[Z]"]) - np.log(G), rtol=1e-10)
+    i_rz = lay.index("rho[Z]")
+    learned_z = np.log(p["rho[Z]"]) + np.log(p["b[Z]"] + (1 - p["b[Z]"]) * G)
+    np.testing.assert_allclose(lay.loc[i_rz] + lay.scale[i_rz] * w[i_rz], learned_z,
+                               rtol=1e-10)
+
+
+@pytest.mark.parametrize("motif", ["C1", "I1-OR"])
+def test_start_energies_are_the_potential_and_its_gradient(motif):
+    """The chain rule through to_z from the model's own objective gives NUTS's potential
+    and its gradient (oracle: autodiff of the potential itself)."""
+    from calibrate._compiled import neg_log_joint_and_grad
+
+    cm = _model(motif)
+    sc = SamplingCoords.build(cm)
+    w = 0.5 * np.asarray(jax.random.normal(jax.random.key(2), (3, _Flat(cm).size)))
+    pe, grad = start_energies(sc, w, lambda z: neg_log_joint_and_grad(cm, jnp.asarray(z)))
+    ref_pe, ref_grad = jax.vmap(jax.value_and_grad(sc.potential))(jnp.asarray(w))
+    np.testing.assert_allclose(pe, np.asarray(ref_pe), rtol=1e-10)
+    np.testing.assert_allclose(grad, np.asarray(ref_grad), rtol=1e-7, atol=1e-8)
 
 
 def test_nuts_in_sampling_coordinates_draws_the_prior():
@@ -109,7 +140,7 @@ def test_nuts_in_sampling_coordinates_draws_the_prior():
     mcmc.run(jax.random.key(0), init_params=sc.from_z(jnp.zeros(size)))
     z = np.asarray(draws_to_z(sc, mcmc.get_samples()))
     lay = cm.layout
-    for name in ("b[Y]", "n[X->Y]", "rho[Y]", "rho[Z]", "K[Y->Z]", "n[Y->Z]"):
+    for name in ("b[Y]", "n[X->Y]", "rho[Y]", "rho[Z]", "b[Z]", "K[Y->Z]", "n[Y->Z]"):
         x = z[:, lay.index(name)][::3]  # thinned: roughly independent draws for the test
         assert abs(x.mean()) < 0.15 and abs(x.std() - 1.0) < 0.12, name
         assert stats.kstest(x, "norm").pvalue > 1e-3, name

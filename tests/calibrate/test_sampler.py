@@ -65,6 +65,8 @@ def test_chains_draw_a_correlated_gaussian(method, pool):
     spread = np.max(np.abs(inv - inv.mean(0)) / np.sqrt(np.outer(sd, sd)) ** 2)
     assert (spread < 0.02) if pool else (spread > 0.05)
     assert st["step_size"].shape == (4,)
+    # pooled: the chains share the least of their adapted step sizes
+    assert (np.ptp(st["step_size"]) == 0.0) if pool else (np.ptp(st["step_size"]) > 0.0)
     assert w.shape == (6000, 3) and div.shape == (4, 1500) and not div.any()
     assert steps.mean() < 16  # adapted dense mass: short trajectories
     np.testing.assert_allclose((w.mean(0) - mu) / sd, 0.0, atol=0.15)  # >= ~700 effective draws
@@ -87,3 +89,21 @@ def test_pool_adaptation_must_be_boolean():
         cal.FitConfig(pool_adaptation="yes")
     assert cal.FitConfig.from_dict(cal.FitConfig(pool_adaptation=False).to_dict()
                                    ).pool_adaptation is False
+
+
+def test_start_energies_given_or_computed_give_the_same_chains():
+    """The program starts from the energies and gradients it is given (the fit passes the
+    MAP objective's): exact ones reproduce the chains it computes itself, wrong ones not."""
+    def potential(w):
+        return 0.5 * jnp.sum((w - 1.0) ** 2 / jnp.array([0.5, 2.0]))
+
+    cfg = cal.FitConfig(chains=2, samples=30, warmup=30)
+    prog = compile_chains(potential, 2, cfg, "vectorized")
+    starts = np.array([[0.0, 3.0], [2.0, -1.0]])
+    pe, grad = jax.vmap(jax.value_and_grad(potential))(jnp.asarray(starts))
+    args = dict(key=jax.random.key(0), starts=starts, inverse_mass=np.eye(2))
+    w_own, _ = run_chains(prog, **args)
+    w_given, _ = run_chains(prog, energy=(np.asarray(pe), np.asarray(grad)), **args)
+    w_wrong, _ = run_chains(prog, energy=(np.asarray(pe), np.zeros((2, 2))), **args)
+    np.testing.assert_allclose(np.asarray(w_given), np.asarray(w_own), rtol=1e-12)
+    assert not np.allclose(np.asarray(w_wrong), np.asarray(w_own))
