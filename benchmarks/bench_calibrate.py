@@ -9,9 +9,11 @@ well there; a rate sweep separates them.)
 Prints wall time and the minimum bulk ESS/s over parameters for the optimised fit
 (the feed-forward ``quad`` likelihood, smooth in the parameters and without a loop over
 time, or ``--solver rk4``; L-BFGS MAP warm start; NUTS in the sampling coordinates of
-``calibrate._coords``, which straighten the basal corner and the learned-rate ridge;
-Laplace-initialised dense mass matrix whose warm-up estimates pool the 4 chains'
-draws, ``calibrate._sampler``; over-dispersed Laplace starts) and for the same model and
+``calibrate._coords``, which straighten the basal corner, the edge tails, the
+learned-rate and the basal-fraction ridges; Laplace-initialised dense mass matrix whose
+warm-up estimates pool the 4 chains' draws, and one shared step size, the least the
+chains adapted, ``calibrate._sampler``; over-dispersed Laplace starts, their energies
+from the MAP's compiled objective) and for the same model and
 priors without those optimisations (adaptive Tsit5 at rtol 1e-8, the model's own
 coordinates, diagonal per-chain mass, prior-median start) as the baseline, and their
 ratio. The baseline is run with fewer draws (``--baseline-samples``); ESS/s is a rate, so

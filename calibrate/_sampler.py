@@ -177,7 +177,8 @@ def compile_chains(potential: Callable[[jax.Array], jax.Array], size: int, cfg: 
     elif chain_method == "vectorized":
         fn = jax.jit(jax.vmap(chain, axis_name=_AXIS, in_axes=(0, 0, 0, 0, None)))
     elif chain_method == "sequential":
-        fn = jax.jit(lambda k, w, e, g, m: jax.lax.map(lambda a: chain(*a, m), (k, w, e, g)))
+        fn = jax.jit(lambda k, w, e, g, m: jax.lax.map(
+            lambda a: chain(a[0], a[1], a[2], a[3], m), (k, w, e, g)))
     else:
         raise ValueError(f"unknown chain_method {chain_method!r}")
     compiled = fn.lower(key_t, starts_t, pe_t, starts_t, mass_t).compile()
@@ -205,11 +206,13 @@ def run_chains(program: ChainProgram, *, key: jax.Array, starts: np.ndarray,
         ``(C, P, P)`` or ``(C, P)``.
     """
     keys = jax.random.split(key, program.chains)
-    starts = jnp.asarray(starts, float)
+    w0 = jnp.asarray(starts, float)
     if energy is None:
-        energy = jax.jit(jax.vmap(jax.value_and_grad(program.potential)))(starts)
-    pe, grad = (jnp.asarray(a, float) for a in energy)
-    w, div, steps, eps, inv = program.compiled(keys, starts, pe, grad,
+        pe, grad = jax.jit(jax.vmap(jax.value_and_grad(program.potential)))(w0)
+    else:
+        pe, grad = energy
+    w, div, steps, eps, inv = program.compiled(keys, w0, jnp.asarray(pe, float),
+                                               jnp.asarray(grad, float),
                                                jnp.asarray(inverse_mass, float))
     stats = {"diverging": np.asarray(div), "num_steps": np.asarray(steps),
              "step_size": np.asarray(eps), "inverse_mass": np.asarray(inv)}
