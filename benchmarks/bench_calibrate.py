@@ -33,8 +33,9 @@ import time
 
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
     # one CPU device per chain (before JAX starts): NUTS runs the 4 chains in parallel
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_force_host_platform_device_count=4")
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+    )
 
 import jax
 
@@ -48,18 +49,35 @@ from calibrate._compiled import neg_log_joint_and_grad, unflatten  # noqa: E402
 from calibrate._coords import SamplingCoords, draws_to_z  # noqa: E402
 from calibrate._fit import _Flat  # noqa: E402
 
-TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.03, "rho[Z]": 0.03, "delta": 0.002, "b[Y]": 0.05,
-         "b[Z]": 0.05, "A0": 0.05, "K[X->Y]": 0.4, "K[X->Z]": 0.5, "K[Y->Z]": 0.5, "n": 2.0}
+TRUTH = {
+    "rho[X]": 0.03,
+    "rho[Y]": 0.03,
+    "rho[Z]": 0.03,
+    "delta": 0.002,
+    "b[Y]": 0.05,
+    "b[Z]": 0.05,
+    "A0": 0.05,
+    "K[X->Y]": 0.4,
+    "K[X->Z]": 0.5,
+    "K[Y->Z]": 0.5,
+    "n": 2.0,
+}
 LR = np.geomspace(0.004, 0.1, 8)  # rho[X] of each run (the link slope is 1)
 LINKS = cal.Hierarchy(links=(cal.Link("rho", "lr", ("X",)),))
 
 
 def data(n_eval: int = 100) -> cal.CurveData:
     """The benchmark's 8-run learning-rate family (binomial noise, ``n_eval`` evaluations)."""
-    return cal.synthetic_curves("C1", TRUTH, key=jax.random.key(0),
-                                steps=np.linspace(0, 295, 60).round(), runs=8,
-                                run_params=[{"rho[X]": float(v)} for v in LR],
-                                hyper={"lr": LR}, n_eval=n_eval)
+    return cal.synthetic_curves(
+        "C1",
+        TRUTH,
+        key=jax.random.key(0),
+        steps=np.linspace(0, 295, 60).round(),
+        runs=8,
+        run_params=[{"rho[X]": float(v)} for v in LR],
+        hyper={"lr": LR},
+        n_eval=n_eval,
+    )
 
 
 def gradient_ms(post: cal.Posterior, reps: int = 200) -> float:
@@ -87,13 +105,14 @@ def ceiling(post: cal.Posterior, ess: float, goal: float = 50.0) -> None:
     """
     steps = np.asarray(post.stats["num_steps"])
     chains, samples = steps.shape
-    rate = chains * (post.model.config.warmup + samples) * steps.mean() / post.timing[
-        "inference_s"]
+    rate = chains * (post.model.config.warmup + samples) * steps.mean() / post.timing["inference_s"]
     per_grad = ess / steps.sum()
-    print(f"{'':<10} ceiling: NUTS ran ~{rate:.0f} gradients/s (one gradient alone "
-          f"{gradient_ms(post):.2f} ms); {per_grad:.4f} ESS per gradient -> at most "
-          f"{per_grad * rate:.0f} ESS/s if warm-up, MAP and compilation were free; "
-          f"{goal:.0f} ESS/s needs {goal / rate:.4f} ESS per gradient")
+    print(
+        f"{'':<10} ceiling: NUTS ran ~{rate:.0f} gradients/s (one gradient alone "
+        f"{gradient_ms(post):.2f} ms); {per_grad:.4f} ESS per gradient -> at most "
+        f"{per_grad * rate:.0f} ESS/s if warm-up, MAP and compilation were free; "
+        f"{goal:.0f} ESS/s needs {goal / rate:.4f} ESS per gradient"
+    )
 
 
 def oracle_mass(post: cal.Posterior, seed: int, warmup: int = 300) -> None:
@@ -109,19 +128,33 @@ def oracle_mass(post: cal.Posterior, seed: int, warmup: int = 300) -> None:
     cm = post.model
     names = tuple(cm.sites())
     chains, samples = post.shape
-    flat = np.concatenate([np.asarray(post.samples[n]).reshape(chains * samples, -1)
-                           for n in names], axis=1)
+    flat = np.concatenate(
+        [np.asarray(post.samples[n]).reshape(chains * samples, -1) for n in names], axis=1
+    )
     coords = SamplingCoords.build(cm, enabled=cm.config.reparam)
     w = np.asarray(jax.jit(jax.vmap(coords.from_z))(jnp.asarray(flat)))
     pick = np.random.default_rng(seed).choice(len(w), chains, replace=False)
-    kernel = NUTS(potential_fn=coords.potential, dense_mass=True, adapt_mass_matrix=False,
-                  inverse_mass_matrix=jnp.asarray(np.cov(w.T)),
-                  max_tree_depth=cm.config.max_tree_depth)
-    mcmc = MCMC(kernel, num_warmup=warmup, num_samples=samples, num_chains=chains,
-                chain_method="parallel", progress_bar=False)
+    kernel = NUTS(
+        potential_fn=coords.potential,
+        dense_mass=True,
+        adapt_mass_matrix=False,
+        inverse_mass_matrix=jnp.asarray(np.cov(w.T)),
+        max_tree_depth=cm.config.max_tree_depth,
+    )
+    mcmc = MCMC(
+        kernel,
+        num_warmup=warmup,
+        num_samples=samples,
+        num_chains=chains,
+        chain_method="parallel",
+        progress_bar=False,
+    )
     t0 = time.perf_counter()
-    mcmc.run(jax.random.key(seed + 1), init_params=jnp.asarray(w[pick]),
-             extra_fields=("diverging", "num_steps", "adapt_state.step_size"))
+    mcmc.run(
+        jax.random.key(seed + 1),
+        init_params=jnp.asarray(w[pick]),
+        extra_fields=("diverging", "num_steps", "adapt_state.step_size"),
+    )
     zs = draws_to_z(coords, mcmc.get_samples(group_by_chain=True))
     draws = {k: np.asarray(v) for k, v in unflatten(cm, zs).items()}
     seconds = time.perf_counter() - t0
@@ -132,15 +165,18 @@ def oracle_mass(post: cal.Posterior, seed: int, warmup: int = 300) -> None:
     worst = min(s, key=lambda k: s[k]["ess_bulk"])
     ess = s[worst]["ess_bulk"]
     eps = np.asarray(ex["adapt_state.step_size"])[:, -1]
-    print(f"{'oracle':<10} fixed mass = the fit's posterior covariance, {warmup} warm-up: "
-          f"min bulk ESS {ess:.0f} ({worst}) = {ess / (chains * samples):.3f} per draw, "
-          f"leapfrog/sample {stats['num_steps'].mean():.0f}, step size "
-          f"{eps.min():.2f}-{eps.max():.2f}, divergences {int(stats['diverging'].sum())}, "
-          f"NUTS {seconds:.1f} s")
+    print(
+        f"{'oracle':<10} fixed mass = the fit's posterior covariance, {warmup} warm-up: "
+        f"min bulk ESS {ess:.0f} ({worst}) = {ess / (chains * samples):.3f} per draw, "
+        f"leapfrog/sample {stats['num_steps'].mean():.0f}, step size "
+        f"{eps.min():.2f}-{eps.max():.2f}, divergences {int(stats['diverging'].sum())}, "
+        f"NUTS {seconds:.1f} s"
+    )
 
 
-def run(cfg: cal.FitConfig, d: cal.CurveData, label: str, seed: int = 1
-        ) -> tuple[float, float, cal.Posterior]:
+def run(
+    cfg: cal.FitConfig, d: cal.CurveData, label: str, seed: int = 1
+) -> tuple[float, float, cal.Posterior]:
     t0 = time.perf_counter()
     post = cal.fit(d, "C1", cfg, key=jax.random.key(seed))
     wall = time.perf_counter() - t0
@@ -148,13 +184,17 @@ def run(cfg: cal.FitConfig, d: cal.CurveData, label: str, seed: int = 1
     diag = post.diagnostics(s)
     worst = min(s, key=lambda k: s[k]["ess_bulk"])
     ess = s[worst]["ess_bulk"]
-    print(f"{label:<10} wall {wall:7.1f} s  min bulk ESS {ess:7.0f} ({worst})  "
-          f"ESS/s {ess / wall:7.2f}  R-hat max {diag['r_hat_max']:.3f}  "
-          f"divergences {diag['divergences']}  leapfrog/sample {diag['mean_leapfrog_steps']:.0f}"
-          f"  ODE error {diag['solver_error']:.1e}")
+    print(
+        f"{label:<10} wall {wall:7.1f} s  min bulk ESS {ess:7.0f} ({worst})  "
+        f"ESS/s {ess / wall:7.2f}  R-hat max {diag['r_hat_max']:.3f}  "
+        f"divergences {diag['divergences']}  leapfrog/sample {diag['mean_leapfrog_steps']:.0f}"
+        f"  ODE error {diag['solver_error']:.1e}"
+    )
     tm = post.timing
-    print(f"{'':<10} of which MAP {tm['map_s']:.1f} s, {post.model.config.method.upper()} "
-          f"{tm['inference_s']:.1f} s ({diag['chain_method']} chains)")
+    print(
+        f"{'':<10} of which MAP {tm['map_s']:.1f} s, {post.model.config.method.upper()} "
+        f"{tm['inference_s']:.1f} s ({diag['chain_method']} chains)"
+    )
     if cfg.method == "nuts":
         ceiling(post, ess)
     return wall, ess / wall, post
@@ -164,44 +204,85 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=1000)
-    ap.add_argument("--baseline-samples", type=int, default=200,
-                    help="draws and warm-up steps per chain of the (slow) baseline")
+    ap.add_argument(
+        "--baseline-samples",
+        type=int,
+        default=200,
+        help="draws and warm-up steps per chain of the (slow) baseline",
+    )
     ap.add_argument("--skip-baseline", action="store_true")
-    ap.add_argument("--solver", default="quad", choices=("quad", "rk4"),
-                    help="likelihood solver of the optimised fit")
-    ap.add_argument("--dt", type=float, default=5.0,
-                    help="largest RK4 step / quad cell (training steps)")
+    ap.add_argument(
+        "--solver",
+        default="quad",
+        choices=("quad", "rk4"),
+        help="likelihood solver of the optimised fit",
+    )
+    ap.add_argument(
+        "--dt", type=float, default=5.0, help="largest RK4 step / quad cell (training steps)"
+    )
     ap.add_argument("--target-accept", type=float, default=0.8)
     ap.add_argument("--seed", type=int, default=1, help="sampler seed (the data are fixed)")
-    ap.add_argument("--n-eval", type=int, default=100,
-                    help="evaluations per point (more data: a more Gaussian posterior)")
-    ap.add_argument("--no-pool", action="store_true",
-                    help="per-chain warm-up mass estimates (numpyro's own), not pooled")
-    ap.add_argument("--oracle-mass", action="store_true",
-                    help="then rerun NUTS with the posterior's covariance as a fixed mass "
-                         "(the geometry's bound on ESS per draw)")
+    ap.add_argument(
+        "--n-eval",
+        type=int,
+        default=100,
+        help="evaluations per point (more data: a more Gaussian posterior)",
+    )
+    ap.add_argument(
+        "--no-pool",
+        action="store_true",
+        help="per-chain warm-up mass estimates (numpyro's own), not pooled",
+    )
+    ap.add_argument(
+        "--oracle-mass",
+        action="store_true",
+        help="then rerun NUTS with the posterior's covariance as a fixed mass "
+        "(the geometry's bound on ESS per draw)",
+    )
     a = ap.parse_args()
     d = data(a.n_eval)
-    print(f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points x {a.n_eval} evals; "
-          f"4 chains x {a.samples} samples, {a.warmup} warmup")
-    opt = cal.FitConfig(chains=4, samples=a.samples, warmup=a.warmup, solver=a.solver, dt=a.dt,
-                        hierarchy=LINKS, chain_method="parallel", target_accept=a.target_accept,
-                        pool_adaptation=not a.no_pool)
+    print(
+        f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points x {a.n_eval} evals; "
+        f"4 chains x {a.samples} samples, {a.warmup} warmup"
+    )
+    opt = cal.FitConfig(
+        chains=4,
+        samples=a.samples,
+        warmup=a.warmup,
+        solver=a.solver,
+        dt=a.dt,
+        hierarchy=LINKS,
+        chain_method="parallel",
+        target_accept=a.target_accept,
+        pool_adaptation=not a.no_pool,
+    )
     wall, rate, post = run(opt, d, "optimised", a.seed)
     if a.oracle_mass:
         oracle_mass(post, a.seed)
     if not a.skip_baseline:
         n = a.baseline_samples
-        base = cal.FitConfig(chains=4, samples=n, warmup=n, dense_mass=False,
-                             chain_method="vectorized",
-                             laplace_mass=False, reparam=False, pool_adaptation=False,
-                             map_steps=0, map_starts=1,
-                             solver="tsit5",
-                             rtol=1e-8, atol=1e-10, hierarchy=LINKS)
+        base = cal.FitConfig(
+            chains=4,
+            samples=n,
+            warmup=n,
+            dense_mass=False,
+            chain_method="vectorized",
+            laplace_mass=False,
+            reparam=False,
+            pool_adaptation=False,
+            map_steps=0,
+            map_starts=1,
+            solver="tsit5",
+            rtol=1e-8,
+            atol=1e-10,
+            hierarchy=LINKS,
+        )
         _, b_rate, _ = run(base, d, "baseline", a.seed)
         print(f"ratio: ESS/s {rate / b_rate:.1f}x")
-    print(f"goal (<120 s, >=50 ESS/s): wall {'OK' if wall < 120 else 'MISSED'}, "
-          f"ESS/s {'OK' if rate >= 50 else 'MISSED'}")
+    print(
+        f"goal (<120 s, >=50 ESS/s): wall {'OK' if wall < 120 else 'MISSED'}, "
+        f"ESS/s {'OK' if rate >= 50 else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

@@ -19,8 +19,11 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m calibrate", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m calibrate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fit", help="fit coupling parameters to competence logs")
     f.add_argument("inputs", nargs="+", help="CSV/Parquet tables, run folders, TensorBoard dirs")
@@ -35,18 +38,31 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--method", choices=["nuts", "svi", "laplace", "map"], default="nuts")
     f.add_argument("--likelihood", choices=["binomial", "betabinomial"], default="binomial")
-    f.add_argument("--solver", choices=["tsit5", "rk4", "quad"], default=None,
-                   help="ODE solver in the likelihood (default tsit5; rk4 is smooth, for "
-                        "NUTS; quad: feed-forward networks only, the fastest gradient)")
-    f.add_argument("--dt", type=float, default=None,
-                   help="largest RK4 step / quad cell, training steps")
+    f.add_argument(
+        "--solver",
+        choices=["tsit5", "rk4", "quad"],
+        default=None,
+        help="ODE solver in the likelihood (default tsit5; rk4 is smooth, for "
+        "NUTS; quad: feed-forward networks only, the fastest gradient)",
+    )
+    f.add_argument(
+        "--dt", type=float, default=None, help="largest RK4 step / quad cell, training steps"
+    )
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
-    f.add_argument("--tb-tag", action="append", default=[], metavar="AGENT=TAG",
-                   help="TensorBoard scalar tag of an agent (repeat)")
+    f.add_argument(
+        "--tb-tag",
+        action="append",
+        default=[],
+        metavar="AGENT=TAG",
+        help="TensorBoard scalar tag of an agent (repeat)",
+    )
     f.add_argument("--tb-n-eval", type=int, default=100, help="n_eval of TensorBoard scalars")
-    f.add_argument("--strict", action="store_true",
-                   help="error on NaN rows; non-zero exit on failed diagnostics")
+    f.add_argument(
+        "--strict",
+        action="store_true",
+        help="error on NaN rows; non-zero exit on failed diagnostics",
+    )
     f.add_argument("--no-progress", action="store_true", help="no progress bar")
     r = sub.add_parser("recommend", help="choose a hyperparameter for the next run from a fit")
     r.add_argument("fit_dir", help="a folder written by `fit` (with a link in its hierarchy)")
@@ -62,8 +78,13 @@ def _config(args: argparse.Namespace):
     from ._config import FitConfig, Hierarchy
 
     base = FitConfig.load(args.config).to_dict() if args.config else FitConfig().to_dict()
-    base.update(chains=args.chains, samples=args.samples, warmup=args.warmup,
-                method=args.method, likelihood=args.likelihood)
+    base.update(
+        chains=args.chains,
+        samples=args.samples,
+        warmup=args.warmup,
+        method=args.method,
+        likelihood=args.likelihood,
+    )
     base.update({k: v for k, v in (("solver", args.solver), ("dt", args.dt)) if v is not None})
     if args.hierarchy:
         h = FitConfig.from_dict({"hierarchy": json.loads(Path(args.hierarchy).read_text())})
@@ -79,8 +100,11 @@ def _host_devices(chains: int) -> None:
         from jax._src.xla_bridge import backends_are_initialized
     except ImportError:
         return
-    if chains > 1 and not backends_are_initialized() and \
-            "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    if (
+        chains > 1
+        and not backends_are_initialized()
+        and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
+    ):
         import numpyro
 
         numpyro.set_host_device_count(min(chains, 16))
@@ -110,27 +134,39 @@ def _fit(args: argparse.Namespace) -> int:
     motifs = args.motif.split(",")
     if args.network is None and (args.motif == "auto" or len(motifs) > 1):
         gates = args.gate.split(",") if "," in args.gate or args.motif != "auto" else ("AND", "OR")
-        sel = select(data, candidates(args.motif if args.motif == "auto" else motifs, gates),
-                     cfg, key=key, nodes=nodes, log=print, progress=not args.no_progress)
+        sel = select(
+            data,
+            candidates(args.motif if args.motif == "auto" else motifs, gates),
+            cfg,
+            key=key,
+            nodes=nodes,
+            log=print,
+            progress=not args.no_progress,
+        )
         sel.save(out, fits=True)
         print(f"{'motif':<8}{'gate':<6}{'elpd_loo':>10}{'se':>8}{'weight':>8}")
         for r in sel.ranking:
-            print(f"{r['motif']:<8}{r['gate']:<6}{r['elpd_loo']:>10.1f}{r['se']:>8.1f}"
-                  f"{r['weight']:>8.2f}")
+            print(
+                f"{r['motif']:<8}{r['gate']:<6}{r['elpd_loo']:>10.1f}{r['se']:>8.1f}"
+                f"{r['weight']:>8.2f}"
+            )
         print(f"selection written to {out / 'selection.json'}")
         diags = [p.diagnostics() for p in sel.posteriors.values()]
         return 1 if args.strict and not all(d["ok"] for d in diags) else 0
     network = args.network or f"{args.motif}-{args.gate}"
-    post = fit(data, network, cfg, key=key, nodes=nodes, progress=not args.no_progress,
-               log=print)
+    post = fit(data, network, cfg, key=key, nodes=nodes, progress=not args.no_progress, log=print)
     diag = post.save(out)
     summ = json.loads((out / "summary.json").read_text())
     print(f"{'parameter':<16}{'mean':>10}{'q05':>10}{'q95':>10}{'r_hat':>8}{'ess_bulk':>10}")
     for name, s in summ.items():
-        print(f"{name:<16}{s['mean']:>10.4g}{s['q05']:>10.4g}{s['q95']:>10.4g}"
-              f"{s['r_hat']:>8.3f}{s['ess_bulk']:>10.0f}")
-    print(f"R-hat max {diag['r_hat_max']:.3f}, bulk ESS min {diag['ess_bulk_min']:.0f}, "
-          f"divergences {diag['divergences']}, {diag['timing_s'].get('total_s', 0):.1f} s")
+        print(
+            f"{name:<16}{s['mean']:>10.4g}{s['q05']:>10.4g}{s['q95']:>10.4g}"
+            f"{s['r_hat']:>8.3f}{s['ess_bulk']:>10.0f}"
+        )
+    print(
+        f"R-hat max {diag['r_hat_max']:.3f}, bulk ESS min {diag['ess_bulk_min']:.0f}, "
+        f"divergences {diag['divergences']}, {diag['timing_s'].get('total_s', 0):.1f} s"
+    )
     for w in diag["warnings"]:
         print(f"WARNING: {w}", file=sys.stderr)
     print(f"posterior written to {out}/ (posterior.nc, summary.json, predictive.png)")
@@ -148,8 +184,9 @@ def _recommend(args: argparse.Namespace) -> int:
         grid = [float(v) for v in args.grid.split(",")] if args.grid else None
     except ValueError:
         raise ConfigError(f"--grid must be a comma list of numbers, got {args.grid!r}") from None
-    rec = recommend_from_dir(args.fit_dir, param=args.param, grid=grid, steps=args.steps,
-                             key=jax.random.key(args.seed))
+    rec = recommend_from_dir(
+        args.fit_dir, param=args.param, grid=grid, steps=args.steps, key=jax.random.key(args.seed)
+    )
     text = json.dumps(rec, indent=2)
     print(text)
     if args.out:

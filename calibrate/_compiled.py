@@ -10,8 +10,15 @@ import numpy as np
 from ._model import CurveModel
 from ._solvers import fixed_substeps, solve_at
 
-__all__ = ["batched_curves", "batched_loglik", "batched_run_params", "neg_log_joint_and_grad",
-           "solver_error", "unflatten", "warm_solver_error"]
+__all__ = [
+    "batched_curves",
+    "batched_loglik",
+    "batched_run_params",
+    "neg_log_joint_and_grad",
+    "solver_error",
+    "unflatten",
+    "warm_solver_error",
+]
 
 
 @eqx.filter_jit
@@ -26,7 +33,7 @@ def unflatten(cm: CurveModel, flat: jax.Array) -> dict[str, jax.Array]:
     parts, i = {}, 0
     for n, sh in cm.sites().items():
         sz = int(np.prod(sh))
-        parts[n] = flat[..., i:i + sz].reshape(*flat.shape[:-1], *sh)
+        parts[n] = flat[..., i : i + sz].reshape(*flat.shape[:-1], *sh)
         i += sz
     return parts
 
@@ -53,11 +60,11 @@ def batched_curves(cm: CurveModel, theta: jax.Array, ts: np.ndarray) -> jax.Arra
 
 
 @eqx.filter_jit
-def _batched_curves(cm: CurveModel, theta: jax.Array, ts: tuple[float, ...], substeps: int
-                    ) -> jax.Array:
+def _batched_curves(
+    cm: CurveModel, theta: jax.Array, ts: tuple[float, ...], substeps: int
+) -> jax.Array:
     # ts static (concrete): the quad solver builds its grid from it
-    return jax.lax.map(lambda x: cm.curves(x, np.asarray(ts), substeps)[0], theta,
-                       batch_size=64)
+    return jax.lax.map(lambda x: cm.curves(x, np.asarray(ts), substeps)[0], theta, batch_size=64)
 
 
 def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
@@ -91,8 +98,9 @@ def _fine_steps(cm: CurveModel) -> tuple[int, jax.Array]:
 
 
 @eqx.filter_jit
-def _fine_rk4_error(cm: CurveModel, params: dict[str, jax.Array], substeps: int,
-                    h: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _fine_rk4_error(
+    cm: CurveModel, params: dict[str, jax.Array], substeps: int, h: jax.Array
+) -> tuple[jax.Array, jax.Array]:
     theta = cm.theta(params)
     A, _ = cm.curves(theta)
     ref, ok = cm.curves(theta, substeps=substeps, solver="rk4")
@@ -107,6 +115,9 @@ def _fine_rk4_error(cm: CurveModel, params: dict[str, jax.Array], substeps: int,
 def _adaptive_error(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
     theta = cm.theta(params)
     A, _ = cm.curves(theta)
-    ref, _ = jax.vmap(lambda th: solve_at(cm.with_params(th), jnp.asarray(cm.ts), rtol=1e-9,
-                                          atol=1e-11, max_steps=100_000))(theta)
+    ref, _ = jax.vmap(
+        lambda th: solve_at(
+            cm.with_params(th), jnp.asarray(cm.ts), rtol=1e-9, atol=1e-11, max_steps=100_000
+        )
+    )(theta)
     return jnp.max(jnp.abs(A - ref))

@@ -110,8 +110,10 @@ class Priors:
         for k, pair in dict(self.overrides).items():
             if not isinstance(pair, list | tuple) or len(pair) != 2:
                 raise ConfigError(f"priors.overrides[{k}] must be [median, sd]")
-            ov[str(k)] = (_pos(pair[0], f"priors.overrides[{k}][0]"),
-                          _pos(pair[1], f"priors.overrides[{k}][1]"))
+            ov[str(k)] = (
+                _pos(pair[0], f"priors.overrides[{k}][0]"),
+                _pos(pair[1], f"priors.overrides[{k}][1]"),
+            )
         object.__setattr__(self, "overrides", ov)
 
     def median_sd(self, base: str, name: str, *, horizon: float) -> tuple[float, float]:
@@ -251,8 +253,15 @@ class FitConfig:
             raise ConfigError(f"likelihood must be one of {_LIKELIHOODS}, got {self.likelihood!r}")
         if self.method not in _METHODS:
             raise ConfigError(f"method must be one of {_METHODS}, got {self.method!r}")
-        for name, lo in (("chains", 1), ("samples", 1), ("warmup", 0), ("map_steps", 0),
-                         ("map_starts", 1), ("svi_steps", 1), ("max_tree_depth", 1)):
+        for name, lo in (
+            ("chains", 1),
+            ("samples", 1),
+            ("warmup", 0),
+            ("map_steps", 0),
+            ("map_starts", 1),
+            ("svi_steps", 1),
+            ("max_tree_depth", 1),
+        ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
@@ -260,8 +269,9 @@ class FitConfig:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.chain_method not in _CHAIN_METHODS:
-            raise ConfigError(f"chain_method must be one of {_CHAIN_METHODS}, "
-                              f"got {self.chain_method!r}")
+            raise ConfigError(
+                f"chain_method must be one of {_CHAIN_METHODS}, got {self.chain_method!r}"
+            )
         if self.solver not in _SOLVERS:
             raise ConfigError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
         if not 0 < float(self.target_accept) < 1:
@@ -296,8 +306,10 @@ class FitConfig:
             h = dict(d["hierarchy"])
             d["hierarchy"] = Hierarchy(
                 random_effects=tuple(h.get("random_effects", ())),
-                links=tuple(Link(**{**lk, "targets": tuple(lk.get("targets", ()))})
-                            for lk in h.get("links", ())),
+                links=tuple(
+                    Link(**{**lk, "targets": tuple(lk.get("targets", ()))})
+                    for lk in h.get("links", ())
+                ),
             )
         return cls(**d)
 

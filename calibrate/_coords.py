@@ -79,14 +79,14 @@ def _corner_to_natural(s: jax.Array, g: jax.Array, c: float) -> tuple[jax.Array,
     return logit_b, jnp.log(ell) - math.log(-math.log(c))
 
 
-def _corner_from_natural(logit_b: jax.Array, log_n: jax.Array, c: float
-                         ) -> tuple[jax.Array, jax.Array]:
+def _corner_from_natural(
+    logit_b: jax.Array, log_n: jax.Array, c: float
+) -> tuple[jax.Array, jax.Array]:
     """Inverse of :func:`_corner_to_natural`."""
     log_h = jax.nn.log_sigmoid(jnp.exp(log_n) * math.log(c))  # h = c^n / (1 + c^n) < 1/2
     lb, lmb = jax.nn.log_sigmoid(logit_b), jax.nn.log_sigmoid(-logit_b)
     # 2T - b = b + 2 (1 - b) h and 1 - (2T - b) = (1 - b)(1 - 2h)
-    s = (jnp.logaddexp(lb, _LOG2 + lmb + log_h) - lmb
-         - jnp.log1p(-2.0 * jnp.exp(log_h)))
+    s = jnp.logaddexp(lb, _LOG2 + lmb + log_h) - lmb - jnp.log1p(-2.0 * jnp.exp(log_h))
     g = logit_b - log_h  # b / (T - b) = b / ((1 - b) h)
     return s, g
 
@@ -131,8 +131,11 @@ class SamplingCoords(eqx.Module):
                 edge = f"n[{net.names[parents[0]]}->{node}]"
                 corners.append((names.index(f"b[{node}]"), names.index(edge)))
         in_corner = {jn for _, jn in corners}
-        edges = [(names.index(f"K[{e}]"), names.index(f"n[{e}]")) for e in net.edge_keys
-                 if enabled and f"n[{e}]" in names and names.index(f"n[{e}]") not in in_corner]
+        edges = [
+            (names.index(f"K[{e}]"), names.index(f"n[{e}]"))
+            for e in net.edge_keys
+            if enabled and f"n[{e}]" in names and names.index(f"n[{e}]") not in in_corner
+        ]
         in_corner_b = {ib for ib, _ in corners}
         basal = [k for k, (_, ib, _) in enumerate(shears) if ib not in in_corner_b]
         return cls(cm, tuple(corners), tuple(edges), tuple(shears), tuple(basal))
@@ -145,7 +148,7 @@ class SamplingCoords(eqx.Module):
     def _natural(self, z: jax.Array) -> jax.Array:
         """Natural values of the global parameters in ``z``, ``(D,)``."""
         lay = self.cm.layout
-        return lay.to_natural(jnp.asarray(lay.loc) + jnp.asarray(lay.scale) * z[:lay.size])
+        return lay.to_natural(jnp.asarray(lay.loc) + jnp.asarray(lay.scale) * z[: lay.size])
 
     def _gates(self, z: jax.Array) -> list[jax.Array]:
         """``G_i(1)``, the gated regulation with every regulator at level 1, per shear
@@ -183,6 +186,7 @@ class SamplingCoords(eqx.Module):
         loc, scale = self.cm.layout.loc, self.cm.layout.scale
         z, logdet = w, jnp.zeros((), w.dtype)
         for ib, jn in self.corners:
+
             def f(sg, ib=ib, jn=jn):
                 lb, ln = _corner_to_natural(sg[0], sg[1], self.level)
                 return jnp.stack([(lb - loc[ib]) / scale[ib], (ln - loc[jn]) / scale[jn]])
@@ -212,8 +216,9 @@ class SamplingCoords(eqx.Module):
             G = self._gates(z)  # both shifts read b from z: the rate's first
             w = self._basal_shift(self._rate_shift(w, 1.0, G), 1.0, G)
         for ib, jn in self.corners:
-            s, g = _corner_from_natural(loc[ib] + scale[ib] * z[ib], loc[jn] + scale[jn] * z[jn],
-                                        self.level)
+            s, g = _corner_from_natural(
+                loc[ib] + scale[ib] * z[ib], loc[jn] + scale[jn] * z[jn], self.level
+            )
             w = w.at[ib].set(s).at[jn].set(g)
         for iK, jn in self.edges:
             log_K = loc[iK] + scale[iK] * z[iK]
@@ -236,14 +241,16 @@ def draws_to_z(coords: SamplingCoords, w: jax.Array) -> jax.Array:
 @eqx.filter_jit
 def _to_z_linearised(coords: SamplingCoords, w: jax.Array):
     """``z(w)``, ``log |det dz/dw|`` and both their Jacobians for a batch ``w`` ``(C, P)``."""
+
     def one(v):
         return coords.to_z(v), jax.jacfwd(coords.to_z)(v)
 
     return jax.vmap(one)(w)
 
 
-def start_energies(coords: SamplingCoords, w: np.ndarray,
-                   neg_log_joint_and_grad) -> tuple[np.ndarray, np.ndarray]:
+def start_energies(
+    coords: SamplingCoords, w: np.ndarray, neg_log_joint_and_grad
+) -> tuple[np.ndarray, np.ndarray]:
     """NUTS's potential and its gradient at the starts ``w`` ``(C, P)`` by the chain rule
     through :meth:`SamplingCoords.to_z`, from ``neg_log_joint_and_grad(z) -> (value,
     gradient)`` in the model's coordinates (the MAP fit's compiled objective: the

@@ -149,8 +149,10 @@ class CurveData:
         """Validate ``df`` (see :func:`validate_table`) and split off per-run columns."""
         df = validate_table(df, strict=strict, source=source)
         extra = [c for c in df.columns if c not in REQUIRED_COLUMNS and c != "successes"]
-        hyper = df.groupby("run", sort=True)[extra].first() if extra else pd.DataFrame(
-            index=pd.Index(sorted(df["run"].unique()), name="run")
+        hyper = (
+            df.groupby("run", sort=True)[extra].first()
+            if extra
+            else pd.DataFrame(index=pd.Index(sorted(df["run"].unique()), name="run"))
         )
         return cls(table=df[list(REQUIRED_COLUMNS)].copy(), hyper=hyper)
 

@@ -65,7 +65,11 @@ def _neg_value_and_grad(cm: CurveModel):
 
 
 def map_fit(
-    cm: CurveModel, *, key: jax.Array, steps: int | None = None, starts: int | None = None,
+    cm: CurveModel,
+    *,
+    key: jax.Array,
+    steps: int | None = None,
+    starts: int | None = None,
     objective: tuple[_Flat, Callable] | None = None,
 ) -> tuple[dict[str, jax.Array], float]:
     """Maximum a posteriori latent values by L-BFGS (jitted value and gradient of the log
@@ -93,7 +97,9 @@ def map_fit(
 
 
 def laplace(
-    cm: CurveModel, params: dict[str, jax.Array], *,
+    cm: CurveModel,
+    params: dict[str, jax.Array],
+    *,
     objective: tuple[_Flat, Callable] | None = None,
 ) -> tuple[tuple[str, ...], np.ndarray]:
     """Covariance of the Laplace approximation at ``params`` (sites in :meth:`sites` order).
@@ -176,8 +182,9 @@ class _Progress:
         self.bar.close()
 
 
-def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool,
-          objective=None):
+def _nuts(
+    cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool, objective=None
+):
     cfg = cm.config
     objective = objective or _neg_value_and_grad(cm)
     k_jit, k_run = jax.random.split(key)
@@ -199,22 +206,37 @@ def _nuts(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: 
     # the starts' energies (a small program: ~1.5 s to compile) beside the chains' compile
     with ThreadPoolExecutor(1) as pool:
         energy = pool.submit(start_energies, coords, starts, objective[1])
-        prog = compile_chains(coords.potential, len(w0), cfg, chain_method(cfg), tick=bar,
-                              transform=lambda w: coords.to_z(w)[0])
+        prog = compile_chains(
+            coords.potential,
+            len(w0),
+            cfg,
+            chain_method(cfg),
+            tick=bar,
+            transform=lambda w: coords.to_z(w)[0],
+        )
         energy = energy.result()
     done = False
     if bar is not None:
         bar.start()
     try:
-        z, run = run_chains(prog, key=k_run, starts=starts, energy=energy,
-                            inverse_mass=cov if cfg.dense_mass else np.diag(cov))
+        z, run = run_chains(
+            prog,
+            key=k_run,
+            starts=starts,
+            energy=energy,
+            inverse_mass=cov if cfg.dense_mass else np.diag(cov),
+        )
         samples = {k: np.asarray(v) for k, v in unflatten(cm, z).items()}
         done = True
     finally:
         if bar is not None:
             bar.finish(done)
-    stats = {"diverging": run["diverging"], "num_steps": run["num_steps"],
-             "step_size": run["step_size"], "chain_method": np.asarray(prog.chain_method)}
+    stats = {
+        "diverging": run["diverging"],
+        "num_steps": run["num_steps"],
+        "step_size": run["step_size"],
+        "chain_method": np.asarray(prog.chain_method),
+    }
     return samples, stats
 
 
@@ -245,31 +267,44 @@ def _laplace_draws(cm: CurveModel, init, key, objective):
     idx = np.asarray(jax.random.choice(k2, m, (n,), p=jnp.asarray(w)))
     chosen = draws[idx].reshape(cfg.chains, cfg.samples, -1)
     samples = {k: np.asarray(v) for k, v in unflatten(cm, jnp.asarray(chosen)).items()}
-    stats = {"diverging": np.zeros((cfg.chains, cfg.samples), bool),
-             "num_steps": np.zeros((cfg.chains, cfg.samples), np.int64),
-             "is_pareto_k": np.asarray(float(khat)), "is_ess": np.asarray(1.0 / np.sum(w**2))}
+    stats = {
+        "diverging": np.zeros((cfg.chains, cfg.samples), bool),
+        "num_steps": np.zeros((cfg.chains, cfg.samples), np.int64),
+        "is_pareto_k": np.asarray(float(khat)),
+        "is_ess": np.asarray(1.0 / np.sum(w**2)),
+    }
     return samples, stats
 
 
 def _svi(cm: CurveModel, init: dict[str, jax.Array], key: jax.Array, progress: bool):
     cfg = cm.config
-    guide = AutoMultivariateNormal(cm.model, init_loc_fn=init_to_value(values=init),
-                                   init_scale=0.05)
-    svi = SVI(cm.model, guide, optax.adam(optax.cosine_decay_schedule(0.01, cfg.svi_steps, 0.1)),
-              Trace_ELBO())
+    guide = AutoMultivariateNormal(
+        cm.model, init_loc_fn=init_to_value(values=init), init_scale=0.05
+    )
+    svi = SVI(
+        cm.model,
+        guide,
+        optax.adam(optax.cosine_decay_schedule(0.01, cfg.svi_steps, 0.1)),
+        Trace_ELBO(),
+    )
     k1, k2 = jax.random.split(key)
     res = svi.run(k1, cfg.svi_steps, progress_bar=progress)
     draws = guide.sample_posterior(k2, res.params, sample_shape=(cfg.chains, cfg.samples))
     samples = {k: np.asarray(v) for k, v in draws.items() if k in cm.sites()}
     n = cfg.chains * cfg.samples
-    stats = {"diverging": np.zeros((cfg.chains, cfg.samples), bool),
-             "num_steps": np.zeros((cfg.chains, cfg.samples), np.int64),
-             "elbo_loss": np.asarray(res.losses)[-min(100, n):]}
+    stats = {
+        "diverging": np.zeros((cfg.chains, cfg.samples), bool),
+        "num_steps": np.zeros((cfg.chains, cfg.samples), np.int64),
+        "elbo_loss": np.asarray(res.losses)[-min(100, n) :],
+    }
     return samples, stats
 
 
 def fit_model(
-    cm: CurveModel, *, key: jax.Array, progress: bool = False,
+    cm: CurveModel,
+    *,
+    key: jax.Array,
+    progress: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> Posterior:
     """Run the configured inference on a prepared :class:`CurveModel`."""
@@ -286,8 +321,10 @@ def fit_model(
         warm.result()
     t_map = time.perf_counter() - t0
     ode_err = float(solver_error(cm, init))
-    say(f"MAP log joint {lj:.2f} in {t_map:.1f} s; {cfg.method.upper()} "
-        f"({cfg.chains} chains x {cfg.samples} samples)")
+    say(
+        f"MAP log joint {lj:.2f} in {t_map:.1f} s; {cfg.method.upper()} "
+        f"({cfg.chains} chains x {cfg.samples} samples)"
+    )
     t1 = time.perf_counter()
     if cfg.method == "nuts":
         samples, stats = _nuts(cm, init, k_inf, progress, objective)
@@ -296,14 +333,21 @@ def fit_model(
     elif cfg.method == "svi":
         samples, stats = _svi(cm, init, k_inf, progress)
     else:
-        samples = {k: np.broadcast_to(np.asarray(v), (1, 1, *np.shape(v))).copy()
-                   for k, v in init.items()}
+        samples = {
+            k: np.broadcast_to(np.asarray(v), (1, 1, *np.shape(v))).copy() for k, v in init.items()
+        }
         stats = {"diverging": np.zeros((1, 1), bool), "num_steps": np.zeros((1, 1), np.int64)}
     t_inf = time.perf_counter() - t1
     timing = {"map_s": t_map, "inference_s": t_inf, "total_s": time.perf_counter() - t0}
     stats["solver_error"] = np.asarray(ode_err)
-    return Posterior(cm, samples, stats, {k: np.asarray(v) for k, v in init.items()},
-                     timing=timing, map_log_joint=lj)
+    return Posterior(
+        cm,
+        samples,
+        stats,
+        {k: np.asarray(v) for k, v in init.items()},
+        timing=timing,
+        map_log_joint=lj,
+    )
 
 
 def fit(
@@ -335,6 +379,9 @@ def fit(
     cm = build_model(data, network, config, gate=gate, nodes=nodes)
     post = fit_model(cm, key=key, progress=progress, log=log)
     post.data_table = data.table.merge(data.hyper, left_on="run", right_index=True, how="left")
-    post.hyper = {c: data.hyper.loc[list(cm.runs), c].to_numpy(float)
-                  for c in data.hyper.columns if c != "seed"}
+    post.hyper = {
+        c: data.hyper.loc[list(cm.runs), c].to_numpy(float)
+        for c in data.hyper.columns
+        if c != "seed"
+    }
     return post

@@ -65,8 +65,7 @@ class Layout(eqx.Module):
         """Natural values (..., D) to the transformed scale."""
         theta = np.asarray(theta, float)
         lg = np.asarray(self.logit)
-        return np.where(lg, np.log(theta) - np.log1p(-np.clip(theta, 0, 1 - 1e-12)),
-                        np.log(theta))
+        return np.where(lg, np.log(theta) - np.log1p(-np.clip(theta, 0, 1 - 1e-12)), np.log(theta))
 
     def index(self, name: str) -> int:
         """Position of ``name``."""
@@ -95,16 +94,16 @@ def make_layout(network: simulate.Network, config: FitConfig, horizon: float) ->
             targets.append(e)
     for key in config.priors.overrides:
         if key not in names:
-            raise ConfigError(f"priors.overrides: {key!r} is not a free parameter; "
-                              f"free parameters: {names}")
+            raise ConfigError(
+                f"priors.overrides: {key!r} is not a free parameter; free parameters: {names}"
+            )
     logit = tuple(b in ("b", "A0") for b in bases)
     loc, scale = [], []
     for name, base, lg in zip(names, bases, logit, strict=True):
         med, sd = config.priors.median_sd(base, name, horizon=horizon)
         loc.append(math.log(med / (1 - med)) if lg else math.log(med))
         scale.append(sd)
-    return Layout(tuple(names), tuple(bases), tuple(targets), logit, np.array(loc),
-                  np.array(scale))
+    return Layout(tuple(names), tuple(bases), tuple(targets), logit, np.array(loc), np.array(scale))
 
 
 class CurveModel(eqx.Module):
@@ -191,15 +190,15 @@ class CurveModel(eqx.Module):
 
     def theta(self, params: dict[str, jax.Array]) -> jax.Array:
         """:meth:`run_params` from a dict of latent sites (as the sampler returns them)."""
-        return self.run_params(params["z"], params.get("c"), params.get("tau_z"),
-                               params.get("eps"))
+        return self.run_params(params["z"], params.get("c"), params.get("tau_z"), params.get("eps"))
 
     def with_params(self, theta: jax.Array) -> simulate.Model:
         """The simulate model with natural parameter vector ``theta`` (D,) written in."""
         return simulate.param_setter(self.base, self.layout.names)(self.base, theta)
 
-    def curves(self, theta_runs: jax.Array, ts=None, substeps: int | None = None,
-               solver: str | None = None) -> tuple[jax.Array, jax.Array]:
+    def curves(
+        self, theta_runs: jax.Array, ts=None, substeps: int | None = None, solver: str | None = None
+    ) -> tuple[jax.Array, jax.Array]:
         """Mean competences ``(R, T, N)`` and per-run ok flags, at ``ts`` (default data).
 
         ``substeps`` (static) is the RK4 step count per interval of ``ts`` (default: the
@@ -211,8 +210,10 @@ class CurveModel(eqx.Module):
         if method == "quad":
             qg = self.quad if ts is None else QuadGrid.build(np.asarray(ts), cfg.dt)
             if qg is None:
-                raise ConfigError("solver 'quad' on the data's steps needs a model built "
-                                  "with FitConfig(solver='quad')")
+                raise ConfigError(
+                    "solver 'quad' on the data's steps needs a model built "
+                    "with FitConfig(solver='quad')"
+                )
             return jax.vmap(lambda th: solve_quad(self.with_params(th), qg))(theta_runs)
         grid = jnp.asarray(self.ts if ts is None else ts, dtype=float)
         m = self.substeps if substeps is None else substeps
@@ -259,10 +260,15 @@ class CurveModel(eqx.Module):
     # -- numpyro ------------------------------------------------------------------------
     def model(self, observe: bool = True) -> None:
         """The numpyro model (call with no arguments)."""
-        latent = {name: numpyro.sample(name, dist.Normal(0.0, 1.0).expand(list(shape)).to_event(
-            len(shape))) for name, shape in self.sites().items()}
-        theta = self.run_params(latent["z"], latent.get("c"), latent.get("tau_z"),
-                                latent.get("eps"))
+        latent = {
+            name: numpyro.sample(
+                name, dist.Normal(0.0, 1.0).expand(list(shape)).to_event(len(shape))
+            )
+            for name, shape in self.sites().items()
+        }
+        theta = self.run_params(
+            latent["z"], latent.get("c"), latent.get("tau_z"), latent.get("eps")
+        )
         mu, ok = self.mean_obs(theta)
         numpyro.factor("solver_ok", jnp.where(ok, 0.0, -1e8))
         phi = self.phi(latent["z_phi"]) if "z_phi" in latent else None
@@ -303,7 +309,8 @@ class CurveModel(eqx.Module):
 
 
 def resolve_network(
-    network: simulate.Network | NetworkSpec | str, gate: str = "AND",
+    network: simulate.Network | NetworkSpec | str,
+    gate: str = "AND",
     nodes: tuple[str, ...] | None = None,
 ) -> tuple[simulate.Network, str]:
     """A network and its label from a preset (``C1``, ``I1-OR``), a spec, a path or a Network.
@@ -330,8 +337,12 @@ def resolve_network(
 
 
 def build_model(
-    data: CurveData, network: simulate.Network | NetworkSpec | str,
-    config: FitConfig | None = None, *, gate: str = "AND", nodes: tuple[str, ...] | None = None,
+    data: CurveData,
+    network: simulate.Network | NetworkSpec | str,
+    config: FitConfig | None = None,
+    *,
+    gate: str = "AND",
+    nodes: tuple[str, ...] | None = None,
 ) -> CurveModel:
     """Prepare the likelihood arrays for ``data`` on ``network``.
 
@@ -345,7 +356,8 @@ def build_model(
     if unknown:
         raise DataError(
             f"agent(s) {unknown} are not nodes of network {name!r} (nodes {list(net.names)}); "
-            "rename the agents or pass nodes=(...) / --agents to map X, Y, Z to agent names")
+            "rename the agents or pass nodes=(...) / --agents to map X, Y, Z to agent names"
+        )
     t = data.table
     ts = np.unique(t["step"].to_numpy()).astype(float)
     if ts.size < 2:
@@ -353,14 +365,17 @@ def build_model(
     layout = make_layout(net, config, horizon=float(ts[-1]))
     # NUTS evaluates ~1e5 gradients: compile the likelihood for this sign structure; the
     # other methods share one program across all networks of the same wiring
-    base = simulate.with_log_hill(simulate.make_model(net, "competence"),
-                                  fixed_structure=config.method == "nuts")
+    base = simulate.with_log_hill(
+        simulate.make_model(net, "competence"), fixed_structure=config.method == "nuts"
+    )
     for i, node in enumerate(net.names):
         if not net.has_parents[i]:
             base = simulate.set_param(base, f"b[{node}]", 0.0)
     if config.solver == "quad" and feedforward_order(base) is None:
-        raise ConfigError(f"solver 'quad' needs a feed-forward network (no cycle, no reward "
-                          f"feedback loop); {name!r} has a cycle: use solver 'rk4' or 'tsit5'")
+        raise ConfigError(
+            f"solver 'quad' needs a feed-forward network (no cycle, no reward "
+            f"feedback loop); {name!r} has a cycle: use solver 'rk4' or 'tsit5'"
+        )
     runs = tuple(data.runs)
     run_pos = {r: i for i, r in enumerate(runs)}
     # random effects and links
@@ -375,8 +390,9 @@ def build_model(
     for lk in h.links:
         x = np.log(data.hyper_values(lk.covariate))
         x = x - x.mean()
-        tg = lk.targets or tuple(tt for b, tt in zip(layout.bases, layout.targets, strict=True)
-                                 if b == lk.param)
+        tg = lk.targets or tuple(
+            tt for b, tt in zip(layout.bases, layout.targets, strict=True) if b == lk.param
+        )
         for target in tg:
             name = f"{lk.param}[{target}]"
             link_index.append(layout.index(name))
@@ -384,16 +400,25 @@ def build_model(
             link_names.append(f"c[{name}~{lk.covariate}]")
     n, k = t["n_eval"].to_numpy(float), np.asarray(data.successes, dtype=float)
     return CurveModel(
-        network=net, name=name, base=base, layout=layout, config=config, runs=runs, ts=ts,
+        network=net,
+        name=name,
+        base=base,
+        layout=layout,
+        config=config,
+        runs=runs,
+        ts=ts,
         run_idx=t["run"].map(run_pos).to_numpy(np.int64),
         t_idx=np.searchsorted(ts, t["step"].to_numpy().astype(float)),
         node_idx=np.array([net.names.index(a) for a in t["agent"]], dtype=np.int64),
-        n_eval=t["n_eval"].to_numpy(np.int64), k=data.successes,
+        n_eval=t["n_eval"].to_numpy(np.int64),
+        k=data.successes,
         log_choose=np.asarray(np.sum(gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0))),
-        re_index=np.array(re_index, dtype=np.int64), re_group=np.array(re_group, dtype=np.int64),
-        re_bases=tuple(h.random_effects), link_index=np.array(link_index, dtype=np.int64),
+        re_index=np.array(re_index, dtype=np.int64),
+        re_group=np.array(re_group, dtype=np.int64),
+        re_bases=tuple(h.random_effects),
+        link_index=np.array(link_index, dtype=np.int64),
         link_x=np.array(link_x).reshape(len(link_index), len(runs)),
-        link_names=tuple(link_names), substeps=fixed_substeps(ts, config.dt),
+        link_names=tuple(link_names),
+        substeps=fixed_substeps(ts, config.dt),
         quad=QuadGrid.build(ts, config.dt) if config.solver == "quad" else None,
     )
-

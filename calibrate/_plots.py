@@ -31,16 +31,31 @@ def plot_predictive(post: Posterior, path: str | Path, *, max_runs: int = 8) -> 
     runs = list(cm.runs)[:max_runs]
     observed = sorted(set(cm.node_idx.tolist()))
     nr, nc = len(runs), len(observed)
-    fig, axes = plt.subplots(nr, nc, figsize=(3.0 * nc, 2.2 * nr), squeeze=False,
-                             sharex=True, sharey=True)
+    fig, axes = plt.subplots(
+        nr, nc, figsize=(3.0 * nc, 2.2 * nr), squeeze=False, sharex=True, sharey=True
+    )
     t = pred["t"]
     for r, run in enumerate(runs):
         for c, node in enumerate(observed):
             ax = axes[r][c]
-            ax.fill_between(t, pred["pred_q"][0, r, :, node], pred["pred_q"][1, r, :, node],
-                            color="C0", alpha=0.15, lw=0, label="90% predictive")
-            ax.fill_between(t, pred["mean_q"][0, r, :, node], pred["mean_q"][2, r, :, node],
-                            color="C0", alpha=0.4, lw=0, label="90% mean")
+            ax.fill_between(
+                t,
+                pred["pred_q"][0, r, :, node],
+                pred["pred_q"][1, r, :, node],
+                color="C0",
+                alpha=0.15,
+                lw=0,
+                label="90% predictive",
+            )
+            ax.fill_between(
+                t,
+                pred["mean_q"][0, r, :, node],
+                pred["mean_q"][2, r, :, node],
+                color="C0",
+                alpha=0.4,
+                lw=0,
+                label="90% mean",
+            )
             ax.plot(t, pred["mean_q"][1, r, :, node], color="C0", lw=1)
             sel = (cm.run_idx == r) & (cm.node_idx == node)
             ax.plot(cm.ts[cm.t_idx[sel]], cm.k[sel] / cm.n_eval[sel], ".", color="k", ms=3)

@@ -38,9 +38,16 @@ class Posterior:
         map_log_joint: Log joint density at the MAP.
     """
 
-    def __init__(self, model: CurveModel, samples: dict[str, np.ndarray],
-                 stats: dict[str, np.ndarray], map_params: dict[str, np.ndarray], *,
-                 timing: dict[str, float] | None = None, map_log_joint: float = float("nan")):
+    def __init__(
+        self,
+        model: CurveModel,
+        samples: dict[str, np.ndarray],
+        stats: dict[str, np.ndarray],
+        map_params: dict[str, np.ndarray],
+        *,
+        timing: dict[str, float] | None = None,
+        map_log_joint: float = float("nan"),
+    ):
         self.model = model
         self.samples = samples
         self.stats = stats
@@ -86,15 +93,17 @@ class Posterior:
             out["phi"] = np.asarray(self.model.phi(jnp.asarray(self.samples["z_phi"])))
         return out
 
-    def run_params(self, max_draws: int | None = None, *, key: jax.Array | None = None
-                   ) -> np.ndarray:
+    def run_params(
+        self, max_draws: int | None = None, *, key: jax.Array | None = None
+    ) -> np.ndarray:
         """Per-run natural parameters, ``(draws, runs, D)`` (a random subset if asked)."""
         flat = self._flat()
         n = next(iter(flat.values())).shape[0]
         idx = np.arange(n)
         if max_draws is not None and n > max_draws:
-            rng = np.random.default_rng(0 if key is None else int(jax.random.randint(
-                key, (), 0, 2**31 - 1)))
+            rng = np.random.default_rng(
+                0 if key is None else int(jax.random.randint(key, (), 0, 2**31 - 1))
+            )
             idx = np.sort(rng.choice(n, max_draws, replace=False))
         cm = self.model
         sub = {k: jnp.asarray(v[idx]) for k, v in flat.items()}
@@ -141,10 +150,17 @@ class Posterior:
         dims["obs"] = ["obs_id"]
         stats = {k: v for k, v in self.stats.items() if np.shape(v)[:2] == self.shape}
         self._idata = az.from_dict(
-            posterior=post, log_likelihood={"obs": self.log_likelihood()},
-            observed_data={"obs": cm.k}, sample_stats=stats, coords=coords, dims=dims,
-            attrs={"network": json.dumps(cm.network.to_spec(cm.name).to_dict()),
-                   "runs": json.dumps(list(cm.runs)), "steps": json.dumps(cm.ts.tolist())},
+            posterior=post,
+            log_likelihood={"obs": self.log_likelihood()},
+            observed_data={"obs": cm.k},
+            sample_stats=stats,
+            coords=coords,
+            dims=dims,
+            attrs={
+                "network": json.dumps(cm.network.to_spec(cm.name).to_dict()),
+                "runs": json.dumps(list(cm.runs)),
+                "steps": json.dumps(cm.ts.tolist()),
+            },
         )
         return self._idata
 
@@ -161,9 +177,15 @@ class Posterior:
                 rhat = float("nan") if single else float(az.rhat(x))
                 eb = float("nan") if x.shape[1] < 4 else float(az.ess(x, method="bulk"))
                 et = float("nan") if x.shape[1] < 4 else float(az.ess(x, method="tail"))
-            out[name] = {"mean": float(x.mean()), "sd": float(x.std()),
-                         "q05": float(np.quantile(x, 0.05)), "q95": float(np.quantile(x, 0.95)),
-                         "r_hat": rhat, "ess_bulk": eb, "ess_tail": et}
+            out[name] = {
+                "mean": float(x.mean()),
+                "sd": float(x.std()),
+                "q05": float(np.quantile(x, 0.05)),
+                "q95": float(np.quantile(x, 0.95)),
+                "r_hat": rhat,
+                "ess_bulk": eb,
+                "ess_tail": et,
+            }
         return out
 
     def diagnostics(self, summary: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
@@ -190,22 +212,32 @@ class Posterior:
         if "is_pareto_k" in self.stats:
             k = float(self.stats["is_pareto_k"])
             if k > 0.7:
-                msgs.append(f"importance resampling of the Laplace draws is unreliable "
-                            f"(Pareto k {k:.2f} > 0.7); use method=nuts")
+                msgs.append(
+                    f"importance resampling of the Laplace draws is unreliable "
+                    f"(Pareto k {k:.2f} > 0.7); use method=nuts"
+                )
         ode_err = float(self.stats.get("solver_error", float("nan")))
         ode_bad = ode_err > SOLVER_ERROR_MAX
         if ode_bad:
-            fix = ("lower dt or use solver='tsit5'" if cfg.solver in ("rk4", "quad")
-                   else "lower rtol/atol")
-            msgs.append(f"the {cfg.solver} curves at the MAP differ from a reference solve "
-                        f"by {ode_err:.1e} (> {SOLVER_ERROR_MAX:g}); {fix}")
+            fix = (
+                "lower dt or use solver='tsit5'"
+                if cfg.solver in ("rk4", "quad")
+                else "lower rtol/atol"
+            )
+            msgs.append(
+                f"the {cfg.solver} curves at the MAP differ from a reference solve "
+                f"by {ode_err:.1e} (> {SOLVER_ERROR_MAX:g}); {fix}"
+            )
         steps = np.asarray(self.stats.get("num_steps", np.zeros(1)))
         return {
-            "method": cfg.method, "chains": self.shape[0], "draws": self.shape[1],
+            "method": cfg.method,
+            "chains": self.shape[0],
+            "draws": self.shape[1],
             "r_hat_max": max(rh, default=float("nan")),
             "ess_bulk_min": min(eb, default=float("nan")),
             "ess_tail_min": min(et, default=float("nan")),
-            "divergences": div, "mean_leapfrog_steps": float(steps.mean()) if steps.size else 0.0,
+            "divergences": div,
+            "mean_leapfrog_steps": float(steps.mean()) if steps.size else 0.0,
             "chain_method": str(self.stats.get("chain_method", "")),
             "step_size": [float(e) for e in np.ravel(self.stats.get("step_size", []))],
             "timing_s": self.timing,
@@ -215,8 +247,9 @@ class Posterior:
             "warnings": msgs,
         }
 
-    def predictive(self, *, n_points: int = 80, max_draws: int = 200, key: jax.Array | None
-                   = None) -> dict[str, np.ndarray]:
+    def predictive(
+        self, *, n_points: int = 80, max_draws: int = 200, key: jax.Array | None = None
+    ) -> dict[str, np.ndarray]:
         """Posterior predictive bands on a dense grid per run.
 
         Returns:
@@ -256,7 +289,8 @@ class Posterior:
         (out / "diagnostics.json").write_text(json.dumps(diag, indent=2) + "\n")
         (out / "config.json").write_text(json.dumps(self.model.config.to_dict(), indent=2) + "\n")
         (out / "network.json").write_text(
-            json.dumps(self.model.network.to_spec(self.model.name).to_dict(), indent=2) + "\n")
+            json.dumps(self.model.network.to_spec(self.model.name).to_dict(), indent=2) + "\n"
+        )
         self.to_inference_data().to_netcdf(str(out / "posterior.nc"))
         np.savez(out / "latent.npz", **self.samples)
         if self.data_table is not None:

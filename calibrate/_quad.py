@@ -97,8 +97,9 @@ def _phi1(x: jax.Array) -> jax.Array:
     return jnp.where(small, 1.0 - 0.5 * x, -jnp.expm1(-xs) / xs)
 
 
-def _node_levels(c: jax.Array, dc: jax.Array, delta: jax.Array, A0: jax.Array,
-                 h: np.ndarray) -> jax.Array:
+def _node_levels(
+    c: jax.Array, dc: jax.Array, delta: jax.Array, A0: jax.Array, h: np.ndarray
+) -> jax.Array:
     """Levels ``A`` at every grid node, ``(M + 1,)``, of ``dA/dt = (c - delta)(1 - A) -
     delta A``, from the total rate ``c`` and its time derivative ``dc`` at the nodes."""
     M = h.shape[0]
@@ -130,6 +131,7 @@ def _node_levels(c: jax.Array, dc: jax.Array, delta: jax.Array, A0: jax.Array,
         W = jnp.exp(-jnp.maximum(C[:, None] - (C + L[:, -1])[None, :], 0.0)) * lower
         start = (1.0 - A0) * jnp.exp(-C) + W @ inflow[:, -1]
     else:  # long grids: the same join as a parallel prefix of B -> decay B + inflow
+
         def compose(a, b):
             return a[0] * b[0], b[0] * a[1] + b[1]
 
@@ -153,8 +155,10 @@ def solve_quad(model: simulate.Model, grid: QuadGrid) -> tuple[jax.Array, jax.Ar
     order = feedforward_order(model)
     kin, net = model.kinetics, model.network
     if order is None or not isinstance(kin, simulate.CompetenceKinetics):
-        raise ValueError("solve_quad needs competence kinetics on an acyclic network "
-                         "without lag; use RK4 or an adaptive solve")
+        raise ValueError(
+            "solve_quad needs competence kinetics on an acyclic network "
+            "without lag; use RK4 or an adaptive solve"
+        )
     x = model.input_value(jnp.asarray(1.0))
     drive = jnp.where(jnp.asarray(net.inputs), x, 1.0)
     shape = (grid.h.shape[0] + 1,)
@@ -164,8 +168,9 @@ def solve_quad(model: simulate.Model, grid: QuadGrid) -> tuple[jax.Array, jax.Ar
         G, dG = jax.jvp(lambda lv, i=i: net.node_regulation(i, lv), (levels,), (slopes,))
         gain = kin.rho[i] * (1.0 - kin.b[i]) * drive[i]
         r = jnp.broadcast_to(kin.rho[i] * kin.b[i] + gain * G, shape)
-        A = _node_levels(r + kin.delta[i], jnp.broadcast_to(gain * dG, shape), kin.delta[i],
-                         kin.A0[i], grid.h)
+        A = _node_levels(
+            r + kin.delta[i], jnp.broadcast_to(gain * dG, shape), kin.delta[i], kin.A0[i], grid.h
+        )
         levels[i] = A
         slopes[i] = r * (1.0 - A) - kin.delta[i] * A
     return finite_levels(jnp.stack(levels, axis=-1)[jnp.asarray(grid.obs)])

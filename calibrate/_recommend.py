@@ -30,7 +30,7 @@ __all__ = ["load_fit", "recommend", "recommend_from_dir"]
 
 def _oscillates(A: np.ndarray, tol: float = 0.01) -> np.ndarray:
     """Per curve (..., T): True if the second half has >= 2 turning points above ``tol``."""
-    half = A[..., A.shape[-1] // 2:]
+    half = A[..., A.shape[-1] // 2 :]
     d = np.diff(half, axis=-1)
     d = np.where(np.abs(d) < 1e-6, 0.0, d)
     turns = np.sum(np.abs(np.diff(np.sign(d), axis=-1)) > 1, axis=-1)
@@ -39,8 +39,13 @@ def _oscillates(A: np.ndarray, tol: float = 0.01) -> np.ndarray:
 
 
 def recommend(
-    post: Posterior, *, param: str | None = None, grid: Sequence[float] | None = None,
-    steps: float | None = None, max_draws: int = 100, max_p_osc: float = 0.1,
+    post: Posterior,
+    *,
+    param: str | None = None,
+    grid: Sequence[float] | None = None,
+    steps: float | None = None,
+    max_draws: int = 100,
+    max_p_osc: float = 0.1,
     key: jax.Array | None = None,
 ) -> dict[str, Any]:
     """Sweep a linked hyperparameter and pick the value for the next run.
@@ -96,10 +101,15 @@ def recommend(
     osc = _oscillates(np.moveaxis(A, -1, -2)).any(-1)  # any node oscillates
     table = []
     for j, g in enumerate(values):
-        table.append({"value": float(g), "final_mean": float(final[:, j].mean()),
-                      "final_q05": float(np.quantile(final[:, j], 0.05)),
-                      "final_q95": float(np.quantile(final[:, j], 0.95)),
-                      "p_oscillation": float(osc[:, j].mean())})
+        table.append(
+            {
+                "value": float(g),
+                "final_mean": float(final[:, j].mean()),
+                "final_q05": float(np.quantile(final[:, j], 0.05)),
+                "final_q95": float(np.quantile(final[:, j], 0.95)),
+                "p_oscillation": float(osc[:, j].mean()),
+            }
+        )
     ok = [r for r in table if r["p_oscillation"] <= max_p_osc] or table
     best = max(ok, key=lambda r: r["final_mean"])
     config: dict[str, Any] = {}
@@ -108,9 +118,15 @@ def recommend(
     for p in parts[:-1]:
         node = node.setdefault(p, {})
     node[parts[-1]] = best["value"]
-    return {"param": param, "value": best["value"], "final_competence": best["final_mean"],
-            "p_oscillation": best["p_oscillation"], "horizon_steps": horizon,
-            "table": table, "config": config}
+    return {
+        "param": param,
+        "value": best["value"],
+        "final_competence": best["final_mean"],
+        "p_oscillation": best["p_oscillation"],
+        "horizon_steps": horizon,
+        "table": table,
+        "config": config,
+    }
 
 
 def _hyper(post: Posterior, param: str) -> np.ndarray:
@@ -135,8 +151,11 @@ def load_fit(fit_dir: str | Path) -> Posterior:
     cm = build_model(data, spec, cfg)
     lat = dict(np.load(d / "latent.npz"))
     post = Posterior(cm, lat, {}, {})
-    post.hyper = {c: data.hyper.loc[list(cm.runs), c].to_numpy(float)
-                  for c in data.hyper.columns if c != "seed"}
+    post.hyper = {
+        c: data.hyper.loc[list(cm.runs), c].to_numpy(float)
+        for c in data.hyper.columns
+        if c != "seed"
+    }
     return post
 
 

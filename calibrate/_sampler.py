@@ -67,8 +67,9 @@ def window_ends(warmup: int) -> np.ndarray:
     return np.asarray([w.end for w in sched[1:-1]], dtype=np.int64)
 
 
-def pool_moments(mean: jax.Array, m2: jax.Array, n: jax.Array, axis_name: str
-                 ) -> tuple[jax.Array, jax.Array, jax.Array]:
+def pool_moments(
+    mean: jax.Array, m2: jax.Array, n: jax.Array, axis_name: str
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Combine per-chain Welford moments ``(mean (P,), m2 (P,) or (P, P), n)`` over the
     mapped axis ``axis_name`` (Chan et al.'s parallel update), so each chain gets the
     moments of all chains' draws."""
@@ -77,14 +78,16 @@ def pool_moments(mean: jax.Array, m2: jax.Array, n: jax.Array, axis_name: str
     total = jnp.sum(ns)
     mu = jnp.sum(ns[:, None] * means, axis=0) / jnp.maximum(total, 1.0)
     d = means - mu
-    spread = (jnp.einsum("c,ci,cj->ij", ns, d, d) if m2.ndim == 2
-              else jnp.einsum("c,ci->i", ns, d * d))
+    spread = (
+        jnp.einsum("c,ci,cj->ij", ns, d, d) if m2.ndim == 2 else jnp.einsum("c,ci->i", ns, d * d)
+    )
     m2_all = jax.lax.psum(m2, axis_name) + spread
     return mu, m2_all, jax.lax.psum(n, axis_name)
 
 
-def _one_chain(key, w0, pe0, g0, inv_mass, *, potential, cfg: FitConfig, pooled: bool, tick,
-               transform):
+def _one_chain(
+    key, w0, pe0, g0, inv_mass, *, potential, cfg: FitConfig, pooled: bool, tick, transform
+):
     """Warm-up and sampling of one chain (under a map over ``_AXIS`` when ``pooled``);
     returns the sampling phase's draws ``(S, P)``, divergences and leapfrog steps
     ``(S,)``, and the adapted step size and inverse mass matrix."""
@@ -94,10 +97,15 @@ def _one_chain(key, w0, pe0, g0, inv_mass, *, potential, cfg: FitConfig, pooled:
     # 11 s compile on the benchmark; a zero gradient instead took the first trajectories
     # far off: min ESS 479-1769 against 1441-1787)
     state = init_kernel(
-        ParamInfo(w0, pe0, g0), cfg.warmup, inverse_mass_matrix=inv_mass,
+        ParamInfo(w0, pe0, g0),
+        cfg.warmup,
+        inverse_mass_matrix=inv_mass,
         dense_mass=cfg.dense_mass,
-        target_accept_prob=cfg.target_accept, max_tree_depth=cfg.max_tree_depth,
-        forward_mode_differentiation=cfg.forward_mode, rng_key=key)
+        target_accept_prob=cfg.target_accept,
+        max_tree_depth=cfg.max_tree_depth,
+        forward_mode_differentiation=cfg.forward_mode,
+        rng_key=key,
+    )
     total = cfg.warmup + cfg.samples
     every = max(1, total // _PROGRESS_TICKS)
     ends = jnp.asarray(window_ends(cfg.warmup))
@@ -121,21 +129,25 @@ def _one_chain(key, w0, pe0, g0, inv_mass, *, potential, cfg: FitConfig, pooled:
         if tick is not None:
             # a per-chain count (the position is batched), so vectorised chains each report
             n = st.z[0] * 0 + every
-            jax.lax.cond((i + 1) % every == 0, lambda: jax.debug.callback(tick, n),
-                         lambda: None)
+            jax.lax.cond((i + 1) % every == 0, lambda: jax.debug.callback(tick, n), lambda: None)
         return st, (st.z, st.diverging, st.num_steps)
 
     last, (w, div, steps) = jax.lax.scan(body, state, jnp.arange(total))
     ad = last.adapt_state
-    w = w[cfg.warmup:]
+    w = w[cfg.warmup :]
     if transform is not None:
         w = jax.vmap(transform)(w)
-    return w, div[cfg.warmup:], steps[cfg.warmup:], ad.step_size, ad.inverse_mass_matrix
+    return w, div[cfg.warmup :], steps[cfg.warmup :], ad.step_size, ad.inverse_mass_matrix
 
 
-def compile_chains(potential: Callable[[jax.Array], jax.Array], size: int, cfg: FitConfig,
-                   chain_method: str, tick=None,
-                   transform: Callable[[jax.Array], jax.Array] | None = None) -> ChainProgram:
+def compile_chains(
+    potential: Callable[[jax.Array], jax.Array],
+    size: int,
+    cfg: FitConfig,
+    chain_method: str,
+    tick=None,
+    transform: Callable[[jax.Array], jax.Array] | None = None,
+) -> ChainProgram:
     """Trace and compile the chains of ``cfg`` for ``potential`` from shapes alone.
 
     Args:
@@ -160,13 +172,17 @@ def compile_chains(potential: Callable[[jax.Array], jax.Array], size: int, cfg: 
     P = int(size)
     C = cfg.chains
     if chain_method == "parallel" and jax.local_device_count() < C:
-        warnings.warn(f"parallel chains need {C} devices, found {jax.local_device_count()} "
-                      "(on CPU call numpyro.set_host_device_count before JAX starts); "
-                      "running the chains sequentially", stacklevel=2)
+        warnings.warn(
+            f"parallel chains need {C} devices, found {jax.local_device_count()} "
+            "(on CPU call numpyro.set_host_device_count before JAX starts); "
+            "running the chains sequentially",
+            stacklevel=2,
+        )
         chain_method = "sequential"
     pooled = cfg.pool_adaptation and C > 1 and chain_method != "sequential"
-    chain = functools.partial(_one_chain, potential=potential, cfg=cfg, pooled=pooled,
-                              tick=tick, transform=transform)
+    chain = functools.partial(
+        _one_chain, potential=potential, cfg=cfg, pooled=pooled, tick=tick, transform=transform
+    )
     f64 = jnp.result_type(float)
     key_t = jax.eval_shape(lambda: jax.random.split(jax.random.key(0), C))
     starts_t = jax.ShapeDtypeStruct((C, P), f64)
@@ -177,18 +193,25 @@ def compile_chains(potential: Callable[[jax.Array], jax.Array], size: int, cfg: 
     elif chain_method == "vectorized":
         fn = jax.jit(jax.vmap(chain, axis_name=_AXIS, in_axes=(0, 0, 0, 0, None)))
     elif chain_method == "sequential":
-        fn = jax.jit(lambda k, w, e, g, m: jax.lax.map(
-            lambda a: chain(a[0], a[1], a[2], a[3], m), (k, w, e, g)))
+        fn = jax.jit(
+            lambda k, w, e, g, m: jax.lax.map(
+                lambda a: chain(a[0], a[1], a[2], a[3], m), (k, w, e, g)
+            )
+        )
     else:
         raise ValueError(f"unknown chain_method {chain_method!r}")
     compiled = fn.lower(key_t, starts_t, pe_t, starts_t, mass_t).compile()
     return ChainProgram(compiled, chain_method, C, potential)
 
 
-def run_chains(program: ChainProgram, *, key: jax.Array, starts: np.ndarray,
-               inverse_mass: np.ndarray,
-               energy: tuple[np.ndarray, np.ndarray] | None = None,
-               ) -> tuple[jax.Array, dict[str, np.ndarray]]:
+def run_chains(
+    program: ChainProgram,
+    *,
+    key: jax.Array,
+    starts: np.ndarray,
+    inverse_mass: np.ndarray,
+    energy: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[jax.Array, dict[str, np.ndarray]]:
     """Run a compiled program.
 
     Args:
@@ -211,9 +234,13 @@ def run_chains(program: ChainProgram, *, key: jax.Array, starts: np.ndarray,
         pe, grad = jax.jit(jax.vmap(jax.value_and_grad(program.potential)))(w0)
     else:
         pe, grad = energy
-    w, div, steps, eps, inv = program.compiled(keys, w0, jnp.asarray(pe, float),
-                                               jnp.asarray(grad, float),
-                                               jnp.asarray(inverse_mass, float))
-    stats = {"diverging": np.asarray(div), "num_steps": np.asarray(steps),
-             "step_size": np.asarray(eps), "inverse_mass": np.asarray(inv)}
+    w, div, steps, eps, inv = program.compiled(
+        keys, w0, jnp.asarray(pe, float), jnp.asarray(grad, float), jnp.asarray(inverse_mass, float)
+    )
+    stats = {
+        "diverging": np.asarray(div),
+        "num_steps": np.asarray(steps),
+        "step_size": np.asarray(eps),
+        "inverse_mass": np.asarray(inv),
+    }
     return w, stats

@@ -106,8 +106,9 @@ def select(
     for i, (motif, gate, net) in enumerate(cl):
         label = f"{motif}-{gate}" if gate else motif
         say(f"[{i + 1}/{len(cl)}] fitting {label}")
-        post = fit(data, net, config, key=jax.random.fold_in(key, i), nodes=nodes,
-                   progress=progress)
+        post = fit(
+            data, net, config, key=jax.random.fold_in(key, i), nodes=nodes, progress=progress
+        )
         posts[label] = post
         idatas[label] = post.to_inference_data()
         meta[label] = (motif, gate)
@@ -118,11 +119,18 @@ def select(
     ranking = []
     for label, row in cmp.iterrows():
         lb = str(label)
-        ranking.append({
-            "motif": meta[lb][0], "gate": meta[lb][1],
-            "elpd_loo": float(row["elpd_loo"]), "se": float(row["se"]),
-            "d_elpd": float(row["elpd_diff"]), "dse": float(row["dse"]),
-            "p_loo": float(row["p_loo"]), "weight": float(row["weight"]),
-            "pareto_k_max": khat[lb], "warning": bool(row["warning"]),
-        })
+        ranking.append(
+            {
+                "motif": meta[lb][0],
+                "gate": meta[lb][1],
+                "elpd_loo": float(row["elpd_loo"]),
+                "se": float(row["se"]),
+                "d_elpd": float(row["elpd_diff"]),
+                "dse": float(row["dse"]),
+                "p_loo": float(row["p_loo"]),
+                "weight": float(row["weight"]),
+                "pareto_k_max": khat[lb],
+                "warning": bool(row["warning"]),
+            }
+        )
     return Selection(ranking, posts)

@@ -23,8 +23,13 @@ def finite_levels(ys: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 def solve_at(
-    model: simulate.Model, ts: jax.Array, *, rtol: float = 1e-6, atol: float = 1e-8,
-    max_steps: int = 4096, forward: bool = False,
+    model: simulate.Model,
+    ts: jax.Array,
+    *,
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+    max_steps: int = 4096,
+    forward: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """Competences of ``model`` at arbitrary increasing steps ``ts >= 0`` (input on from 0).
 
@@ -90,4 +95,4 @@ def solve_rk4(
     # one flat scan instead of a scan per interval (gradient of the 8-run benchmark at
     # dt 2.5: 3.1 ms nested without checkpoint, 2.1 nested, 1.36 flat)
     _, ys = jax.lax.scan(jax.checkpoint(step), model.initial_state(), hs)
-    return finite_levels(ys[substeps - 1::substeps])
+    return finite_levels(ys[substeps - 1 :: substeps])

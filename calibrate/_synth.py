@@ -76,8 +76,14 @@ def synthetic_curves(
         k = np.asarray(jax.random.binomial(k2, n_eval, p)).astype(int)
         for ti, s in enumerate(steps_arr):
             for ni, node in enumerate(net.names):
-                row = {"run": f"r{r}", "step": int(s), "agent": node,
-                       "competence": k[ti, ni] / n_eval, "n_eval": n_eval, "seed": r}
+                row = {
+                    "run": f"r{r}",
+                    "step": int(s),
+                    "agent": node,
+                    "competence": k[ti, ni] / n_eval,
+                    "n_eval": n_eval,
+                    "seed": r,
+                }
                 for col, vals in (hyper or {}).items():
                     row[col] = float(vals[r])
                 rows.append(row)

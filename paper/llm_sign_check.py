@@ -44,8 +44,9 @@ EDGES = ("X->Y", "X->Z", "Y->Z")
 DESIGN = {"K_yz": 0.66, "n_yz": 30.0, "x_scale": 2.0, "y_scale": 0.02, "z_scale": 4.0}
 
 
-def run_config(motif: str, seed: int, *, steps: int, quick: bool = False,
-               base_cache: str | None = None) -> dict[str, Any]:
+def run_config(
+    motif: str, seed: int, *, steps: int, quick: bool = False, base_cache: str | None = None
+) -> dict[str, Any]:
     """TrainConfig dict of one run: the wiring ``motif`` (C1 or I1) and ``seed``.
 
     C1 and I1 share every edge sign but one: Y -> Z activates in C1 and represses in I1
@@ -60,8 +61,14 @@ def run_config(motif: str, seed: int, *, steps: int, quick: bool = False,
         "name": f"{motif}-AND",
         "nodes": ["X", "Y", "Z"],
         "edges": [
-            {"source": k[0], "target": k[-1], "sign": signs[k], "K": shape[k][0],
-             "n": shape[k][1], "feedback": False}
+            {
+                "source": k[0],
+                "target": k[-1],
+                "sign": signs[k],
+                "K": shape[k][0],
+                "n": shape[k][1],
+                "feedback": False,
+            }
             for k in EDGES
         ],
         "gates": {"Z": "AND"},
@@ -77,8 +84,10 @@ def run_config(motif: str, seed: int, *, steps: int, quick: bool = False,
                 "Y->Z": {"mechanism": "coupling", "weight": 1.0},
             },
         },
-        "rl": {"lr": 1e-3, "lr_scale": {
-            "X": DESIGN["x_scale"], "Y": DESIGN["y_scale"], "Z": DESIGN["z_scale"]}},
+        "rl": {
+            "lr": 1e-3,
+            "lr_scale": {"X": DESIGN["x_scale"], "Y": DESIGN["y_scale"], "Z": DESIGN["z_scale"]},
+        },
         "steps": steps,
         "eval_every": 20,
         "ckpt_every": 50,
@@ -106,8 +115,9 @@ def _finished(folder: Path, steps: int) -> bool:
         return False
 
 
-def train_runs(out: Path, seeds: list[int], *, steps: int, quick: bool,
-               base_cache: str | None, log=print) -> dict[str, list[Path]]:
+def train_runs(
+    out: Path, seeds: list[int], *, steps: int, quick: bool, base_cache: str | None, log=print
+) -> dict[str, list[Path]]:
     """Train (or reuse / resume) every run; returns motif -> run folders."""
     from llm_runs.config import TrainConfig
 
@@ -122,7 +132,8 @@ def train_runs(out: Path, seeds: list[int], *, steps: int, quick: bool,
             from llm_runs._train import train
 
             cfg = TrainConfig.from_dict(
-                run_config(motif, seed, steps=steps, quick=quick, base_cache=base_cache))
+                run_config(motif, seed, steps=steps, quick=quick, base_cache=base_cache)
+            )
             t0 = time.perf_counter()
             log(f"{folder}: training {steps} steps")
             train(cfg, folder, resume=True, progress=False)
@@ -136,8 +147,16 @@ def _edge_signs(motif: str) -> dict[str, int]:
     return {e.key: int(e.sign) for e in ffl_spec(motif, "AND").edges}
 
 
-def fit_set(name: str, folders: list[Path], cands: list[str], out: Path, *,
-            fit_config: dict[str, Any] | None, seed: int = 0, log=print) -> dict[str, Any]:
+def fit_set(
+    name: str,
+    folders: list[Path],
+    cands: list[str],
+    out: Path,
+    *,
+    fit_config: dict[str, Any] | None,
+    seed: int = 0,
+    log=print,
+) -> dict[str, Any]:
     """Fit the candidates (AND gate) to one run set; C1 vs I1 difference and edge signs."""
     import jax
     import numpy as np
@@ -149,8 +168,13 @@ def fit_set(name: str, folders: list[Path], cands: list[str], out: Path, *,
 
     data = load_inputs([str(f) for f in folders])
     cfg = FitConfig.from_dict({"method": "laplace", **(fit_config or {})})
-    sel = select(data, candidates(cands, ["AND"]), cfg, key=jax.random.key(seed),
-                 log=lambda s: log(f"  [{name}] {s}"))
+    sel = select(
+        data,
+        candidates(cands, ["AND"]),
+        cfg,
+        key=jax.random.key(seed),
+        log=lambda s: log(f"  [{name}] {s}"),
+    )
     sel.save(out / name, figure=False)
     rank = sel.ranking
     # C1 minus I1, with the se of the pointwise difference
@@ -163,8 +187,9 @@ def fit_set(name: str, folders: list[Path], cands: list[str], out: Path, *,
     w /= w.sum()
     p_act = {}
     for e in EDGES:
-        p_act[e] = float(sum(wi for wi, r in zip(w, rank, strict=True)
-                             if _edge_signs(r["motif"])[e] > 0))
+        p_act[e] = float(
+            sum(wi for wi, r in zip(w, rank, strict=True) if _edge_signs(r["motif"])[e] > 0)
+        )
     top = rank[0]["motif"]
     return {
         "set": name,
@@ -196,8 +221,11 @@ def _pointwise_loo(post: Any) -> Any:
 def table(rows: list[dict[str, Any]]) -> str:
     """The printed result table."""
     sgn = {1: "+", -1: "-"}
-    head = (f"{'run set':<10}{'top motif':<11}{'elpd C1-I1':>11}{'se':>7}   "
-            + "  ".join(f"{e:>12}" for e in EDGES) + "   agrees")
+    head = (
+        f"{'run set':<10}{'top motif':<11}{'elpd C1-I1':>11}{'se':>7}   "
+        + "  ".join(f"{e:>12}" for e in EDGES)
+        + "   agrees"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         wired = _edge_signs(r["set"].split("-")[0]) if r["set"][:2] in MOTIFS else None
@@ -206,25 +234,32 @@ def table(rows: list[dict[str, Any]]) -> str:
             cells.append(f"{sgn[r['top_signs'][e]]} (P+={r['p_activating'][e]:.2f})")
         agree = "-"
         if wired is not None:
-            agree = "yes" if all(
-                (r["p_activating"][e] > 0.5) == (wired[e] > 0) for e in EDGES) else "no"
-        lines.append(f"{r['set']:<10}{r['top']:<11}{r['elpd_C1_minus_I1']:>11.1f}"
-                     f"{r['se_C1_minus_I1']:>7.1f}   " + "  ".join(f"{c:>12}" for c in cells)
-                     + f"   {agree}")
+            agree = (
+                "yes"
+                if all((r["p_activating"][e] > 0.5) == (wired[e] > 0) for e in EDGES)
+                else "no"
+            )
+        lines.append(
+            f"{r['set']:<10}{r['top']:<11}{r['elpd_C1_minus_I1']:>11.1f}"
+            f"{r['se_C1_minus_I1']:>7.1f}   " + "  ".join(f"{c:>12}" for c in cells) + f"   {agree}"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Train, fit, print the table; exit 0 (also when signs disagree: it is a report)."""
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out", default="runs/llm_sign_check")
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--steps", type=int, default=450)
-    ap.add_argument("--candidates", default="C1,I1",
-                    help="motifs compared (AND gate): a comma list or 'auto' (all 8)")
-    ap.add_argument("--per-seed", action="store_true",
-                    help="also fit each seed's runs separately")
+    ap.add_argument(
+        "--candidates",
+        default="C1,I1",
+        help="motifs compared (AND gate): a comma list or 'auto' (all 8)",
+    )
+    ap.add_argument("--per-seed", action="store_true", help="also fit each seed's runs separately")
     ap.add_argument("--fit-config", default=None, help="JSON FitConfig overrides")
     ap.add_argument("--train-only", action="store_true")
     ap.add_argument("--fit-only", action="store_true")
@@ -237,13 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit_only:
         folders = {m: [out / "runs" / f"{m}-s{s}" for s in seeds] for m in MOTIFS}
     else:
-        folders = train_runs(out, seeds, steps=steps, quick=args.quick,
-                             base_cache=args.base_cache)
+        folders = train_runs(out, seeds, steps=steps, quick=args.quick, base_cache=args.base_cache)
     from llm_runs._figure import competence_figure
 
     order = [f for pair in zip(folders["C1"], folders["I1"], strict=True) for f in pair]
-    png = competence_figure(order, out / "curves.png",
-                            title="Only the sign of Y->Z differs (C1: +, I1: -)")
+    png = competence_figure(
+        order, out / "curves.png", title="Only the sign of Y->Z differs (C1: +, I1: -)"
+    )
     print(f"curves: {png}")
     if args.train_only:
         return 0

@@ -207,8 +207,9 @@ def classify(
         osc = nz["osc"] & (nz["sd"] > h)
         sustained = nz["peak"] >= acf_sustained
         y_end, y0 = nz["level"], feats["y_start"]
-        excursion = jnp.maximum(feats["y_max"] - jnp.maximum(y0, y_end),
-                                jnp.minimum(y0, y_end) - feats["y_min"])
+        excursion = jnp.maximum(
+            feats["y_max"] - jnp.maximum(y0, y_end), jnp.minimum(y0, y_end) - feats["y_min"]
+        )
         overshoot = excursion > h + noise
         settled = ~osc | (feats["a_late"] <= jnp.maximum(h, noise))
     label = jnp.where(

@@ -55,8 +55,7 @@ class _LogHillNetwork(Network):
             return jnp.ones((), jnp.result_type(float))
         signs, is_or = node
         js = [j for j, w in enumerate(self.wiring[i]) if w]
-        us = [self._hill_power(jnp.maximum(A[j], 0.0) / self.K[i, j], self.n[i, j])
-              for j in js]
+        us = [self._hill_power(jnp.maximum(A[j], 0.0) / self.K[i, j], self.n[i, j]) for j in js]
         if is_or:
             sign = np.asarray(signs, dtype=float).reshape(-1, *(1,) * jnp.ndim(us[0]))
             return gate_or(jnp.stack(us), sign, axis=0)
@@ -68,8 +67,17 @@ class _LogHillNetwork(Network):
 
 def _swap_network(model: Model, cls: type[Network], **extra) -> Model:
     net = model.network
-    fast = cls(names=net.names, wiring=net.wiring, inputs=net.inputs, feedback=net.feedback,
-               sign=net.sign, is_or=net.is_or, K=net.K, n=net.n, **extra)
+    fast = cls(
+        names=net.names,
+        wiring=net.wiring,
+        inputs=net.inputs,
+        feedback=net.feedback,
+        sign=net.sign,
+        is_or=net.is_or,
+        K=net.K,
+        n=net.n,
+        **extra,
+    )
     return eqx.tree_at(lambda m: m.network, model, fast)
 
 
@@ -92,8 +100,10 @@ def with_log_hill(model: Model, *, fixed_structure: bool = False) -> Model:
         sign, is_or = np.asarray(net.sign), np.asarray(net.is_or)
         fixed = tuple(
             (tuple(float(sign[i, j]) for j, w in enumerate(row) if w), bool(is_or[i] > 0.5))
-            if any(row) else None
-            for i, row in enumerate(net.wiring))
+            if any(row)
+            else None
+            for i, row in enumerate(net.wiring)
+        )
     return _swap_network(model, _LogHillNetwork, fixed=fixed)
 
 

@@ -17,17 +17,35 @@ from calibrate._coords import (
 )
 from calibrate._fit import _Flat
 
-TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.05, "rho[Z]": 0.06, "delta": 0.002, "b[Y]": 0.05,
-         "b[Z]": 0.05, "A0": 0.05, "K[X->Y]": 0.4, "K[X->Z]": 0.5, "K[Y->Z]": 0.5, "n": 2.0}
+TRUTH = {
+    "rho[X]": 0.03,
+    "rho[Y]": 0.05,
+    "rho[Z]": 0.06,
+    "delta": 0.002,
+    "b[Y]": 0.05,
+    "b[Z]": 0.05,
+    "A0": 0.05,
+    "K[X->Y]": 0.4,
+    "K[X->Z]": 0.5,
+    "K[Y->Z]": 0.5,
+    "n": 2.0,
+}
 LR = np.array([0.01, 0.02, 0.04])
 
 
 def _model(motif: str) -> cal.CurveModel:
-    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(0), steps=np.arange(0, 200, 20),
-                                runs=3, run_params=[{"rho[X]": float(v)} for v in LR],
-                                hyper={"lr": LR})
-    cfg = cal.FitConfig(solver="quad", dt=5.0,
-                        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "lr", ("X",)),)))
+    data = cal.synthetic_curves(
+        "C1",
+        TRUTH,
+        key=jax.random.key(0),
+        steps=np.arange(0, 200, 20),
+        runs=3,
+        run_params=[{"rho[X]": float(v)} for v in LR],
+        hyper={"lr": LR},
+    )
+    cfg = cal.FitConfig(
+        solver="quad", dt=5.0, hierarchy=cal.Hierarchy(links=(cal.Link("rho", "lr", ("X",)),))
+    )
     return cal.build_model(data, motif, cfg)
 
 
@@ -63,8 +81,10 @@ def test_which_coordinates_change():
     assert [(names[i], names[j]) for i, j in c1.corners] == [("b[Y]", "n[X->Y]")]
     assert [names[i] for i, _, _ in c1.shears] == ["rho[Y]", "rho[Z]"]
     assert [names[c1.shears[k][1]] for k in c1.basal] == ["b[Z]"]  # b[Y] is in the corner
-    assert [(names[i], names[j]) for i, j in c1.edges] == [("K[X->Z]", "n[X->Z]"),
-                                                           ("K[Y->Z]", "n[Y->Z]")]
+    assert [(names[i], names[j]) for i, j in c1.edges] == [
+        ("K[X->Z]", "n[X->Z]"),
+        ("K[Y->Z]", "n[Y->Z]"),
+    ]
     # X -| Y: Y's only edge represses, so no basal corner (its occupancy is ~1 when X is low)
     c2 = SamplingCoords.build(_model("C2"))
     assert c2.corners == () and len(c2.edges) == 3 and len(c2.basal) == 2
@@ -85,7 +105,7 @@ def test_closed_forms_of_the_sampled_coordinates():
     lay = cm.layout
     z = 0.8 * jax.random.normal(jax.random.key(5), (_Flat(cm).size,))
     w = np.asarray(sc.from_z(z))
-    theta = np.asarray(lay.to_natural(lay.loc + lay.scale * np.asarray(z)[:lay.size]))
+    theta = np.asarray(lay.to_natural(lay.loc + lay.scale * np.asarray(z)[: lay.size]))
     p = dict(zip(lay.names, theta, strict=True))
     b, n, K = p["b[Y]"], p["n[X->Y]"], p["K[X->Y]"]
     c = CORNER_LEVEL
@@ -94,19 +114,18 @@ def test_closed_forms_of_the_sampled_coordinates():
     i_b, i_n = lay.index("b[Y]"), lay.index("n[X->Y]")
     np.testing.assert_allclose(w[[i_b, i_n]], [logit(2 * T - b), logit(b / T)], rtol=1e-10)
     i_k = lay.index("K[Y->Z]")
-    np.testing.assert_allclose(w[i_k], p["n[Y->Z]"] * np.log(p["K[Y->Z]"] / EDGE_LEVEL),
-                               rtol=1e-10)
+    np.testing.assert_allclose(w[i_k], p["n[Y->Z]"] * np.log(p["K[Y->Z]"] / EDGE_LEVEL), rtol=1e-10)
     i_r = lay.index("rho[Y]")
     learned = np.log(p["rho[Y]"]) + np.log(b + (1 - b) / (1 + K**n))
     np.testing.assert_allclose(lay.loc[i_r] + lay.scale[i_r] * w[i_r], learned, rtol=1e-10)
     G = 1 / (1 + p["K[X->Z]"] ** p["n[X->Z]"]) / (1 + p["K[Y->Z]"] ** p["n[Y->Z]"])
     i_bz = lay.index("b[Z]")
-    np.testing.assert_allclose(lay.loc[i_bz] + lay.scale[i_bz] * w[i_bz],
-                               logit(p["b[Z]"]) - np.log(G), rtol=1e-10)
+    np.testing.assert_allclose(
+        lay.loc[i_bz] + lay.scale[i_bz] * w[i_bz], logit(p["b[Z]"]) - np.log(G), rtol=1e-10
+    )
     i_rz = lay.index("rho[Z]")
     learned_z = np.log(p["rho[Z]"]) + np.log(p["b[Z]"] + (1 - p["b[Z]"]) * G)
-    np.testing.assert_allclose(lay.loc[i_rz] + lay.scale[i_rz] * w[i_rz], learned_z,
-                               rtol=1e-10)
+    np.testing.assert_allclose(lay.loc[i_rz] + lay.scale[i_rz] * w[i_rz], learned_z, rtol=1e-10)
 
 
 @pytest.mark.parametrize("motif", ["C1", "I1-OR"])
@@ -135,8 +154,12 @@ def test_nuts_in_sampling_coordinates_draws_the_prior():
         return 0.5 * jnp.sum(z**2) - logdet
 
     size = _Flat(cm).size
-    mcmc = MCMC(NUTS(potential_fn=potential, dense_mass=True), num_warmup=500,
-                num_samples=3000, progress_bar=False)
+    mcmc = MCMC(
+        NUTS(potential_fn=potential, dense_mass=True),
+        num_warmup=500,
+        num_samples=3000,
+        progress_bar=False,
+    )
     mcmc.run(jax.random.key(0), init_params=sc.from_z(jnp.zeros(size)))
     z = np.asarray(draws_to_z(sc, mcmc.get_samples()))
     lay = cm.layout
@@ -153,8 +176,16 @@ def test_fit_reparam_matches_direct_sampling():
     data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(1), steps=np.arange(0, 300, 15))
     out = {}
     for reparam in (True, False):
-        cfg = cal.FitConfig(chains=2, samples=300, warmup=300, solver="quad", dt=5.0,
-                            map_starts=2, reparam=reparam, chain_method="vectorized")
+        cfg = cal.FitConfig(
+            chains=2,
+            samples=300,
+            warmup=300,
+            solver="quad",
+            dt=5.0,
+            map_starts=2,
+            reparam=reparam,
+            chain_method="vectorized",
+        )
         post = cal.fit(data, "C1", cfg, key=jax.random.key(3))
         out[reparam] = post.summary()
     for name in ("rho[X]", "rho[Y]", "rho[Z]", "K[X->Y]", "b[Z]"):

@@ -11,9 +11,18 @@ import calibrate as cal
 
 def _table(runs=("a", "b"), steps=(0, 10, 20), agents=("X", "Y")):
     rows = [
-        {"run": r, "step": s, "agent": a, "competence": 0.1 + 0.01 * s, "n_eval": 50,
-         "lr": 1e-3 if r == "a" else 3e-3, "seed": i}
-        for i, r in enumerate(runs) for s in steps for a in agents
+        {
+            "run": r,
+            "step": s,
+            "agent": a,
+            "competence": 0.1 + 0.01 * s,
+            "n_eval": 50,
+            "lr": 1e-3 if r == "a" else 3e-3,
+            "seed": i,
+        }
+        for i, r in enumerate(runs)
+        for s in steps
+        for a in agents
     ]
     return pd.DataFrame(rows)
 
@@ -102,13 +111,20 @@ def test_run_folder(tmp_path):
     run = tmp_path / "run1"
     run.mkdir()
     manifest = {
-        "schema": "agentmotifs.runlog", "schema_version": 1, "run": "run1", "seed": 3,
-        "agents": ["X", "Y"], "spec": {"nodes": ["X", "Y"], "edges": []},
+        "schema": "agentmotifs.runlog",
+        "schema_version": 1,
+        "run": "run1",
+        "seed": 3,
+        "agents": ["X", "Y"],
+        "spec": {"nodes": ["X", "Y"], "edges": []},
         "config": {"rl": {"lr": 0.002}},
     }
     (run / "manifest.json").write_text(json.dumps(manifest))
-    lines = [{"kind": "agent", "step": s, "agent": a, "competence": 0.5, "n_eval": 20}
-             for s in (0, 5) for a in ("X", "Y")]
+    lines = [
+        {"kind": "agent", "step": s, "agent": a, "competence": 0.5, "n_eval": 20}
+        for s in (0, 5)
+        for a in ("X", "Y")
+    ]
     (run / "competence.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     d = cal.load_inputs([run])
     assert d.runs == ["run1"] and len(d.table) == 4
@@ -128,8 +144,7 @@ def test_tensorboard(tmp_path):
             s = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=v)])
             w.add_event(event_pb2.Event(step=step, wall_time=0.0, summary=s))
     w.close()
-    d = cal.read_tensorboard(tmp_path / "tb", {"X": "comp/solver", "Z": "comp/critic"},
-                             n_eval=40)
+    d = cal.read_tensorboard(tmp_path / "tb", {"X": "comp/solver", "Z": "comp/critic"}, n_eval=40)
     assert d.agents == ["X", "Z"] and len(d.table) == 6
     assert d.table["n_eval"].eq(40).all()
     with pytest.raises(cal.DataError, match="not found"):

@@ -8,8 +8,19 @@ import pytest
 
 import calibrate as cal
 
-TRUTH = {"rho[X]": 0.03, "rho[Y]": 0.05, "rho[Z]": 0.06, "delta": 0.002, "b[Y]": 0.05,
-         "b[Z]": 0.05, "A0": 0.05, "K[X->Y]": 0.4, "K[X->Z]": 0.5, "K[Y->Z]": 0.5, "n": 2.0}
+TRUTH = {
+    "rho[X]": 0.03,
+    "rho[Y]": 0.05,
+    "rho[Z]": 0.06,
+    "delta": 0.002,
+    "b[Y]": 0.05,
+    "b[Z]": 0.05,
+    "A0": 0.05,
+    "K[X->Y]": 0.4,
+    "K[X->Z]": 0.5,
+    "K[Y->Z]": 0.5,
+    "n": 2.0,
+}
 STEPS = np.arange(0, 300, 10)
 
 
@@ -19,7 +30,8 @@ def _true(name):
 
 def test_config_json_roundtrip(tmp_path):
     cfg = cal.FitConfig(
-        likelihood="betabinomial", chains=2,
+        likelihood="betabinomial",
+        chains=2,
         priors=cal.Priors(rho_median=0.1, overrides={"K[X->Y]": (0.3, 0.2)}),
         hierarchy=cal.Hierarchy(random_effects=("rho",), links=(cal.Link("rho", "lr"),)),
     )
@@ -76,15 +88,16 @@ def test_rk4_solver_matches_adaptive_and_is_checked():
     assert errs[2] < 1e-6
     assert errs[0] / errs[2] > 2**4  # fourth order (>= 16x per halving, twice)
     # a fit with a coarse step is flagged by the solver check
-    data = cal.synthetic_curves("C1", {**TRUTH, "rho[X]": 0.3}, key=jax.random.key(3),
-                                steps=STEPS)
-    post = cal.fit(data, "C1", cal.FitConfig(method="map", solver="rk4", dt=40.0),
-                   key=jax.random.key(0))
+    data = cal.synthetic_curves("C1", {**TRUTH, "rho[X]": 0.3}, key=jax.random.key(3), steps=STEPS)
+    post = cal.fit(
+        data, "C1", cal.FitConfig(method="map", solver="rk4", dt=40.0), key=jax.random.key(0)
+    )
     d = post.diagnostics()
     assert d["solver_error"] > 1e-3 and any("lower dt" in w for w in d["warnings"])
     assert not d["ok"]
-    good = cal.fit(data, "C1", cal.FitConfig(method="map", solver="rk4", dt=1.0),
-                   key=jax.random.key(0))
+    good = cal.fit(
+        data, "C1", cal.FitConfig(method="map", solver="rk4", dt=1.0), key=jax.random.key(0)
+    )
     assert good.diagnostics()["solver_error"] < 1e-4
     with pytest.raises(cal.ConfigError, match="solver"):
         cal.FitConfig(solver="euler")
@@ -97,8 +110,12 @@ def test_laplace_coverage_over_datasets():
     hits, total = 0, 0
     for seed in range(8):
         data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(seed), steps=STEPS, runs=2)
-        post = cal.fit(data, "C1", cal.FitConfig(method="laplace", chains=1, samples=1000),
-                       key=jax.random.key(100 + seed))
+        post = cal.fit(
+            data,
+            "C1",
+            cal.FitConfig(method="laplace", chains=1, samples=1000),
+            key=jax.random.key(100 + seed),
+        )
         s = post.summary()
         for name in post.model.layout.names:
             hits += s[name]["q05"] <= _true(name) <= s[name]["q95"]
@@ -154,10 +171,10 @@ def test_nuts_short_run_and_outputs(tmp_path):
 
 @pytest.mark.slow
 def test_betabinomial_and_svi():
-    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(4), steps=STEPS, runs=2,
-                                phi=30.0)
-    cfg = cal.FitConfig(method="svi", likelihood="betabinomial", svi_steps=200, chains=1,
-                        samples=200)
+    data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(4), steps=STEPS, runs=2, phi=30.0)
+    cfg = cal.FitConfig(
+        method="svi", likelihood="betabinomial", svi_steps=200, chains=1, samples=200
+    )
     post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
     s = post.summary()
     assert "phi" in s and 5 < s["phi"]["mean"] < 200
@@ -169,10 +186,21 @@ def test_hierarchy_links_recover_lr_slope(tmp_path):
     lrs = [1e-4, 3e-4, 1e-3]
     base = dict(TRUTH)
     run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in lrs]
-    data = cal.synthetic_curves("C1", base, key=jax.random.key(5), steps=STEPS, runs=3,
-                                run_params=run_params, hyper={"lr": lrs})
-    cfg = cal.FitConfig(method="laplace", chains=1, samples=800,
-                        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "lr"),)))
+    data = cal.synthetic_curves(
+        "C1",
+        base,
+        key=jax.random.key(5),
+        steps=STEPS,
+        runs=3,
+        run_params=run_params,
+        hyper={"lr": lrs},
+    )
+    cfg = cal.FitConfig(
+        method="laplace",
+        chains=1,
+        samples=800,
+        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "lr"),)),
+    )
     post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
     s = post.summary()
     for n in "XYZ":
@@ -193,8 +221,16 @@ def test_hierarchy_links_recover_lr_slope(tmp_path):
     # the same through the CLI: JSON on stdout and in recommendation.json
     from calibrate.__main__ import main
 
-    rc = main(["recommend", str(tmp_path), "--grid", ",".join(map(str, grid)),
-               "--out", str(tmp_path / "rec")])
+    rc = main(
+        [
+            "recommend",
+            str(tmp_path),
+            "--grid",
+            ",".join(map(str, grid)),
+            "--out",
+            str(tmp_path / "rec"),
+        ]
+    )
     assert rc == 0
     out = json.loads((tmp_path / "rec" / "recommendation.json").read_text())
     assert out["param"] == "lr" and out["value"] == 3e-3
@@ -207,8 +243,9 @@ def test_hierarchy_links_recover_lr_slope(tmp_path):
 
 def test_random_effects_run():
     data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(6), steps=STEPS, runs=3)
-    cfg = cal.FitConfig(method="laplace", chains=1, samples=300,
-                        hierarchy=cal.Hierarchy(random_effects=("rho",)))
+    cfg = cal.FitConfig(
+        method="laplace", chains=1, samples=300, hierarchy=cal.Hierarchy(random_effects=("rho",))
+    )
     post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
     assert post.samples["eps"].shape == (1, 300, 3, 3)
     assert "tau[rho]" in post.summary()

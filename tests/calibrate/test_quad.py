@@ -35,17 +35,24 @@ def _rhs(model, y):
 
 def _scipy(model, ts):
     """Reference: scipy's DOP853 at rtol 1e-11 on the model's own right-hand side."""
-    sol = solve_ivp(lambda t, y: np.asarray(_rhs(model, jnp.asarray(y))), (0.0, float(ts[-1])),
-                    np.asarray(model.initial_state()), t_eval=ts, method="DOP853",
-                    rtol=1e-11, atol=1e-13)
+    sol = solve_ivp(
+        lambda t, y: np.asarray(_rhs(model, jnp.asarray(y))),
+        (0.0, float(ts[-1])),
+        np.asarray(model.initial_state()),
+        t_eval=ts,
+        method="DOP853",
+        rtol=1e-11,
+        atol=1e-13,
+    )
     assert sol.success
     return sol.y.T
 
 
 def test_constant_rate_node_is_exact():
     """A node without regulators has a constant rate: the solver is exact (closed form)."""
-    model = simulate.make_model("C1", "competence", {"rho[X]": 0.07, "delta[X]": 0.01,
-                                                     "A0[X]": 0.2})
+    model = simulate.make_model(
+        "C1", "competence", {"rho[X]": 0.07, "delta[X]": 0.01, "A0[X]": 0.2}
+    )
     ts = np.array([0.0, 1.0, 7.5, 40.0, 41.0, 300.0, 5000.0])
     A, ok = solve_quad(model, QuadGrid.build(ts, 5.0))
     c = 0.07 + 0.01
@@ -61,8 +68,9 @@ def test_all_ffl_presets_match_scipy(gate):
     rng = np.random.default_rng(0 if gate == "AND" else 1)
     worst = worst_rk4 = 0.0
     for motif in simulate.MOTIFS:
-        model = simulate.with_log_hill(simulate.make_model(f"{motif}-{gate}", "competence"),
-                                       fixed_structure=True)
+        model = simulate.with_log_hill(
+            simulate.make_model(f"{motif}-{gate}", "competence"), fixed_structure=True
+        )
         assert feedforward_order(model) == (0, 1, 2)
         for _ in range(3):
             m = _random_params(rng, model)
@@ -72,17 +80,22 @@ def test_all_ffl_presets_match_scipy(gate):
             worst = max(worst, float(np.abs(np.asarray(A) - ref).max()))
             A4, _ = solve_rk4(m, jnp.asarray(TS), substeps=1)
             worst_rk4 = max(worst_rk4, float(np.abs(np.asarray(A4) - ref).max()))
-    print(f"{gate}: max |error| over 8 motifs x 3 draws, steps of 5: quad {worst:.2e}, "
-          f"RK4 {worst_rk4:.2e}")
+    print(
+        f"{gate}: max |error| over 8 motifs x 3 draws, steps of 5: quad {worst:.2e}, "
+        f"RK4 {worst_rk4:.2e}"
+    )
     assert worst < 1e-3
 
 
 def test_fourth_order_convergence():
-    model = simulate.make_model("I1", "competence", {"rho[X]": 0.1, "rho[Y]": 0.08,
-                                                     "rho[Z]": 0.1, "n": 3.0, "K": 0.4})
+    model = simulate.make_model(
+        "I1", "competence", {"rho[X]": 0.1, "rho[Y]": 0.08, "rho[Z]": 0.1, "n": 3.0, "K": 0.4}
+    )
     ref = _scipy(model, TS)
-    errs = [float(np.abs(np.asarray(solve_quad(model, QuadGrid.build(TS, dt))[0]) - ref).max())
-            for dt in (5.0, 2.5, 1.25)]
+    errs = [
+        float(np.abs(np.asarray(solve_quad(model, QuadGrid.build(TS, dt))[0]) - ref).max())
+        for dt in (5.0, 2.5, 1.25)
+    ]
     print("max error at cells of 5, 2.5, 1.25 steps:", errs)
     assert errs[2] < 1e-5
     assert errs[0] / errs[2] > 100  # fourth order: 256x for 4x smaller cells
@@ -91,8 +104,7 @@ def test_fourth_order_convergence():
 def test_stiff_and_long_horizons_stay_finite_and_accurate():
     """Rates far above 1/cell (RK4 at the same step diverges) and e-folds >> 709 (the
     cumulative integrating factor would overflow without segments)."""
-    stiff = simulate.make_model("C1", "competence", {"rho": 3.0, "delta": 0.5, "A0": 0.0,
-                                                     "K": 0.5})
+    stiff = simulate.make_model("C1", "competence", {"rho": 3.0, "delta": 0.5, "A0": 0.0, "K": 0.5})
     A, ok = solve_quad(stiff, QuadGrid.build(TS, 5.0))
     assert bool(ok)
     np.testing.assert_allclose(np.asarray(A)[1:], _scipy(stiff, TS)[1:], atol=1e-3)
@@ -106,8 +118,7 @@ def test_stiff_and_long_horizons_stay_finite_and_accurate():
 
 
 def test_gradient_matches_finite_differences():
-    model = simulate.with_log_hill(simulate.make_model("C2", "competence"),
-                                   fixed_structure=True)
+    model = simulate.with_log_hill(simulate.make_model("C2", "competence"), fixed_structure=True)
     grid = QuadGrid.build(TS[:20], 5.0)
     names = ["rho[Y]", "b[Z]", "K[X->Z]", "n[Y->Z]", "A0[Y]", "delta[Z]"]
     x0 = np.array([0.05, 0.1, 0.5, 2.0, 0.1, 0.01])
@@ -121,8 +132,12 @@ def test_gradient_matches_finite_differences():
 
     g = np.asarray(jax.grad(loss)(jnp.asarray(x0)))
     h = 1e-6 * np.maximum(np.abs(x0), 1e-3)
-    fd = np.array([(float(loss(x0 + h * e)) - float(loss(x0 - h * e))) / (2 * h[i])
-                   for i, e in enumerate(np.eye(len(x0)))])
+    fd = np.array(
+        [
+            (float(loss(x0 + h * e)) - float(loss(x0 - h * e))) / (2 * h[i])
+            for i, e in enumerate(np.eye(len(x0)))
+        ]
+    )
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)
 
 
@@ -139,8 +154,11 @@ def test_grid_and_errors():
     with pytest.raises(ValueError, match="acyclic"):
         solve_quad(ring, QuadGrid.build(TS, 5.0))
     data = cal.synthetic_curves("C1", {"rho": 0.05}, key=jax.random.key(0), steps=TS)
-    loop = NetworkSpec(("X", "Y", "Z"), (EdgeSpec("X", "Y", 1), EdgeSpec("Y", "Z", 1),
-                                         EdgeSpec("Z", "X", -1)), name="loop")
+    loop = NetworkSpec(
+        ("X", "Y", "Z"),
+        (EdgeSpec("X", "Y", 1), EdgeSpec("Y", "Z", 1), EdgeSpec("Z", "X", -1)),
+        name="loop",
+    )
     with pytest.raises(cal.ConfigError, match="feed-forward"):
         cal.build_model(data, loop, cal.FitConfig(solver="quad"))
     cal.build_model(data, loop, cal.FitConfig(solver="rk4"))  # the others solve it
@@ -148,12 +166,26 @@ def test_grid_and_errors():
 
 def test_quad_fit_matches_rk4_fit():
     """The same posterior (well within its sd) with either fixed-grid solver."""
-    truth = {"rho[X]": 0.03, "rho[Y]": 0.05, "rho[Z]": 0.06, "delta": 0.002, "b": 0.05,
-             "A0": 0.05, "K": 0.5, "n": 2.0}
+    truth = {
+        "rho[X]": 0.03,
+        "rho[Y]": 0.05,
+        "rho[Z]": 0.06,
+        "delta": 0.002,
+        "b": 0.05,
+        "A0": 0.05,
+        "K": 0.5,
+        "n": 2.0,
+    }
     data = cal.synthetic_curves("C1", truth, key=jax.random.key(1), steps=TS, runs=2)
-    fits = {s: cal.fit(data, "C1", cal.FitConfig(method="laplace", solver=s, dt=5.0,
-                                                   samples=4000),
-                       key=jax.random.key(0)) for s in ("quad", "rk4")}
+    fits = {
+        s: cal.fit(
+            data,
+            "C1",
+            cal.FitConfig(method="laplace", solver=s, dt=5.0, samples=4000),
+            key=jax.random.key(0),
+        )
+        for s in ("quad", "rk4")
+    }
     a, b = (fits[s].summary() for s in ("quad", "rk4"))
     for name in a:
         assert abs(a[name]["mean"] - b[name]["mean"]) <= 0.1 * b[name]["sd"], name
@@ -185,14 +217,17 @@ def test_solver_check_reference_and_its_fallback():
     step, and with the tight adaptive solve once one is not."""
     from calibrate._compiled import _adaptive_error, solver_error
 
-    data = cal.synthetic_curves("C1", {"rho": 0.05, "n": 2.0}, key=jax.random.key(0),
-                                steps=TS)
+    data = cal.synthetic_curves("C1", {"rho": 0.05, "n": 2.0}, key=jax.random.key(0), steps=TS)
     cm = cal.build_model(data, "C1", cal.FitConfig(solver="quad", dt=5.0))
     lay = cm.layout
 
     def params(rho):
-        theta = np.array([rho if b == "rho" else {"b": 0.1, "delta": 0.005, "A0": 0.05,
-                                                  "K": 0.5, "n": 2.0}[b] for b in lay.bases])
+        theta = np.array(
+            [
+                rho if b == "rho" else {"b": 0.1, "delta": 0.005, "A0": 0.05, "K": 0.5, "n": 2.0}[b]
+                for b in lay.bases
+            ]
+        )
         return {"z": jnp.asarray((lay.to_unconstrained(theta) - lay.loc) / lay.scale)}
 
     slow, fast = params(0.05), params(3.0)

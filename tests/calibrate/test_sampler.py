@@ -27,7 +27,8 @@ def test_pooled_moments_are_those_of_all_draws():
     for k, ref in ((1, np.cov(allx.T, ddof=0) * len(allx)), (2, allx.var(0) * len(allx))):
         m2 = jnp.asarray(np.stack([s[k] for s in states]))
         mu, m2p, npool = jax.vmap(lambda a, b, c: pool_moments(a, b, c, "i"), axis_name="i")(
-            mean, m2, n)
+            mean, m2, n
+        )
         for c in range(4):  # every chain gets the pooled moments
             np.testing.assert_allclose(mu[c], allx.mean(0), rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(m2p[c], ref, rtol=1e-10)
@@ -57,8 +58,9 @@ def test_chains_draw_a_correlated_gaussian(method, pool):
 
     cfg = cal.FitConfig(chains=4, samples=1500, warmup=500, pool_adaptation=pool)
     prog = compile_chains(potential, 3, cfg, method)
-    w, st = run_chains(prog, key=jax.random.key(3), starts=np.full((4, 3), 5.0),
-                       inverse_mass=np.eye(3))
+    w, st = run_chains(
+        prog, key=jax.random.key(3), starts=np.full((4, 3), 5.0), inverse_mass=np.eye(3)
+    )
     div, steps, inv = st["diverging"], st["num_steps"], st["inverse_mass"]
     w = np.asarray(w).reshape(-1, 3)
     # pooled: every chain adapted (nearly: each adds its own last draw) the same matrix
@@ -87,13 +89,16 @@ def test_unknown_chain_method_is_an_error_and_missing_devices_a_warning():
 def test_pool_adaptation_must_be_boolean():
     with pytest.raises(cal.ConfigError, match="pool_adaptation"):
         cal.FitConfig(pool_adaptation="yes")
-    assert cal.FitConfig.from_dict(cal.FitConfig(pool_adaptation=False).to_dict()
-                                   ).pool_adaptation is False
+    assert (
+        cal.FitConfig.from_dict(cal.FitConfig(pool_adaptation=False).to_dict()).pool_adaptation
+        is False
+    )
 
 
 def test_start_energies_given_or_computed_give_the_same_chains():
     """The program starts from the energies and gradients it is given (the fit passes the
     MAP objective's): exact ones reproduce the chains it computes itself, wrong ones not."""
+
     def potential(w):
         return 0.5 * jnp.sum((w - 1.0) ** 2 / jnp.array([0.5, 2.0]))
 

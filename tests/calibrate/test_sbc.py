@@ -8,9 +8,11 @@ from scipy import stats
 import calibrate as cal
 
 LAPLACE_OVERCONFIDENT = pytest.mark.xfail(
-    strict=True, reason="measured 2026-11-30: Laplace + PSIS over prior-drawn truths gives a "
+    strict=True,
+    reason="measured 2026-11-30: Laplace + PSIS over prior-drawn truths gives a "
     "U-shaped rank histogram [202, 112, 101, 97, 168] (p = 4e-13): too narrow where the "
-    "posterior is not Gaussian; use NUTS for calibrated intervals")
+    "posterior is not Gaussian; use NUTS for calibrated intervals",
+)
 
 
 @pytest.mark.slow

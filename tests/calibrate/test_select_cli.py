@@ -10,20 +10,30 @@ import calibrate as cal
 
 TRUTH = {"rho": 0.05, "delta": 0.002, "b": 0.05, "A0": 0.05, "K": 0.3, "n": 2.0}
 # slow Y and a high Y->Z threshold: C1 shows a delayed Z, I1 a pulse, C4 a slowed Y
-SEL_TRUTH = {"rho[X]": 0.05, "rho[Y]": 0.015, "rho[Z]": 0.08, "delta": 0.002, "b": 0.02,
-             "A0": 0.05, "K": 0.5, "n": 2.0}
+SEL_TRUTH = {
+    "rho[X]": 0.05,
+    "rho[Y]": 0.015,
+    "rho[Z]": 0.08,
+    "delta": 0.002,
+    "b": 0.02,
+    "A0": 0.05,
+    "K": 0.5,
+    "n": 2.0,
+}
 STEPS = np.arange(0, 300, 10)
 
 
 @pytest.mark.parametrize("motif", ["C1", "I1", "C4"])
 def test_selection_picks_generating_motif(motif, tmp_path):
-    data = cal.synthetic_curves(f"{motif}-AND", SEL_TRUTH, key=jax.random.key(11), steps=STEPS,
-                                runs=2)
+    data = cal.synthetic_curves(
+        f"{motif}-AND", SEL_TRUTH, key=jax.random.key(11), steps=STEPS, runs=2
+    )
     cands = cal.candidates(["C1", "I1", "C4"], ["AND"])
     cfg = cal.FitConfig(method="laplace", chains=2, samples=250, map_starts=3)
     sel = cal.select(data, cands, cfg, key=jax.random.key(0))
-    print(motif, [(r["motif"], round(r["elpd_loo"], 1), round(r["weight"], 2))
-                  for r in sel.ranking])
+    print(
+        motif, [(r["motif"], round(r["elpd_loo"], 1), round(r["weight"], 2)) for r in sel.ranking]
+    )
     assert sel.best["motif"] == motif
     assert sel.best["weight"] > 0.5
     sel.save(tmp_path)
@@ -39,9 +49,27 @@ def test_cli_fit_and_errors(tmp_path, capsys):
     t = data.table.copy()
     t["agent"] = t["agent"].map({"X": "solver", "Y": "refiner", "Z": "critic"})
     t.to_csv(tmp_path / "d.csv", index=False)
-    rc = main(["fit", str(tmp_path / "d.csv"), "--motif", "C1", "--gate", "AND",
-               "--agents", "solver,refiner,critic", "--method", "laplace", "--chains", "1",
-               "--samples", "200", "--out", str(tmp_path / "fit"), "--no-progress"])
+    rc = main(
+        [
+            "fit",
+            str(tmp_path / "d.csv"),
+            "--motif",
+            "C1",
+            "--gate",
+            "AND",
+            "--agents",
+            "solver,refiner,critic",
+            "--method",
+            "laplace",
+            "--chains",
+            "1",
+            "--samples",
+            "200",
+            "--out",
+            str(tmp_path / "fit"),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     s = json.loads((tmp_path / "fit" / "summary.json").read_text())
     assert "K[solver->refiner]" in s and "rho[critic]" in s
@@ -49,14 +77,42 @@ def test_cli_fit_and_errors(tmp_path, capsys):
     rc = main(["fit", str(tmp_path / "d.csv"), "--motif", "C1", "--out", str(tmp_path / "f2")])
     assert rc == 2  # agents do not match X, Y, Z
     assert "not nodes of network" in capsys.readouterr().err
-    rc = main(["fit", str(tmp_path / "d.csv"), "--agents", "solver,refiner,critic",
-               "--method", "map", "--solver", "rk4", "--dt", "2", "--out", str(tmp_path / "rk")])
+    rc = main(
+        [
+            "fit",
+            str(tmp_path / "d.csv"),
+            "--agents",
+            "solver,refiner,critic",
+            "--method",
+            "map",
+            "--solver",
+            "rk4",
+            "--dt",
+            "2",
+            "--out",
+            str(tmp_path / "rk"),
+        ]
+    )
     assert rc == 0
     cfg = json.loads((tmp_path / "rk" / "config.json").read_text())
     assert cfg["solver"] == "rk4" and cfg["dt"] == 2.0
     assert json.loads((tmp_path / "rk" / "diagnostics.json").read_text())["solver_error"] < 1e-3
-    rc = main(["fit", str(tmp_path / "d.csv"), "--agents", "solver,refiner,critic",
-               "--method", "map", "--solver", "quad", "--dt", "5", "--out", str(tmp_path / "q")])
+    rc = main(
+        [
+            "fit",
+            str(tmp_path / "d.csv"),
+            "--agents",
+            "solver,refiner,critic",
+            "--method",
+            "map",
+            "--solver",
+            "quad",
+            "--dt",
+            "5",
+            "--out",
+            str(tmp_path / "q"),
+        ]
+    )
     assert rc == 0
     assert json.loads((tmp_path / "q" / "config.json").read_text())["solver"] == "quad"
     assert json.loads((tmp_path / "q" / "diagnostics.json").read_text())["solver_error"] < 1e-3
@@ -84,10 +140,28 @@ def test_cli_runs_nuts_chains_in_parallel(tmp_path):
     data.table.to_csv(tmp_path / "d.csv", index=False)
     cfg = cal.FitConfig(max_tree_depth=3, map_starts=1, map_steps=50, solver="quad", dt=5.0)
     (tmp_path / "cfg.json").write_text(json.dumps(cfg.to_dict()))
-    subprocess.run([sys.executable, "-m", "calibrate", "fit", str(tmp_path / "d.csv"),
-                    "--config", str(tmp_path / "cfg.json"), "--chains", "2", "--samples", "20",
-                    "--warmup", "20", "--out", str(tmp_path / "fit"), "--no-progress"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "calibrate",
+            "fit",
+            str(tmp_path / "d.csv"),
+            "--config",
+            str(tmp_path / "cfg.json"),
+            "--chains",
+            "2",
+            "--samples",
+            "20",
+            "--warmup",
+            "20",
+            "--out",
+            str(tmp_path / "fit"),
+            "--no-progress",
+        ],
+        check=True,
+        capture_output=True,
+    )
     diag = json.loads((tmp_path / "fit" / "diagnostics.json").read_text())
     assert diag["chain_method"] == "parallel" and diag["chains"] == 2
     assert cal.FitConfig().chain_method == "auto"

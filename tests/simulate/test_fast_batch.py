@@ -220,5 +220,4 @@ def test_log_hill_matches_power_in_value_and_gradient(gate, fixed):
             ref = jax.value_and_grad(drift, argnums=(1, 2))(m, 0.4, 2.3)
             got = jax.value_and_grad(drift, argnums=(1, 2))(fast, 0.4, 2.3)
             np.testing.assert_allclose(got[0], ref[0], rtol=1e-10, atol=1e-14)
-            np.testing.assert_allclose(np.array(got[1]), np.array(ref[1]), rtol=1e-10,
-                                       atol=1e-12)
+            np.testing.assert_allclose(np.array(got[1]), np.array(ref[1]), rtol=1e-10, atol=1e-12)

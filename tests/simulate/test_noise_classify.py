@@ -11,8 +11,9 @@ from tests.simulate.test_stability import _neg_loop
 def _replicates(model, sigma, *, t1, n_points, dt, n=32):
     model = sim.set_param(model, "sigma", sigma)
     keys = jax.random.split(jax.random.key(0), n)
-    return jax.vmap(lambda k: sim.solve(model, t1=t1, n_points=n_points, method="sde", dt=dt,
-                                        key=k))(keys)
+    return jax.vmap(
+        lambda k: sim.solve(model, t1=t1, n_points=n_points, method="sde", dt=dt, key=k)
+    )(keys)
 
 
 def _labels(sols):
@@ -26,13 +27,13 @@ def test_noisy_ffl_is_not_an_oscillation():
     """A C1 FFL cannot oscillate (all eigenvalues real and negative); with gradient noise
     its replicates are labelled converged, where band crossings alone would call most of
     them oscillating."""
-    sols = _replicates(sim.make_model("C1", "competence"), 0.05, t1=40.0, n_points=200,
-                       dt=0.01, n=64)
+    sols = _replicates(
+        sim.make_model("C1", "competence"), 0.05, t1=40.0, n_points=200, dt=0.01, n=64
+    )
     labels = _labels(sols)
     assert np.mean(np.isin(labels, OSC)) <= 0.05
     assert np.mean(labels == int(sim.Regime.CONVERGED)) >= 0.9
-    as_ode = Solution(sols.t, sols.states, sols.inputs, sols.y_final, sols.code, sols.names,
-                      "ode")
+    as_ode = Solution(sols.t, sols.states, sols.inputs, sols.y_final, sols.code, sols.names, "ode")
     assert np.mean(np.isin(_labels(as_ode), OSC)) >= 0.5  # the rule the ACF test replaces
 
 
