@@ -16,20 +16,8 @@ from calibrate._coords import (
     start_energies,
 )
 from calibrate._fit import _Flat
+from tests.calibrate.test_fit import TRUTH
 
-TRUTH = {
-    "rho[X]": 0.03,
-    "rho[Y]": 0.05,
-    "rho[Z]": 0.06,
-    "delta": 0.002,
-    "b[Y]": 0.05,
-    "b[Z]": 0.05,
-    "A0": 0.05,
-    "K[X->Y]": 0.4,
-    "K[X->Z]": 0.5,
-    "K[Y->Z]": 0.5,
-    "n": 2.0,
-}
 LR = np.array([0.01, 0.02, 0.04])
 
 

@@ -77,45 +77,14 @@ def test_cli_fit_and_errors(tmp_path, capsys):
     rc = main(["fit", str(tmp_path / "d.csv"), "--motif", "C1", "--out", str(tmp_path / "f2")])
     assert rc == 2  # agents do not match X, Y, Z
     assert "not nodes of network" in capsys.readouterr().err
-    rc = main(
-        [
-            "fit",
-            str(tmp_path / "d.csv"),
-            "--agents",
-            "solver,refiner,critic",
-            "--method",
-            "map",
-            "--solver",
-            "rk4",
-            "--dt",
-            "2",
-            "--out",
-            str(tmp_path / "rk"),
-        ]
-    )
-    assert rc == 0
-    cfg = json.loads((tmp_path / "rk" / "config.json").read_text())
-    assert cfg["solver"] == "rk4" and cfg["dt"] == 2.0
-    assert json.loads((tmp_path / "rk" / "diagnostics.json").read_text())["solver_error"] < 1e-3
-    rc = main(
-        [
-            "fit",
-            str(tmp_path / "d.csv"),
-            "--agents",
-            "solver,refiner,critic",
-            "--method",
-            "map",
-            "--solver",
-            "quad",
-            "--dt",
-            "5",
-            "--out",
-            str(tmp_path / "q"),
-        ]
-    )
-    assert rc == 0
-    assert json.loads((tmp_path / "q" / "config.json").read_text())["solver"] == "quad"
-    assert json.loads((tmp_path / "q" / "diagnostics.json").read_text())["solver_error"] < 1e-3
+    for solver, dt in (("rk4", 2.0), ("quad", 5.0)):
+        out = tmp_path / solver
+        args = ["--agents", "solver,refiner,critic", "--method", "map", "--solver", solver]
+        rc = main(["fit", str(tmp_path / "d.csv"), *args, "--dt", str(dt), "--out", str(out)])
+        assert rc == 0
+        cfg = json.loads((out / "config.json").read_text())
+        assert cfg["solver"] == solver and cfg["dt"] == dt
+        assert json.loads((out / "diagnostics.json").read_text())["solver_error"] < 1e-3
     assert main(["fit", str(tmp_path / "d.csv"), "--dt", "-1", "--out", str(tmp_path / "x")]) == 2
     t.loc[0, "competence"] = 2.0
     t.to_csv(tmp_path / "bad.csv", index=False)
