@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from simulate._errors import ConfigError as ConfigError
+
 __all__ = ["ConfigError", "FitConfig", "Hierarchy", "Link", "Priors"]
 
 NODE_PARAMS = ("rho", "b", "delta", "A0")
@@ -35,10 +37,6 @@ _LIKELIHOODS = ("binomial", "betabinomial")
 _METHODS = ("nuts", "svi", "laplace", "map")
 _SOLVERS = ("quad", "rk4", "tsit5")
 _CHAIN_METHODS = ("auto", "parallel", "vectorized", "sequential")
-
-
-class ConfigError(ValueError):
-    """An invalid calibration option; the message names the field."""
 
 
 def _pos(x: Any, field: str, *, allow_none: bool = False) -> Any:

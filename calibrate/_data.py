@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simulate._errors import AgentmotifsError
+
 __all__ = [
     "REQUIRED_COLUMNS",
     "CurveData",
@@ -35,7 +37,7 @@ REQUIRED_COLUMNS = ("run", "step", "agent", "competence", "n_eval")
 _META_COLUMNS = {*REQUIRED_COLUMNS, "seed", "successes"}
 
 
-class DataError(ValueError):
+class DataError(AgentmotifsError):
     """Invalid competence data; the message names the column, rows or file at fault."""
 
 

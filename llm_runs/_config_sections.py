@@ -7,15 +7,13 @@ import dataclasses
 import math
 from typing import Any
 
+from simulate._errors import ConfigError as ConfigError
+
 PRESETS = ("micro", "tiny", "small", "medium")
 ALGOS = ("reinforce", "grpo", "ppo")
 CREDITS = ("shared", "role", "discounted")
 MECHANISMS = ("budget", "credit", "coupling")
 TASKS = ("math", "rag")
-
-
-class ConfigError(ValueError):
-    """An invalid config; the message names the dotted field."""
 
 
 def _check(cond: bool, field: str, msg: str) -> None:

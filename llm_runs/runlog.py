@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simulate._errors import AgentmotifsError
+
 from ._provenance import git_revision as git_revision
 from ._provenance import package_versions as package_versions
 
@@ -85,7 +87,7 @@ _E2E_REQUIRED = ("step", "accuracy", "n_eval")
 _MANIFEST_REQUIRED = ("schema", "schema_version", "run", "seed", "agents", "spec", "config")
 
 
-class RunLogError(ValueError):
+class RunLogError(AgentmotifsError):
     """A malformed run folder; the message names the file and, for rows, the line number."""
 
 

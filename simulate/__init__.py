@@ -1,54 +1,24 @@
-"""simulate — a JAX model of agent competences on signed regulatory networks."""
+"""simulate — a JAX model of agent competences on signed regulatory networks.
+
+The network spec, parameter grammar, errors and file helpers are plain Python and load at once;
+everything that needs JAX (kinetics, solvers, phase diagrams) loads on first use, so
+``import simulate`` (and ``simulate.spec``) stays light for torch-side code."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from . import spec as spec
-from ._analysis import REGIME_NAMES as REGIME_NAMES
-from ._analysis import Regime as Regime
-from ._analysis import Stability as Stability
-from ._analysis import classify as classify
-from ._analysis import equilibrate as equilibrate
-from ._analysis import linear_stability as linear_stability
-from ._analysis import metrics as metrics
-from ._analysis import solution_stability as solution_stability
-from ._analysis import steady_state as steady_state
-from ._batch import solve_batch as solve_batch
-from ._batch import stack_models as stack_models
-from ._boundary import Boundary as Boundary
-from ._boundary import find_boundaries as find_boundaries
-from ._boundary import map_threshold as map_threshold
-from ._boundary import secant_threshold as secant_threshold
-from ._boundary import stability_scan as stability_scan
-from ._hill import with_log_hill as with_log_hill
-from ._kinetics import AlonKinetics as AlonKinetics
-from ._kinetics import CompetenceKinetics as CompetenceKinetics
-from ._kinetics import Kinetics as Kinetics
-from ._kinetics import Model as Model
-from ._kinetics import Schedule as Schedule
-from ._network import Network as Network
-from ._network import as_network as as_network
-from ._params import get_param as get_param
-from ._params import make_model as make_model
-from ._params import param_names as param_names
-from ._params import param_setter as param_setter
-from ._params import set_param as set_param
-from ._params import set_params as set_params
-from ._phase import PhaseResult as PhaseResult
-from ._phase import phase_diagram as phase_diagram
-from ._phase_cli import enable_compilation_cache as enable_compilation_cache
-from ._phase_plot import plot_phase_grid as plot_phase_grid
-from ._regulation import edge_term as edge_term
-from ._regulation import gate_and as gate_and
-from ._regulation import gate_or as gate_or
-from ._regulation import hill_activation as hill_activation
-from ._regulation import hill_repression as hill_repression
-from ._regulation import network_regulation as network_regulation
-from ._sbml import to_sbml as to_sbml
-from ._sbml import write_sbml as write_sbml
-from ._sharded import solve_sharded as solve_sharded
-from ._solve import FAILURE_MESSAGES as FAILURE_MESSAGES
-from ._solve import Solution as Solution
-from ._solve import solve as solve
-from ._sweep import Axis as Axis
-from ._sweep import grid as grid
+from ._errors import AgentmotifsError as AgentmotifsError
+from ._errors import ConfigError as ConfigError
+from ._errors import OutputError as OutputError
+from ._io import atomic_dir as atomic_dir
+from ._io import check_writable as check_writable
+from ._io import jsonable as jsonable
+from ._io import read_text as read_text
+from ._io import write_json as write_json
+from ._io import write_text as write_text
 from .spec import FFL_SIGNS as FFL_SIGNS
 from .spec import MOTIFS as MOTIFS
 from .spec import EdgeSpec as EdgeSpec
@@ -59,3 +29,117 @@ from .spec import ffl_spec as ffl_spec
 from .spec import load_spec as load_spec
 from .spec import ring_spec as ring_spec
 from .spec import save_spec as save_spec
+
+if TYPE_CHECKING:
+    from ._analysis import REGIME_NAMES as REGIME_NAMES
+    from ._analysis import Regime as Regime
+    from ._analysis import Stability as Stability
+    from ._analysis import classify as classify
+    from ._analysis import equilibrate as equilibrate
+    from ._analysis import linear_stability as linear_stability
+    from ._analysis import metrics as metrics
+    from ._analysis import solution_stability as solution_stability
+    from ._analysis import steady_state as steady_state
+    from ._batch import solve_batch as solve_batch
+    from ._batch import stack_models as stack_models
+    from ._boundary import Boundary as Boundary
+    from ._boundary import find_boundaries as find_boundaries
+    from ._boundary import map_threshold as map_threshold
+    from ._boundary import secant_threshold as secant_threshold
+    from ._boundary import stability_scan as stability_scan
+    from ._hill import with_log_hill as with_log_hill
+    from ._kinetics import AlonKinetics as AlonKinetics
+    from ._kinetics import CompetenceKinetics as CompetenceKinetics
+    from ._kinetics import Kinetics as Kinetics
+    from ._kinetics import Model as Model
+    from ._kinetics import Schedule as Schedule
+    from ._network import Network as Network
+    from ._network import as_network as as_network
+    from ._params import get_param as get_param
+    from ._params import make_model as make_model
+    from ._params import param_names as param_names
+    from ._params import param_setter as param_setter
+    from ._params import set_param as set_param
+    from ._params import set_params as set_params
+    from ._phase import PhaseResult as PhaseResult
+    from ._phase import phase_diagram as phase_diagram
+    from ._phase_cli import enable_compilation_cache as enable_compilation_cache
+    from ._phase_plot import plot_phase_grid as plot_phase_grid
+    from ._regulation import edge_term as edge_term
+    from ._regulation import gate_and as gate_and
+    from ._regulation import gate_or as gate_or
+    from ._regulation import hill_activation as hill_activation
+    from ._regulation import hill_repression as hill_repression
+    from ._regulation import network_regulation as network_regulation
+    from ._sbml import to_sbml as to_sbml
+    from ._sbml import write_sbml as write_sbml
+    from ._sharded import solve_sharded as solve_sharded
+    from ._solve import FAILURE_MESSAGES as FAILURE_MESSAGES
+    from ._solve import Solution as Solution
+    from ._solve import solve as solve
+    from ._sweep import Axis as Axis
+    from ._sweep import grid as grid
+
+_LAZY: dict[str, str] = {
+    "REGIME_NAMES": "_analysis",
+    "Regime": "_analysis",
+    "Stability": "_analysis",
+    "classify": "_analysis",
+    "equilibrate": "_analysis",
+    "linear_stability": "_analysis",
+    "metrics": "_analysis",
+    "solution_stability": "_analysis",
+    "steady_state": "_analysis",
+    "solve_batch": "_batch",
+    "stack_models": "_batch",
+    "Boundary": "_boundary",
+    "find_boundaries": "_boundary",
+    "map_threshold": "_boundary",
+    "secant_threshold": "_boundary",
+    "stability_scan": "_boundary",
+    "with_log_hill": "_hill",
+    "AlonKinetics": "_kinetics",
+    "CompetenceKinetics": "_kinetics",
+    "Kinetics": "_kinetics",
+    "Model": "_kinetics",
+    "Schedule": "_kinetics",
+    "Network": "_network",
+    "as_network": "_network",
+    "get_param": "_params",
+    "make_model": "_params",
+    "param_names": "_params",
+    "param_setter": "_params",
+    "set_param": "_params",
+    "set_params": "_params",
+    "PhaseResult": "_phase",
+    "phase_diagram": "_phase",
+    "enable_compilation_cache": "_phase_cli",
+    "plot_phase_grid": "_phase_plot",
+    "edge_term": "_regulation",
+    "gate_and": "_regulation",
+    "gate_or": "_regulation",
+    "hill_activation": "_regulation",
+    "hill_repression": "_regulation",
+    "network_regulation": "_regulation",
+    "to_sbml": "_sbml",
+    "write_sbml": "_sbml",
+    "solve_sharded": "_sharded",
+    "FAILURE_MESSAGES": "_solve",
+    "Solution": "_solve",
+    "solve": "_solve",
+    "Axis": "_sweep",
+    "grid": "_sweep",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'simulate' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -31,6 +31,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ._errors import AgentmotifsError
+from ._io import read_text
+
 __all__ = [
     "FFL_SIGNS",
     "GATES",
@@ -62,7 +65,7 @@ FFL_SIGNS: dict[str, tuple[int, int, int]] = {
 MOTIFS = tuple(FFL_SIGNS)
 
 
-class SpecError(ValueError):
+class SpecError(AgentmotifsError):
     """An invalid network spec; the message names the offending field."""
 
 
@@ -261,7 +264,10 @@ def load_spec(path: str | Path) -> NetworkSpec:
     path = Path(path)
     if not path.exists():
         raise SpecError(f"network spec file not found: {path}")
-    text = path.read_text()
+    try:
+        text = read_text(path, what="network spec file")
+    except AgentmotifsError as err:
+        raise SpecError(str(err)) from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml

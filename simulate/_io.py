@@ -1,0 +1,137 @@
+"""Atomic, honest file output shared by every package (plain Python, no JAX).
+
+* :func:`jsonable` / :func:`write_json`: JSON with ``null`` for NaN/inf (never bare ``NaN``),
+  written atomically (temporary file + rename).
+* :func:`check_writable`: fail *before* the work when an output folder cannot be written.
+* :func:`atomic_dir`: build an output folder under a temporary name and rename it into place, so
+  a killed command leaves either the old folder or the new one, never a mix.
+* :func:`read_text`: read a user file as UTF-8 with a one-line error instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._errors import AgentmotifsError, OutputError
+
+__all__ = ["atomic_dir", "check_writable", "jsonable", "read_text", "write_json", "write_text"]
+
+
+def jsonable(value: Any) -> Any:
+    """Arrays → lists, NaN/inf → None (JSON has no NaN), tuples → lists, recursively."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        return jsonable(np.asarray(value).tolist())
+    if isinstance(value, complex):
+        return [jsonable(value.real), jsonable(value.imag)]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (same-folder temporary file, fsync, rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_json(path: str | Path, obj: Any, *, indent: int | None = 2) -> Path:
+    """Write ``obj`` as strict JSON (NaN/inf → null) atomically; returns the path."""
+    text = json.dumps(jsonable(obj), indent=indent, allow_nan=False)
+    return write_text(path, text + "\n")
+
+
+def check_writable(path: str | Path, *, what: str = "--out") -> Path:
+    """Fail now (:class:`OutputError`) if a folder cannot be created or written at ``path``.
+
+    Args:
+        path: the output folder (need not exist yet).
+        what: how the CLI names it, for the message.
+
+    Returns:
+        The path as a :class:`~pathlib.Path`.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{what} {str(path)!r} exists and is not a folder")
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise OutputError(f"{what} {str(path)!r}: {str(probe)!r} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise OutputError(f"{what} {str(path)!r} is not writable (no write permission on {probe})")
+    return path
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path, *, what: str = "--out") -> Iterator[Path]:
+    """Build the folder ``path`` atomically: yield a temporary sibling, then swap it into place.
+
+    On success the old folder (if any) is replaced as a whole; if the body raises or the process
+    dies, ``path`` is untouched (a stale ``.path.tmp-*`` sibling may remain and is harmless).
+    """
+    path = check_writable(path, what=what)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if path.exists():
+        old = path.parent / f".{path.name}.old-{os.getpid()}"
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(path, old)
+    os.replace(tmp, path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def read_text(path: str | Path, *, what: str = "file") -> str:
+    """Read a user-given text file as UTF-8; a missing, unreadable or non-UTF-8 file is an error.
+
+    Raises:
+        AgentmotifsError: one line naming the file and the problem.
+    """
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AgentmotifsError(f"{what} {str(p)!r} does not exist") from None
+    except IsADirectoryError:
+        raise AgentmotifsError(f"{what} {str(p)!r} is a folder, not a file") from None
+    except UnicodeDecodeError as err:
+        raise AgentmotifsError(
+            f"{what} {str(p)!r} is not UTF-8 text (byte {err.start}: {err.reason})"
+        ) from None
+    except OSError as err:
+        raise AgentmotifsError(f"{what} {str(p)!r} cannot be read: {err.strerror}") from None
