@@ -33,7 +33,7 @@ bench: install
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check simulate calibrate llm_runs tests benchmarks paper
+	$(BIN)/ruff format --check .
 	$(BIN)/pyright
 
 demo: install

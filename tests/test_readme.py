@@ -1,0 +1,112 @@
+"""The README's quickstart and Python examples run as written (with tiny sizes).
+
+As numpyro's ``test_examples`` runs its example scripts with small flags, this test takes the
+``bash`` block under "Quickstart" from README.md, runs every command in order in a temporary
+folder (``llm_runs train`` gets a micro base and a few steps appended as ``--set`` overrides,
+which take precedence over the README's flags), then executes the README's Python examples
+there. A command that fails, or an output the loop promises that is missing, fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+#: Overrides appended to every ``llm_runs train`` line: micro base, a few steps.
+TINY_TRAIN = [
+    "model.preset=micro",
+    "model.pretrain_steps=30",
+    "model.pretrain_batch=32",
+    "task.n_probe=8",
+    "task.n_test=8",
+    "rl.batch=8",
+    "rl.warmup_steps=2",
+    "rl.warmup_batch=8",
+    "steps=12",
+    "eval_every=3",
+    "ckpt_every=4",
+    "threads=1",
+]
+
+
+def _section(text: str, heading: str) -> str:
+    m = re.search(rf"^## {re.escape(heading)}.*?$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    if m is None:
+        raise AssertionError(f"README has no section {heading!r}")
+    return m.group(1)
+
+
+def _blocks(text: str, lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.M | re.S)
+
+
+def quickstart_commands(text: str) -> list[list[str]]:
+    """The quickstart's shell commands as argv lists (continuations joined, comments dropped)."""
+    blocks = _blocks(_section(text, "Quickstart"), "bash")
+    if len(blocks) != 1:
+        raise AssertionError(f"the quickstart should hold one bash block, found {len(blocks)}")
+    joined = blocks[0].replace("\\\n", " ")
+    cmds = []
+    for line in joined.splitlines():
+        line = line.split("#", 1)[0].strip() if line.lstrip().startswith("#") else line.strip()
+        if line:
+            cmds.append(shlex.split(line, comments=True))
+    return cmds
+
+
+def test_quickstart_parses_into_the_loop() -> None:
+    """The quickstart is the whole loop: phase → train → fit → recommend → train --config."""
+    cmds = quickstart_commands(README.read_text())
+    heads = [" ".join(c[:4]) for c in cmds]
+    order = [
+        "python -m simulate phase",
+        "python -m llm_runs train",
+        "python -m calibrate fit",
+        "python -m calibrate recommend",
+        "python -m llm_runs train",
+    ]
+    collapsed = [h for i, h in enumerate(heads) if i == 0 or h != heads[i - 1]]
+    assert collapsed == order, heads
+    assert "--config" in cmds[-1], cmds[-1]
+
+
+@pytest.mark.timeout(1500)
+def test_quickstart_and_examples_run(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("peft")
+    text = README.read_text()
+    cache = tmp_path / "base_cache"
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    env.update(MPLBACKEND="Agg", AGENTMOTIFS_CACHE=str(cache), PYTHONPATH=str(ROOT))
+    (tmp_path / "docs").symlink_to(ROOT / "docs")
+    for argv in quickstart_commands(text):
+        assert argv[:2] == ["python", "-m"], argv
+        argv = [sys.executable, *argv[1:]]
+        if argv[2:4] == ["llm_runs", "train"]:
+            argv += [a for kv in TINY_TRAIN for a in ("--set", kv)]
+            argv += ["--set", f"model.base_cache={cache}", "--no-progress"]
+        proc = subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+        )
+        assert proc.returncode == 0, (argv, proc.stdout[-2000:], proc.stderr[-4000:])
+    qs = tmp_path / "runs" / "qs"
+    rec = json.loads((qs / "rec" / "recommendation.json").read_text())
+    assert rec["param"] == "rl.lr"
+    assert (qs / "rec" / "best.yaml").is_file()
+    manifest = json.loads((qs / "next" / "manifest.json").read_text())
+    assert manifest["config"]["rl"]["lr"] == pytest.approx(rec["value"])
+    for code in _blocks(text, "python"):
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, (code, proc.stderr[-4000:])
