@@ -27,6 +27,7 @@ from .spec import SpecError as SpecError
 from .spec import add_feedback as add_feedback
 from .spec import ffl_spec as ffl_spec
 from .spec import load_spec as load_spec
+from .spec import resolve_spec as resolve_spec
 from .spec import ring_spec as ring_spec
 from .spec import save_spec as save_spec
 

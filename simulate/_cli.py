@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import FFL_SIGNS, GATES, SpecError, add_feedback, ffl_spec, load_spec
+from .spec import FFL_SIGNS, GATES, SpecError, resolve_spec
 
 __all__ = ["build_parser", "jsonable", "main", "simulate_summary"]
 
@@ -45,18 +45,10 @@ def _network_spec(args: argparse.Namespace):
     source = args.network or args.motif
     if source is None:
         raise SpecError("give --motif NAME (C1…I4) or --network FILE")
-    if source.upper() in FFL_SIGNS:
-        spec = ffl_spec(source, args.gate)
-    elif Path(source).suffix.lower() in (".json", ".yaml", ".yml") or Path(source).exists():
-        spec = load_spec(source)
-    else:
-        raise SpecError(
-            f"--motif {source!r} is neither a preset ({', '.join(FFL_SIGNS)}) nor a spec file"
-        )
-    if args.feedback is not None:
-        sink = spec.nodes[-1]
-        spec = add_feedback(spec, sink, sign=int(args.feedback), K=args.feedback_K)
-    return spec
+    what = "--network" if args.network else "--motif"
+    return resolve_spec(
+        source, args.gate, feedback=args.feedback, feedback_K=args.feedback_K, what=what
+    )
 
 
 def simulate_summary(

@@ -10,7 +10,7 @@ import numpy as np
 from jaxtyping import Array
 
 from ._regulation import gate_or, occupancy_term
-from .spec import MOTIFS, EdgeSpec, NetworkSpec, SpecError, ffl_spec, load_spec
+from .spec import EdgeSpec, NetworkSpec, SpecError, resolve_spec
 
 __all__ = ["Network", "as_network"]
 
@@ -187,12 +187,6 @@ def as_network(obj: Network | NetworkSpec | str, gate: str = "AND") -> Network:
     """Coerce a Network, a spec, a preset name (``"C1"``, ``"I1-OR"``) or a spec path."""
     if isinstance(obj, Network):
         return obj
-    if isinstance(obj, NetworkSpec):
-        return Network.from_spec(obj)
-    if isinstance(obj, str):
-        text = obj.strip()
-        head, _, gate_part = text.partition("-")
-        if head.upper() in MOTIFS:
-            return Network.from_spec(ffl_spec(head, gate_part or gate))
-        return Network.from_spec(load_spec(text))
+    if isinstance(obj, NetworkSpec | str):
+        return Network.from_spec(resolve_spec(obj, gate, what="network"))
     raise SpecError(f"cannot make a network from {type(obj).__name__}")

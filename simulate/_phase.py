@@ -23,7 +23,7 @@ from ._boundary import Boundary, find_boundaries
 from ._kinetics import Model, Schedule
 from ._params import make_model
 from ._sweep import METRIC_KEYS, NUM_REGIMES, Axis, SweepOptions, run_cells
-from .spec import GATES, MOTIFS, NetworkSpec, SpecError, add_feedback, ffl_spec, load_spec
+from .spec import GATES, MOTIFS, NetworkSpec, SpecError, ffl_spec, resolve_spec
 
 __all__ = ["PhaseResult", "phase_diagram", "resolve_panels"]
 
@@ -54,8 +54,11 @@ def resolve_panels(
             out += [(mm, g, ffl_spec(mm, g)) for mm in MOTIFS for g in gates]
         elif m.upper() in MOTIFS:
             out += [(m.upper(), g, ffl_spec(m, g)) for g in gates]
+        elif m.partition("-")[0].upper() in MOTIFS:  # "I1-OR": a preset with its gate
+            spec = resolve_spec(m)
+            out.append((spec.name, "", spec))
         else:
-            spec = load_spec(m)
+            spec = resolve_spec(m, what="motif")
             out.append((spec.name, "", spec))
     if not out:
         raise SpecError("no panels: give at least one motif")
@@ -271,8 +274,7 @@ def phase_diagram(
     panels = resolve_panels(motifs, gates)
     models: list[Model] = []
     for _, _, spec in panels:
-        if feedback is not None:
-            spec = add_feedback(spec, spec.nodes[-1], sign=int(feedback), K=feedback_K)
+        spec = resolve_spec(spec, feedback=feedback, feedback_K=feedback_K)
         models.append(
             make_model(
                 spec, kinetics, params, delay_stages=delay_stages, tau=tau, eta=eta, sigma=sigma

@@ -45,6 +45,7 @@ __all__ = [
     "ffl_spec",
     "load_spec",
     "preset_names",
+    "resolve_spec",
     "ring_spec",
     "save_spec",
 ]
@@ -388,6 +389,52 @@ def add_feedback(
         inputs=spec.inputs,
         name=f"{spec.name}+fb",
     )
+
+
+def resolve_spec(
+    source: NetworkSpec | str | Path,
+    gate: str = "AND",
+    *,
+    feedback: int | None = None,
+    feedback_K: float = 0.5,
+    what: str = "--motif",
+) -> NetworkSpec:
+    """The one way to turn a motif name or a spec file into a spec (CLIs and libraries).
+
+    Args:
+        source: A spec, a preset (``"C1"``; ``"I1-OR"`` names its gate), or a ``.json``/
+            ``.yaml``/``.yml`` spec file.
+        gate: Gate of a preset named without one (``AND`` or ``OR``).
+        feedback: If ±1, close the loop with end-to-end reward edges of this sign from the
+            last node (:func:`add_feedback`).
+        feedback_K: Threshold of those feedback edges.
+        what: How the caller names ``source`` in error messages.
+
+    Returns:
+        The spec.
+
+    Raises:
+        SpecError: For an unknown preset or gate, a missing, unreadable or invalid file.
+    """
+    if isinstance(source, NetworkSpec):
+        spec = source
+    else:
+        text = str(source).strip()
+        head, _, gate_part = text.partition("-")
+        if isinstance(source, str) and head.upper() in FFL_SIGNS:
+            spec = ffl_spec(head, gate_part or gate)
+        elif Path(text).suffix.lower() in (".json", ".yaml", ".yml") or Path(text).exists():
+            spec = load_spec(text)
+        else:
+            raise SpecError(
+                f"{what} {text!r} is neither a preset ({', '.join(FFL_SIGNS)}, optionally "
+                "with -AND/-OR) nor a spec file (.json, .yaml)"
+            )
+    if feedback is not None:
+        if int(feedback) not in (-1, 1):
+            raise SpecError(f"feedback sign must be -1 or 1, got {feedback!r}")
+        spec = add_feedback(spec, spec.nodes[-1], sign=int(feedback), K=feedback_K)
+    return spec
 
 
 def ring_spec(

@@ -104,3 +104,25 @@ def test_bad_files_and_presets(tmp_path):
 def test_spec_is_plain_json():
     d = sim.add_feedback(sim.ffl_spec("C2", "OR"), "Z").to_dict()
     assert NetworkSpec.from_dict(json.loads(json.dumps(d))).to_dict() == d
+
+
+def test_resolve_spec_is_the_one_way_from_a_name_or_file(tmp_path):
+    """Presets, preset-gate names, spec files and specs, with feedback, in one function."""
+    from simulate.spec import resolve_spec
+
+    assert resolve_spec("c1").name == "C1-AND"
+    assert resolve_spec("I1", "or").gate("Z") == "OR"
+    assert resolve_spec("I1-OR").name == "I1-OR"
+    path = sim.save_spec(sim.ffl_spec("C3", "OR"), tmp_path / "net.json")
+    assert resolve_spec(str(path)) == resolve_spec(path) == sim.ffl_spec("C3", "OR")
+    fb = resolve_spec("C1", feedback=-1, feedback_K=0.3)
+    assert {(e.source, e.target, e.sign, e.K) for e in fb.edges if e.feedback} == {
+        ("Z", "X", -1, 0.3),
+        ("Z", "Y", -1, 0.3),
+    }
+    with pytest.raises(SpecError, match="neither a preset"):
+        resolve_spec("C9")
+    with pytest.raises(SpecError, match="not found"):
+        resolve_spec(tmp_path / "missing.yaml")
+    with pytest.raises(SpecError, match="feedback sign"):
+        resolve_spec("C1", feedback=2)
