@@ -233,7 +233,7 @@ def read_run_folder(path: str | Path, *, strict: bool = False) -> CurveData:
     from llm_runs.runlog import RunLogError, read_run
 
     try:
-        log = read_run(path, strict=not strict)
+        log = read_run(path, strict=strict)
     except RunLogError as err:
         raise DataError(str(err)) from None
     df = log.frame("agent")

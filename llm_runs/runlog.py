@@ -39,25 +39,46 @@ Schema ``agentmotifs.runlog``, version 1 (:data:`SCHEMA_VERSION`).
     ``pulse`` (bool, a spurious-reward pulse was active at this step), ``shifted`` (bool, the
     distribution shift had happened).
 
-Rows are in non-decreasing ``step`` order; each (step, agent) and each e2e step appears once.
+Rows come in groups, one per evaluation step, in strictly increasing ``step`` order: a group
+holds one row per manifest agent and (if the log has e2e rows at all) one e2e row. When the
+manifest's config has ``eval_every`` and ``steps`` (every llm_runs run), the logged steps are
+exactly ``0, eval_every, 2*eval_every, ...`` then ``steps``, without gaps; a log that skips or
+splices steps is rejected. A diverged run (below) may end with one group at ``diverged_step``.
 Unknown extra fields are allowed (forward compatibility) and kept by the reader.
+
+Optional manifest fields written by llm_runs: ``run_id`` (random hex id; checkpoints carry it,
+so a checkpoint of another run is never resumed), ``status`` (``"running"`` while written or
+after the run was stopped early, e.g. killed; ``"finished"``; ``"diverged"``), and for a
+diverged run ``diverged_step`` (int, optimizer steps done when parameters or training metrics
+became non-finite; training stopped there) and ``diverged_reason`` (str). Non-finite training
+metrics are logged as null.
+
+Torn tails: a run killed mid-write can leave an unterminated, unparsable last line or an
+incomplete last group. Readers (:func:`read_run`, ``python -m llm_runs figure``,
+``calibrate``'s run-folder reader) drop that tail with a :class:`RunLogWarning`; with
+``strict=True`` (``--strict``) it is an error. Anything else malformed is always an error.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulate._errors import AgentmotifsError
+from simulate._io import write_json, write_text
 
 from ._provenance import git_revision as git_revision
 from ._provenance import package_versions as package_versions
+from ._runlog_schema import SCHEMA as SCHEMA
+from ._runlog_schema import SCHEMA_VERSION as SCHEMA_VERSION
+from ._runlog_schema import RunLogError as RunLogError
+from ._runlog_schema import check_steps, is_int, validate_manifest
+from ._runlog_schema import make_manifest as make_manifest
+from ._runlog_schema import validate_row as validate_row
 
 __all__ = [
     "COMPETENCE_FILE",
@@ -66,6 +87,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "RunLog",
     "RunLogError",
+    "RunLogWarning",
     "RunWriter",
     "competence_table",
     "git_revision",
@@ -73,123 +95,25 @@ __all__ = [
     "package_versions",
     "read_manifest",
     "read_run",
+    "update_manifest",
     "validate_row",
 ]
 
-SCHEMA = "agentmotifs.runlog"
-SCHEMA_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 COMPETENCE_FILE = "competence.jsonl"
 
-_AGENT_REQUIRED = ("step", "agent", "competence", "n_eval")
-_AGENT_OPTIONAL_NUM = ("reward", "reward_std", "entropy", "kl", "lr", "budget_share", "loss", "ema")
-_E2E_REQUIRED = ("step", "accuracy", "n_eval")
-_MANIFEST_REQUIRED = ("schema", "schema_version", "run", "seed", "agents", "spec", "config")
+
+class RunLogWarning(UserWarning):
+    """A run log read with a problem that was worked around (a torn tail dropped)."""
 
 
-class RunLogError(AgentmotifsError):
-    """A malformed run folder; the message names the file and, for rows, the line number."""
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def validate_row(row: Any, where: str = "row") -> dict[str, Any]:
-    """Check one ``competence.jsonl`` row against the schema.
-
-    Args:
-        row: The parsed JSON value.
-        where: Location used in error messages, e.g. ``"competence.jsonl:12"``.
-
-    Returns:
-        The row (unchanged) if valid.
-
-    Raises:
-        RunLogError: The first problem found.
-    """
-    if not isinstance(row, dict):
-        raise RunLogError(f"{where}: a row must be a JSON object, got {type(row).__name__}")
-    kind = row.get("kind")
-    if kind == "agent":
-        required = _AGENT_REQUIRED
-    elif kind == "e2e":
-        required = _E2E_REQUIRED
-    else:
-        raise RunLogError(f"{where}: field 'kind' must be 'agent' or 'e2e', got {kind!r}")
-    missing = [k for k in required if k not in row]
-    if missing:
-        raise RunLogError(f"{where}: missing field(s) {missing}")
-    if not _is_int(row["step"]) or row["step"] < 0:
-        raise RunLogError(f"{where}: 'step' must be an int >= 0, got {row['step']!r}")
-    if not _is_int(row["n_eval"]) or row["n_eval"] <= 0:
-        raise RunLogError(f"{where}: 'n_eval' must be an int > 0, got {row['n_eval']!r}")
-    score = "competence" if kind == "agent" else "accuracy"
-    if not _is_num(row[score]) or not 0.0 <= row[score] <= 1.0:
-        raise RunLogError(f"{where}: '{score}' must be a number in [0, 1], got {row[score]!r}")
-    if kind == "agent":
-        if not isinstance(row["agent"], str) or not row["agent"]:
-            raise RunLogError(f"{where}: 'agent' must be a non-empty string")
-        for k in _AGENT_OPTIONAL_NUM:
-            if row.get(k) is not None and not _is_num(row[k]):
-                raise RunLogError(f"{where}: '{k}' must be a finite number or null, got {row[k]!r}")
-        share = row.get("budget_share")
-        if share is not None and not 0.0 <= share <= 1.0:
-            raise RunLogError(f"{where}: 'budget_share' must be in [0, 1], got {share!r}")
-    elif row.get("reward") is not None and not _is_num(row["reward"]):
-        raise RunLogError(f"{where}: 'reward' must be a finite number or null")
-    return row
-
-
-def make_manifest(
-    *,
-    run: str,
-    seed: int,
-    agents: Sequence[str],
-    spec: Mapping[str, Any],
-    config: Mapping[str, Any],
-    schedules: Mapping[str, Any] | None = None,
-    device: str = "cpu",
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Build a schema-conforming manifest dict (versions and git revision filled in)."""
-    manifest: dict[str, Any] = {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "run": str(run),
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "seed": int(seed),
-        "agents": list(agents),
-        "spec": dict(spec),
-        "config": dict(config),
-        "schedules": dict(schedules or {"pulses": [], "pulse_mode": None, "shift_step": None}),
-        "versions": package_versions(),
-        "git_revision": git_revision(),
-        "device": device,
-    }
-    manifest.update(extra or {})
-    return manifest
-
-
-def _validate_manifest(m: Any, where: str) -> dict[str, Any]:
-    if not isinstance(m, dict):
-        raise RunLogError(f"{where}: the manifest must be a JSON object")
-    missing = [k for k in _MANIFEST_REQUIRED if k not in m]
-    if missing:
-        raise RunLogError(f"{where}: missing field(s) {missing}")
-    if m["schema"] != SCHEMA:
-        raise RunLogError(f"{where}: schema is {m['schema']!r}, expected {SCHEMA!r}")
-    if not _is_int(m["schema_version"]) or m["schema_version"] > SCHEMA_VERSION:
-        raise RunLogError(
-            f"{where}: schema_version {m['schema_version']!r} not supported (<= {SCHEMA_VERSION})"
-        )
-    if not isinstance(m["agents"], list) or not all(isinstance(a, str) for a in m["agents"]):
-        raise RunLogError(f"{where}: 'agents' must be a list of names")
-    return m
+def _read_utf8(p: Path) -> str:
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise RunLogError(f"{p}: not UTF-8 text (byte {err.start}: {err.reason})") from None
+    except OSError as err:
+        raise RunLogError(f"{p}: cannot be read ({err.strerror})") from None
 
 
 def read_manifest(path: str | Path) -> dict[str, Any]:
@@ -199,10 +123,20 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     if not p.exists():
         raise RunLogError(f"{p}: no manifest")
     try:
-        m = json.loads(p.read_text())
+        m = json.loads(_read_utf8(p))
     except json.JSONDecodeError as err:
         raise RunLogError(f"{p}: not valid JSON ({err})") from None
-    return _validate_manifest(m, str(p))
+    return validate_manifest(m, str(p))
+
+
+def update_manifest(path: str | Path, **fields: Any) -> dict[str, Any]:
+    """Set fields of a run folder's manifest (e.g. ``status``) and rewrite it atomically."""
+    m = read_manifest(path)
+    m.update(fields)
+    p = Path(path)
+    validate_manifest(m, str(p / MANIFEST_FILE))
+    write_json(p / MANIFEST_FILE, m)
+    return m
 
 
 class RunWriter:
@@ -210,10 +144,14 @@ class RunWriter:
 
     Args:
         path: The run folder (created if needed).
-        manifest: Manifest to write (see :func:`make_manifest`). With ``resume=True`` an
+        manifest: Manifest to write (see :func:`make_manifest`). With ``resume_from_step`` an
             existing manifest is kept and this argument may be None.
         resume_from_step: When resuming, rows with ``step >= resume_from_step`` (and a torn
             last line) are dropped first, so a restarted run neither loses nor duplicates rows.
+
+    Raises:
+        RunLogError: A new run (no ``resume_from_step``) into a folder that already has a log:
+            the writer never deletes one.
     """
 
     def __init__(
@@ -226,34 +164,30 @@ class RunWriter:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         mpath = self.path / MANIFEST_FILE
+        self.file = self.path / COMPETENCE_FILE
+        if resume_from_step is None and self.file.exists():
+            raise RunLogError(f"{self.file}: already exists; a new run never replaces a log")
         if resume_from_step is None or not mpath.exists():
             if manifest is None:
                 raise RunLogError(f"{self.path}: a new run needs a manifest")
-            _validate_manifest(dict(manifest), "manifest")
-            tmp = mpath.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
-            os.replace(tmp, mpath)
-        self.file = self.path / COMPETENCE_FILE
+            validate_manifest(dict(manifest), "manifest")
+            write_json(mpath, dict(manifest))
         if resume_from_step is not None and self.file.exists():
             self._truncate(resume_from_step)
-        elif resume_from_step is None and self.file.exists():
-            self.file.unlink()
         self._fh = open(self.file, "a", encoding="utf-8")
 
     def _truncate(self, step: int) -> None:
         keep: list[str] = []
-        for line in self.file.read_text(encoding="utf-8").splitlines(keepends=True):
+        for line in _read_utf8(self.file).splitlines(keepends=True):
             if not line.endswith("\n"):
                 break  # torn write of a killed process
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 break
-            if isinstance(row, dict) and _is_int(row.get("step")) and row["step"] < step:
+            if isinstance(row, dict) and is_int(row.get("step")) and row["step"] < step:
                 keep.append(line)
-        tmp = self.file.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(keep), encoding="utf-8")
-        os.replace(tmp, self.file)
+        write_text(self.file, "".join(keep))
 
     def write(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Validate and append rows (one eval step's worth), then flush to disk."""
@@ -284,17 +218,30 @@ class RunLog:
     Attributes:
         path: The run folder.
         manifest: The parsed manifest.
-        rows: All rows in file order (agent and e2e).
+        rows: All rows in file order (agent and e2e), a dropped torn tail excluded.
+        torn: Why a torn tail was dropped (None if the log ended cleanly).
     """
 
     path: Path
     manifest: dict[str, Any]
     rows: list[dict[str, Any]] = field(default_factory=list)
+    torn: str | None = None
 
     @property
     def name(self) -> str:
         """The run name from the manifest."""
         return str(self.manifest["run"])
+
+    @property
+    def status(self) -> str | None:
+        """``"running"`` (being written, or stopped early), ``"finished"``, ``"diverged"``,
+        or None for a manifest that does not say."""
+        return self.manifest.get("status")
+
+    @property
+    def diverged_step(self) -> int | None:
+        """Optimizer steps done when the run diverged (training stopped there), else None."""
+        return self.manifest.get("diverged_step") if self.status == "diverged" else None
 
     @property
     def agent_rows(self) -> list[dict[str, Any]]:
@@ -319,57 +266,92 @@ class RunLog:
         return df.pivot(index="step", columns="agent", values="competence")
 
 
-def read_run(path: str | Path, *, strict: bool = True) -> RunLog:
+def _parse(file: Path) -> tuple[list[tuple[int, dict[str, Any]]], str | None]:
+    """Rows with their line numbers, and the torn last line's description (if any)."""
+    lines = _read_utf8(file).splitlines(keepends=True)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for i, line in enumerate(lines, start=1):
+        where = f"{file}:{i}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            if i == len(lines) and not line.endswith("\n"):
+                return rows, f"{where}: torn last line ({err.msg})"
+            raise RunLogError(f"{where}: not valid JSON ({err.msg})") from None
+        rows.append((i, validate_row(row, where)))
+    return rows, None
+
+
+def read_run(path: str | Path, *, strict: bool = False) -> RunLog:
     """Read and validate a run folder.
 
     Args:
         path: The run folder.
-        strict: If False, a torn (unterminated, unparsable) last line — a run being written
-            or killed mid-write — is ignored instead of raising.
+        strict: Make a torn tail an error. By default a torn tail (an unterminated,
+            unparsable last line, or an incomplete last group of rows: a run killed mid-write
+            or still being written) is dropped with a :class:`RunLogWarning`.
 
     Returns:
         The :class:`RunLog`.
 
     Raises:
-        RunLogError: Naming ``competence.jsonl:LINE`` of the first bad line.
+        RunLogError: Naming ``competence.jsonl:LINE`` of the first bad line; see the module
+            docstring for the rules (row schema, step order and grid, complete groups).
     """
     folder = Path(path)
     manifest = read_manifest(folder)
     file = folder / COMPETENCE_FILE
     if not file.exists():
         raise RunLogError(f"{file}: missing")
-    rows: list[dict[str, Any]] = []
-    seen: set[tuple[int, str]] = set()
-    last_step = -1
-    agents = set(manifest["agents"])
-    lines = file.read_text(encoding="utf-8").splitlines(keepends=True)
-    for i, line in enumerate(lines, start=1):
+    parsed, torn = _parse(file)
+    agents = list(manifest["agents"])
+    groups: list[tuple[int, int, list[dict[str, Any]]]] = []  # step, first line, rows
+    for i, row in parsed:
         where = f"{file}:{i}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            if not strict and i == len(lines) and not line.endswith("\n"):
-                break
-            raise RunLogError(f"{where}: not valid JSON ({err.msg})") from None
-        validate_row(row, where)
-        if row["step"] < last_step:
-            raise RunLogError(f"{where}: step {row['step']} after step {last_step}")
-        last_step = row["step"]
-        key = (row["step"], row["agent"] if row["kind"] == "agent" else "\x00e2e")
-        if key in seen:
-            raise RunLogError(f"{where}: duplicated row for step {key[0]}, {key[1]!r}")
+        if not groups or groups[-1][0] != row["step"]:
+            groups.append((row["step"], i, []))
+        step, _, rows = groups[-1]
         if row["kind"] == "agent" and agents and row["agent"] not in agents:
             raise RunLogError(f"{where}: agent {row['agent']!r} not in manifest agents")
-        seen.add(key)
+        key = row["agent"] if row["kind"] == "agent" else None
+        if any(r["kind"] == row["kind"] and r.get("agent") == key for r in rows):
+            name = "e2e" if key is None else repr(key)
+            raise RunLogError(f"{where}: duplicated row for step {step}, {name}")
         rows.append(row)
-    return RunLog(path=folder, manifest=manifest, rows=rows)
+    with_e2e = any(r["kind"] == "e2e" for _, r in parsed)
+
+    def missing(rows: list[dict[str, Any]]) -> list[str]:
+        have = {r["agent"] for r in rows if r["kind"] == "agent"}
+        out = [a for a in agents if a not in have]
+        if with_e2e and not any(r["kind"] == "e2e" for r in rows):
+            out.append("e2e")
+        return out
+
+    if groups and missing(groups[-1][2]):
+        step, line, rows = groups.pop()
+        tail = f"{file}:{line}: incomplete last group (step {step}, missing {missing(rows)})"
+        torn = tail if torn is None else f"{tail}; {torn.split(': ', 1)[1]}"
+    for step, line, rows in groups:
+        if missing(rows):
+            raise RunLogError(f"{file}:{line}: step {step} has no row for {missing(rows)}")
+    check_steps([(s, f"{file}:{line}") for s, line, _ in groups], manifest)
+    if torn is not None:
+        if strict:
+            raise RunLogError(f"{torn} (strict: a torn tail is an error)")
+        warnings.warn(
+            f"{torn}: dropped (a run killed mid-write or still being written)",
+            RunLogWarning,
+            stacklevel=2,
+        )
+    rows = [r for _, _, g in groups for r in g]
+    return RunLog(path=folder, manifest=manifest, rows=rows, torn=torn)
 
 
-def competence_table(paths: str | Path | Iterable[str | Path], *, strict: bool = True) -> Any:
+def competence_table(paths: str | Path | Iterable[str | Path], *, strict: bool = False) -> Any:
     """Long table ``run, step, agent, competence, n_eval`` over one or more run folders.
 
     This is the input of ``calibrate``. ``run`` is the manifest's run name (the folder name
-    if two runs share one).
+    if two runs share one). ``strict`` as in :func:`read_run`.
 
     Returns:
         pandas DataFrame with columns ``run`` (str), ``step`` (int), ``agent`` (str),

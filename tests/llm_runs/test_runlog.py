@@ -87,11 +87,113 @@ def test_reader_rejects_duplicates_and_torn_tail(tmp_path):
         rl.read_run(tmp_path / "r")
     with rl.RunWriter(tmp_path / "t", _manifest()) as w:
         w.write(_rows(0))
+        w.write(_rows(1))
     with open(tmp_path / "t" / rl.COMPETENCE_FILE, "a") as fh:
         fh.write('{"kind": "agent", "st')
-    with pytest.raises(rl.RunLogError, match=":5: not valid JSON"):
+    with pytest.warns(rl.RunLogWarning, match=":9: torn last line"):
+        log = rl.read_run(tmp_path / "t")
+    assert [r["step"] for r in log.rows] == [0] * 4 + [1] * 4
+    assert log.torn is not None and ":9: torn last line" in log.torn
+    with pytest.raises(rl.RunLogError, match=":9: torn last line.*strict"):
+        rl.read_run(tmp_path / "t", strict=True)
+    # a torn line that is not the last one is always an error
+    f = tmp_path / "t" / rl.COMPETENCE_FILE
+    f.write_text(f.read_text() + "\n" + json.dumps(_rows(2)[0]) + "\n")
+    with pytest.raises(rl.RunLogError, match=":9: not valid JSON"):
         rl.read_run(tmp_path / "t")
-    assert len(rl.read_run(tmp_path / "t", strict=False).rows) == 4
+
+
+def test_incomplete_last_group_is_a_torn_tail_and_a_middle_one_an_error(tmp_path):
+    with rl.RunWriter(tmp_path / "r", _manifest()) as w:
+        w.write(_rows(0))
+        w.write(_rows(5)[:2])  # killed after two complete lines of step 5
+    with pytest.warns(rl.RunLogWarning, match=r":5: incomplete last group \(step 5"):
+        log = rl.read_run(tmp_path / "r")
+    assert {r["step"] for r in log.rows} == {0}
+    with pytest.raises(rl.RunLogError, match="incomplete last group"):
+        rl.read_run(tmp_path / "r", strict=True)
+    with rl.RunWriter(tmp_path / "m", _manifest()) as w:
+        w.write(_rows(0)[1:])  # no row for X at step 0
+        w.write(_rows(5))
+    with pytest.raises(rl.RunLogError, match=r":1: step 0 has no row for \['X'\]"):
+        rl.read_run(tmp_path / "m")
+
+
+def test_steps_must_increase(tmp_path):
+    with rl.RunWriter(tmp_path / "r", _manifest()) as w:
+        w.write(_rows(0))
+        w.write(_rows(5))
+        w.write(_rows(3))
+    with pytest.raises(rl.RunLogError, match=r":9: step 3 after step 5 \(steps go backwards"):
+        rl.read_run(tmp_path / "r")
+    with rl.RunWriter(tmp_path / "a", _manifest()) as w:
+        w.write(_rows(0))
+        w.write(_rows(5))
+        w.write(_rows(0)[:1])
+        w.write(_rows(0)[1:])
+    with pytest.raises(rl.RunLogError, match=r":9: step 0 again after step 5"):
+        rl.read_run(tmp_path / "a")
+
+
+def _grid_manifest(steps: int = 60, every: int = 10) -> dict:
+    m = _manifest()
+    m["config"] = {"steps": steps, "eval_every": every}
+    return m
+
+
+def test_steps_follow_the_eval_grid_of_the_manifest(tmp_path):
+    # the spliced log of issue 16: a fresh run's steps 0-2, then an older checkpoint's 50-60
+    with rl.RunWriter(tmp_path / "s", _grid_manifest(60, 1)) as w:
+        for s in (0, 1, 2, *range(50, 61)):
+            w.write(_rows(s))
+    with pytest.raises(rl.RunLogError, match=r":13: step 50 where step 3 is expected"):
+        rl.read_run(tmp_path / "s")
+    with rl.RunWriter(tmp_path / "ok", _grid_manifest(25, 10)) as w:
+        for s in (0, 10, 20, 25):
+            w.write(_rows(s))
+    assert [r["step"] for r in rl.read_run(tmp_path / "ok").e2e_rows] == [0, 10, 20, 25]
+    with rl.RunWriter(tmp_path / "off", _grid_manifest(25, 10)) as w:
+        for s in (0, 10, 15):
+            w.write(_rows(s))
+    with pytest.raises(rl.RunLogError, match="step 15 where step 20 is expected"):
+        rl.read_run(tmp_path / "off")
+    with rl.RunWriter(tmp_path / "late", _grid_manifest(20, 10)) as w:
+        for s in (0, 10, 20, 30):
+            w.write(_rows(s))
+    with pytest.raises(rl.RunLogError, match="step 30 after the run's last step 20"):
+        rl.read_run(tmp_path / "late")
+    with rl.RunWriter(tmp_path / "first", _grid_manifest(20, 10)) as w:
+        w.write(_rows(10))
+    with pytest.raises(rl.RunLogError, match="step 10 where step 0 is expected"):
+        rl.read_run(tmp_path / "first")
+
+
+def test_diverged_run_status_and_final_step(tmp_path):
+    with rl.RunWriter(tmp_path / "d", _grid_manifest(60, 10)) as w:
+        for s in (0, 10, 14):
+            w.write(_rows(s))
+    with pytest.raises(rl.RunLogError, match="step 14 where step 20 is expected"):
+        rl.read_run(tmp_path / "d")  # off the grid unless the run diverged there
+    assert rl.read_manifest(tmp_path / "d")["status"] == "running"
+    with pytest.raises(rl.RunLogError, match="diverged_step"):
+        rl.update_manifest(tmp_path / "d", status="diverged")
+    rl.update_manifest(tmp_path / "d", status="diverged", diverged_step=14, diverged_reason="x")
+    log = rl.read_run(tmp_path / "d")
+    assert log.status == "diverged" and log.diverged_step == 14
+    assert [r["step"] for r in log.e2e_rows] == [0, 10, 14]
+    rl.update_manifest(tmp_path / "d", status="diverged", diverged_step=13)
+    with pytest.raises(rl.RunLogError, match="step 14 where step 20"):
+        rl.read_run(tmp_path / "d")
+    with pytest.raises(rl.RunLogError, match="'status' must be one of"):
+        rl.update_manifest(tmp_path / "d", status="done")
+
+
+def test_writer_never_replaces_a_log(tmp_path):
+    with rl.RunWriter(tmp_path / "r", _manifest()) as w:
+        w.write(_rows(0))
+    with pytest.raises(rl.RunLogError, match="already exists"):
+        rl.RunWriter(tmp_path / "r", _manifest())
+    assert len(rl.read_run(tmp_path / "r").rows) == 4
 
 
 def test_resume_truncates_rows_at_and_after_step(tmp_path):
