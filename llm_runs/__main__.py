@@ -6,6 +6,7 @@ Examples::
         --out runs/i1
     python -m llm_runs train --config cfg.yaml --out runs/x --set rl.algo=grpo --set rl.group=4
     python -m llm_runs train --out runs/i1 --resume          # after a crash / SIGKILL
+    python -m llm_runs train --motif my_net.yaml --task math --out runs/mine
     python -m llm_runs sweep --config sweep.yaml --backend ray
     python -m llm_runs figure runs/c1 runs/i1 --out paper/figures/c1_vs_i1.png
 """
@@ -13,14 +14,21 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
+import warnings
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from simulate._errors import AgentmotifsError
+from simulate._io import check_writable, jsonable
+from simulate.spec import MOTIFS
+
 from .config import ConfigError, TrainConfig, load_config, load_sweep, set_dotted
-from .runlog import RunLogError, read_run
+from .runlog import read_run
 
 _FLAGS = {  # CLI flag -> dotted config field
     "motif": "network.motif",
@@ -49,11 +57,46 @@ _FLAGS = {  # CLI flag -> dotted config field
 }
 
 
-def _train_config(args: argparse.Namespace) -> TrainConfig:
-    data = load_config(args.config).to_dict() if args.config else {}
+_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _motif(data: dict[str, Any], value: str, args: argparse.Namespace) -> None:
+    """``--motif``: a preset (``C1``, ``I1-OR``) or a network spec file."""
+    head, _, gate = value.partition("-")
+    if head.upper() in MOTIFS and not value.lower().endswith(_SPEC_SUFFIXES):
+        set_dotted(data, "network.motif", head.upper())
+        set_dotted(data, "network.spec", None)
+        set_dotted(data, "network.spec_path", None)
+        if gate:
+            if args.gate is not None and args.gate.upper() != gate.upper():
+                raise ConfigError(f"--motif {value} and --gate {args.gate} disagree")
+            set_dotted(data, "network.gate", gate.upper())
+        return
+    if not (value.lower().endswith(_SPEC_SUFFIXES) or Path(value).exists()):
+        raise ConfigError(
+            f"--motif: {value!r} is neither a preset ({', '.join(MOTIFS)}, e.g. C1 or I1-OR) "
+            "nor a network spec file (.yaml, .yml, .json)"
+        )
+    given = [f"--{f}" for f in ("gate", "K", "n") if getattr(args, f) is not None]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: only for preset motifs; {value} sets its own")
+    set_dotted(data, "network.spec", None)
+    set_dotted(data, "network.spec_path", value)
+
+
+def _train_config(args: argparse.Namespace, stored: dict[str, Any] | None = None) -> TrainConfig:
+    """The config the flags ask for, over ``--config`` or (resuming) the run's own config."""
+    if args.config:
+        data = load_config(args.config).to_dict()
+    else:
+        data = copy.deepcopy(stored) if stored is not None else {}
     for flag, key in _FLAGS.items():
         v = getattr(args, flag, None)
-        if v is not None:
+        if v is None:
+            continue
+        if flag == "motif":
+            _motif(data, v, args)
+        else:
             set_dotted(data, key, v)
     for item in args.set or []:
         if "=" not in item:
@@ -63,9 +106,24 @@ def _train_config(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig.from_dict(data)
 
 
+def _resume_config(args: argparse.Namespace) -> TrainConfig | None:
+    """``--resume``: the run's own config (None), or the one the flags ask for if any."""
+    from ._runfolder import check_resumable, same_run
+
+    stored = check_resumable(args.out)["config"]
+    asked = args.config or args.set or any(getattr(args, f) is not None for f in _FLAGS)
+    if not asked:
+        return None
+    cfg = _train_config(args, stored)
+    same_run(TrainConfig.from_dict(stored), cfg, args.out)  # fail before loading torch
+    return cfg
+
+
 def _summary(out: Path) -> str:
     log = read_run(out)
     e2e = log.e2e_rows
+    if not e2e or not log.agent_rows:
+        return f"run {log.name}: {out} (no evaluations logged)"
     first, last = (
         log.agent_rows[: len(log.manifest["agents"])],
         log.agent_rows[-len(log.manifest["agents"]) :],
@@ -77,7 +135,17 @@ def _summary(out: Path) -> str:
     ]
     for a, b in zip(first, last, strict=True):
         lines.append(f"  {a['agent']}: competence {a['competence']:.3f} -> {b['competence']:.3f}")
+    if log.status == "diverged":
+        lines.append(
+            f"note: the run diverged at step {log.diverged_step} "
+            f"({log.manifest.get('diverged_reason')}); training stopped there and the log "
+            "keeps its rows (manifest status: diverged)"
+        )
     return "\n".join(lines)
+
+
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +159,17 @@ def main(argv: list[str] | None = None) -> int:
     t = sub.add_parser("train", help="train one run (or resume it)")
     t.add_argument("--config", help="TrainConfig .json/.yaml (flags override it)")
     t.add_argument("--out", required=True, help="run folder")
-    t.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    t.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its last checkpoint, with the config in its "
+        "manifest (options given must agree with it)",
+    )
+    t.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a previous run in --out (a new run into a non-empty folder is refused)",
+    )
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted override")
     t.add_argument("--no-progress", action="store_true")
     for flag in _FLAGS:
@@ -124,48 +202,72 @@ def main(argv: list[str] | None = None) -> int:
     f = sub.add_parser("figure", help="competence curves of runs, one panel per run")
     f.add_argument("runs", nargs="+")
     f.add_argument("--out", required=True)
+    f.add_argument("--strict", action="store_true", help="a torn last line is an error")
     args = p.parse_args(argv)
-    try:
-        if args.cmd == "train":
-            from ._train import train
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            return _dispatch(args)
+        except AgentmotifsError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
 
-            cfg = _train_config(args)
-            out = train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
-            print(_summary(out))
-        elif args.cmd == "sweep":
-            from ._sweep import run_sweep
 
-            sw = load_sweep(args.config)
-            for k in ("backend", "address", "workers", "out"):
-                if getattr(args, k) is not None:
-                    setattr(sw, k, getattr(args, k))
-            sw.__post_init__()
-            res = run_sweep(sw)
-            ok = sum(r["ok"] for r in res)
-            print(f"sweep: {ok}/{len(res)} runs ok -> {sw.out}")
-            for r in res:
-                if not r["ok"]:
-                    print(f"  FAILED {r['name']}: {r['error']}")
-            return 0 if ok == len(res) else 1
-        elif args.cmd == "pretrain":
-            from ._base import get_base
-            from ._tasks import get_task
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.cmd == "train":
+        from ._runfolder import check_device, preflight
 
-            base = get_base(
-                get_task(args.task),
-                preset=args.preset,
-                cache=args.base_cache,
-                steps=args.steps,
-                progress=True,
-            )
-            print(json.dumps({"path": str(base.path), **base.meta}, indent=2))
-        else:
-            from ._figure import competence_figure
+        preflight(args.out, resume=args.resume, overwrite=args.overwrite)
+        cfg = _resume_config(args) if args.resume else _train_config(args)
+        if cfg is not None:
+            check_device(cfg.device)
+        from ._train import train
 
-            print(competence_figure(args.runs, args.out))
-    except (ConfigError, RunLogError, FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        out = train(
+            cfg,
+            args.out,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+        )
+        print(_summary(out))
+        return 0
+    if args.cmd == "sweep":
+        from ._sweep import run_sweep
+
+        sw = load_sweep(args.config)
+        for k in ("backend", "address", "workers", "out"):
+            if getattr(args, k) is not None:
+                setattr(sw, k, getattr(args, k))
+        sw.__post_init__()
+        check_writable(sw.out)
+        res = run_sweep(sw)
+        ok = sum(r["ok"] for r in res)
+        print(f"sweep: {ok}/{len(res)} runs ok -> {sw.out}")
+        for r in res:
+            if not r["ok"]:
+                print(f"  FAILED {r['name']}: {r['error']}")
+        return 0 if ok == len(res) else 1
+    if args.cmd == "pretrain":
+        from ._base import get_base
+        from ._tasks import get_task
+
+        if args.base_cache is not None:
+            check_writable(args.base_cache, what="--base-cache")
+        base = get_base(
+            get_task(args.task),
+            preset=args.preset,
+            cache=args.base_cache,
+            steps=args.steps,
+            progress=True,
+        )
+        info = jsonable({"path": str(base.path), **base.meta})
+        print(json.dumps(info, indent=2, allow_nan=False))
+        return 0
+    from ._figure import competence_figure
+
+    check_writable(Path(args.out).parent, what="--out")
+    print(competence_figure(args.runs, args.out, strict=args.strict))
     return 0
 
 

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from simulate._errors import ConfigError
+
 from ._tasks import Task
 from ._tokenizer import CharTokenizer, HFTokenizer, load_tokenizer
 
@@ -111,7 +113,7 @@ def pretrain_base(
         The checkpoint folder.
     """
     if preset not in BASE_PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {list(BASE_PRESETS)}")
+        raise ConfigError(f"unknown preset {preset!r}; choose from {list(BASE_PRESETS)}")
     steps = int(steps or BASE_PRESETS[preset]["steps"])
     torch.manual_seed(seed)
     tok = CharTokenizer()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from simulate._io import write_json
 
 from .config import SweepConfig, TrainConfig
 from .runlog import RunLogError, read_run
@@ -20,10 +21,11 @@ def run_one(cfg_dict: dict[str, Any], out: str, resume: bool = True) -> dict[str
 
     cfg = TrainConfig.from_dict(cfg_dict)
     try:
-        done = read_run(out).e2e_rows[-1]["step"] >= cfg.steps
+        log = read_run(out)
+        done = log.status in ("finished", "diverged") or log.e2e_rows[-1]["step"] >= cfg.steps
     except (RunLogError, IndexError):
         done = False
-    if done:  # finished in an earlier attempt of the sweep
+    if done:  # finished (or diverged) in an earlier attempt of the sweep
         return {"name": cfg.name, "out": out, "ok": True, "error": None}
     try:
         train(cfg, out, resume=resume, progress=False)
@@ -84,7 +86,5 @@ def run_sweep(sweep: SweepConfig, *, progress: bool = True) -> list[dict[str, An
                 ray.shutdown()
     if bar is not None:
         bar.close()
-    (out / "sweep.json").write_text(
-        json.dumps({"sweep": sweep.to_dict(), "results": results}, indent=2) + "\n"
-    )
+    write_json(out / "sweep.json", {"sweep": sweep.to_dict(), "results": results})
     return results

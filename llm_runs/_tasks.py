@@ -32,6 +32,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from simulate._errors import ConfigError
+
 __all__ = ["TASKS", "MathTask", "Probe", "Problem", "Task", "get_task", "register_task"]
 
 SPLITS = ("train", "probe", "test")
@@ -288,5 +290,5 @@ def get_task(
     from . import _rag  # noqa: F401  (registers "rag")
 
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; registered: {sorted(TASKS)}")
+        raise ConfigError(f"unknown task {name!r}; registered: {sorted(TASKS)}")
     return TASKS[name](seed=seed, roles=roles, **options)

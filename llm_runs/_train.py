@@ -6,12 +6,24 @@ checkpoint after the step if ``(step + 1) % ckpt_every == 0``. A final evaluatio
 logged at ``step == steps``. A checkpoint taken after step ``s - 1`` resumes at ``s``:
 log rows with ``step >= s`` are dropped and regenerated, so no row is lost or duplicated,
 and on CPU the resumed log equals the uninterrupted one.
+
+Run folders are never destroyed, spliced or shared (see :mod:`llm_runs._runfolder`): a new
+run needs an empty folder (or ``overwrite``), a resumed run keeps the config in its manifest,
+and a lock file keeps a second writer out.
+
+Divergence: after every training step the adapters' parameters and the step's training
+metrics are checked; when one is non-finite (NaN/inf) the run stops there. It logs a last
+evaluation at that step (the diverged agents' competence as measured, training metrics that
+are not finite as null), marks the manifest ``status: "diverged"`` with ``diverged_step`` and
+``diverged_reason``, and returns normally: a diverged run is recorded data, not an error.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,17 +31,20 @@ from typing import Any
 import numpy as np
 import torch
 
+from simulate._errors import AgentmotifsError
+from simulate._io import write_json
+
 from . import runlog
 from ._base import get_base
 from ._edges import EdgeController, in_windows, pulse_windows
 from ._policy import MultiAdapter
+from ._runfolder import CKPT_FILE, check_device, embed_spec, open_run_folder, same_run
 from ._steps import State, evaluate, metric_rows, rl_step, warmup_step
 from ._tasks import get_task
-from .config import TrainConfig
+from .config import ConfigError, TrainConfig
 
 __all__ = ["CKPT_FILE", "train"]
 
-CKPT_FILE = "checkpoints/state.pt"
 PROBE_SEED = 0  # probe/test sets are fixed per task, the same for every run and seed
 
 
@@ -39,19 +54,29 @@ def _setup(cfg: TrainConfig, progress: bool) -> tuple[State, Any]:
     torch.manual_seed(cfg.seed)
     spec = cfg.network.network_spec()
     roles = tuple(spec.nodes)
-    task = get_task(cfg.task.name, roles=roles, **cfg.task.options)
+    try:
+        task = get_task(cfg.task.name, roles=roles, **cfg.task.options)
+    except AgentmotifsError:
+        raise
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"task: {err}") from None
     m = cfg.model
-    base = get_base(
-        task,
-        preset=m.preset,
-        base=m.base,
-        cache=m.base_cache,
-        steps=m.pretrain_steps,
-        batch=m.pretrain_batch,
-        lr=m.pretrain_lr,
-        device=cfg.device,
-        progress=progress,
-    )
+    try:
+        base = get_base(
+            task,
+            preset=m.preset,
+            base=m.base,
+            cache=m.base_cache,
+            steps=m.pretrain_steps,
+            batch=m.pretrain_batch,
+            lr=m.pretrain_lr,
+            device=cfg.device,
+            progress=progress,
+        )
+    except (OSError, ValueError) as err:  # a missing or unreadable model.base checkpoint
+        if m.base is None or isinstance(err, AgentmotifsError):
+            raise
+        raise ConfigError(f"model.base: cannot load {m.base!r} ({err})") from None
     k = cfg.pool_size
     members = {r: [r] if k == 1 else [f"{r}_{i}" for i in range(k)] for r in roles}
     names = [n for r in roles for n in members[r]]
@@ -105,8 +130,13 @@ def _save(st: State, path: Path, next_step: int, extra: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _load(st: State, path: Path) -> dict[str, Any]:
+def _load(st: State, path: Path, run_id: str | None) -> dict[str, Any]:
     state = torch.load(path, map_location=st.policy.device, weights_only=False)
+    if run_id is not None and state.get("run_id") not in (None, run_id):
+        raise runlog.RunLogError(
+            f"{path}: the checkpoint belongs to another run (run_id {state.get('run_id')}, "
+            f"manifest {run_id}); refusing to splice two runs"
+        )
     st.policy.load_adapter_state(state["adapters"])
     st.opt.load_state_dict(state["optimizer"])
     st.rng.bit_generator.state = state["rng"]["np"]
@@ -131,7 +161,10 @@ def _rows(
     shifted: bool,
     members: dict[str, list[float]],
 ) -> list[dict[str, Any]]:
-    metrics = metric_rows(st)
+    metrics = {
+        role: {k: (v if math.isfinite(v) else None) for k, v in m.items()}
+        for role, m in metric_rows(st).items()
+    }  # a diverged step's NaN/inf metrics are logged as null
     reg = st.edges.regulation()
     rows: list[dict[str, Any]] = []
     for role in st.roles:
@@ -146,7 +179,7 @@ def _rows(
                 k: m.get(k)
                 for k in ("reward", "reward_std", "entropy", "kl", "lr", "budget_share", "loss")
             },
-            "ema": st.edges.ema[role],
+            "ema": st.edges.ema[role] if math.isfinite(st.edges.ema[role]) else None,
             "regulation": reg[role],
         }
         if len(st.members[role]) > 1:
@@ -168,28 +201,82 @@ def _rows(
     return rows
 
 
+def _nonfinite(st: State) -> str | None:
+    """Why the run has diverged (non-finite parameters or training metrics), or None."""
+    for role, d in st.acc.items():
+        for k, values in d.items():
+            bad = [v for v in values if not math.isfinite(v)]
+            if bad:
+                return f"{k} of agent {role} became {bad[0]}"
+    for name, params in st.policy.params.items():
+        if not all(bool(torch.isfinite(p).all()) for p in params):
+            return f"parameters of adapter {name} became non-finite"
+    return None
+
+
 def train(
-    cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True
+    cfg: TrainConfig | None,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
 ) -> Path:
     """Run (or resume) joint training and write the run folder.
 
     Args:
-        cfg: The run config. When resuming, the config stored in the run's manifest is
-            used (``cfg`` must then describe the same run; its ``steps`` may be larger).
-        out: Run folder (``manifest.json``, ``competence.jsonl``, ``checkpoints/``).
-        resume: Continue from ``out/checkpoints/state.pt`` if present.
+        cfg: The run config. When resuming a run, None means the config in its manifest;
+            a config given must describe the same run (only ``threads`` may differ).
+        out: Run folder (``manifest.json``, ``competence.jsonl``, ``checkpoints/``,
+            ``run.lock``).
+        resume: Continue the run in ``out`` as its manifest defines it: from its last
+            checkpoint (a manifest without one restarts it at step 0, regenerating its
+            rows); a run that finished or diverged is left as it is. A folder with no run
+            starts one (so a restarted sweep resumes or starts each of its runs).
+        overwrite: Start a new run even if ``out`` holds one (the old folder is replaced as
+            a whole). Without it a new run into a non-empty folder is an error.
         progress: Show a tqdm bar with step, rewards and competences.
 
     Returns:
         The run folder.
+
+    Raises:
+        OutputError: ``out`` not writable, in use by another process, or not empty.
+        ConfigError: A bad config, a CUDA device that is not there, a config that differs
+            from the run being resumed.
+        RunLogError: A folder to resume with no manifest, or a checkpoint of another run.
     """
     out = Path(out)
+    if cfg is not None:
+        check_device(cfg.device)
+        cfg = embed_spec(cfg)
+    lock, existing = open_run_folder(out, resume=resume, overwrite=overwrite)
+    try:
+        manifest = None
+        if existing:
+            if not (out / runlog.MANIFEST_FILE).exists():
+                raise runlog.RunLogError(
+                    f"{str(out)!r} holds files but no {runlog.MANIFEST_FILE}: nothing to resume"
+                )
+            manifest = runlog.read_manifest(out)
+            cfg = same_run(TrainConfig.from_dict(manifest["config"]), cfg, out)
+            check_device(cfg.device)
+            if manifest.get("status") in ("finished", "diverged"):
+                print(
+                    f"note: run {str(out)!r} has {manifest['status']}; nothing to resume",
+                    file=sys.stderr,
+                )
+                return out
+        elif cfg is None:
+            raise ConfigError(f"nothing to resume in {str(out)!r}, and no config to start a run")
+        return _run(cfg, out, manifest, progress)
+    finally:
+        lock.release()
+
+
+def _run(cfg: TrainConfig, out: Path, manifest: dict[str, Any] | None, progress: bool) -> Path:
+    """The training loop of :func:`train` (the folder is locked and checked)."""
     ckpt = out / CKPT_FILE
-    start = 0
-    if resume and ckpt.exists() and (out / runlog.MANIFEST_FILE).exists():
-        stored = TrainConfig.from_dict(runlog.read_manifest(out)["config"])
-        stored.steps = max(stored.steps, cfg.steps)
-        cfg = stored
     t0 = time.perf_counter()
     st, base = _setup(cfg, progress)
     spec = st.edges.spec
@@ -199,8 +286,11 @@ def train(
         "pulse_mode": cfg.task.spurious.mode,
         "shift_step": cfg.task.shift.step,
     }
-    if resume and ckpt.exists():
-        start = int(_load(st, ckpt)["next_step"])
+    start = 0
+    if manifest is not None:
+        run_id = manifest.get("run_id")
+        if ckpt.exists():
+            start = int(_load(st, ckpt, run_id)["next_step"])
         writer = runlog.RunWriter(out, None, resume_from_step=start)
     else:
         manifest = runlog.make_manifest(
@@ -217,6 +307,7 @@ def train(
                 "warmup_steps": cfg.rl.warmup_steps,
             },
         )
+        run_id = manifest["run_id"]
         writer = runlog.RunWriter(out, manifest)
     task, n_probe, n_test = st.task, cfg.task.n_probe, cfg.task.n_test
     sets = {}
@@ -232,27 +323,52 @@ def train(
 
         bar = tqdm(total=cfg.steps, initial=start, desc=out.name, dynamic_ncols=True)
     post: dict[str, str] = {}
+    diverged: tuple[int, str] | None = None
+
+    def log_eval(step: int) -> None:
+        shifted = cfg.task.shift.step is not None and step >= cfg.task.shift.step
+        probes, test = sets[shifted]
+        comp, acc, members = evaluate(st, step, probes, test)
+        pulse = in_windows(step, windows)
+        writer.write(_rows(st, step, comp, acc, n_probe, n_test, pulse, shifted, members))
+        post.update({"e2e": f"{acc:.2f}", **{r: f"{v:.2f}" for r, v in comp.items()}})
+
     try:
         for step in range(start, cfg.steps + 1):
-            shifted = cfg.task.shift.step is not None and step >= cfg.task.shift.step
-            pulse = in_windows(step, windows)
             if step % cfg.eval_every == 0 or step == cfg.steps:
-                probes, test = sets[shifted]
-                comp, acc, members = evaluate(st, step, probes, test)
-                writer.write(_rows(st, step, comp, acc, n_probe, n_test, pulse, shifted, members))
-                post = {"e2e": f"{acc:.2f}", **{r: f"{v:.2f}" for r, v in comp.items()}}
+                log_eval(step)
             if step == cfg.steps:
                 break
-            if step < cfg.rl.warmup_steps:
-                warmup_step(st, step)
-                post["phase"] = "sft"
-            else:
-                log_kl = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
-                rl_step(st, step, pulse=pulse, pulse_mode=cfg.task.spurious.mode, log_kl=log_kl)
-                post["phase"] = "rl"
-                post["R"] = f"{st.acc_e2e[-1]:.2f}"
+            pulse = in_windows(step, windows)
+            try:
+                if step < cfg.rl.warmup_steps:
+                    warmup_step(st, step)
+                    post["phase"] = "sft"
+                else:
+                    log_kl = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
+                    mode = cfg.task.spurious.mode
+                    rl_step(st, step, pulse=pulse, pulse_mode=mode, log_kl=log_kl)
+                    post["phase"] = "rl"
+                    post["R"] = f"{st.acc_e2e[-1]:.2f}"
+                why = _nonfinite(st)
+            except RuntimeError as err:  # sampling from NaN/inf probabilities
+                why = _nonfinite(st) or (
+                    f"{err}".splitlines()[0]
+                    if any(w in str(err).lower() for w in ("nan", "inf"))
+                    else None
+                )
+                if why is None:
+                    raise
+            if why is not None:
+                diverged = (step + 1, why)
+                try:
+                    log_eval(step + 1)  # the diverged state, as measured
+                except RuntimeError:
+                    pass  # no evaluation possible: the log ends at the last one
+                break
             if cfg.ckpt_every and (step + 1) % cfg.ckpt_every == 0 and step + 1 < cfg.steps:
-                _save(st, ckpt, step + 1, {"elapsed_s": time.perf_counter() - t0})
+                extra = {"elapsed_s": time.perf_counter() - t0, "run_id": run_id}
+                _save(st, ckpt, step + 1, extra)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(post, refresh=False)
@@ -260,7 +376,11 @@ def train(
         writer.close()
         if bar is not None:
             bar.close()
-    (out / "timing.json").write_text(
-        f'{{"seconds": {time.perf_counter() - t0:.2f}, "start_step": {start}}}\n'
-    )
+    if diverged is None:
+        runlog.update_manifest(out, status="finished")
+    else:
+        runlog.update_manifest(
+            out, status="diverged", diverged_step=diverged[0], diverged_reason=diverged[1]
+        )
+    write_json(out / "timing.json", {"seconds": time.perf_counter() - t0, "start_step": start})
     return out

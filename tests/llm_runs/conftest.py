@@ -1,13 +1,15 @@
-"""Shared fixtures: a micro base pretrained once per session into a temp cache."""
+"""Shared fixtures: a micro base pretrained once per session into a temp cache.
+
+Only the tests that need torch skip without it (each such module calls
+``pytest.importorskip("torch")``, and these fixtures do too); the config, task, run-log and
+run-folder tests run on a core install.
+"""
 
 from __future__ import annotations
 
 import copy
 
 import pytest
-
-torch = pytest.importorskip("torch")
-pytest.importorskip("peft")
 
 MICRO = {
     "model": {"preset": "micro", "pretrain_steps": 30, "pretrain_batch": 32},
@@ -23,6 +25,8 @@ MICRO = {
 @pytest.fixture(scope="session")
 def base_cache(tmp_path_factory):
     """A temp base cache holding the micro bases of both tasks."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("peft")
     from llm_runs._base import get_base
     from llm_runs._tasks import get_task
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+
 from llm_runs._train import train
 from llm_runs.config import TrainConfig
 from llm_runs.runlog import read_run

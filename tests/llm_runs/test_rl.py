@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+pytest.importorskip("torch")
 import torch
 
 from llm_runs._rl import advantages, assign_credit, corrupt, policy_loss

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+
 from llm_runs._train import CKPT_FILE, train
 from llm_runs.config import TrainConfig, save_config
 from llm_runs.runlog import COMPETENCE_FILE, read_run
