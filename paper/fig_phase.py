@@ -37,7 +37,7 @@ def main() -> None:
         t1=400.0,
         n_points=400,
     )
-    res.save(args.out)
+    res.save(args.out, overwrite=True)  # this script regenerates its own folder
     print(f"figure: {args.out}/phase.png")
 
 

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ._boundary import secant_threshold as secant_threshold
     from ._boundary import stability_scan as stability_scan
     from ._hill import with_log_hill as with_log_hill
+    from ._jaxsetup import enable_compilation_cache as enable_compilation_cache
     from ._kinetics import AlonKinetics as AlonKinetics
     from ._kinetics import CompetenceKinetics as CompetenceKinetics
     from ._kinetics import Kinetics as Kinetics
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
     from ._params import set_params as set_params
     from ._phase import PhaseResult as PhaseResult
     from ._phase import phase_diagram as phase_diagram
-    from ._phase_cli import enable_compilation_cache as enable_compilation_cache
     from ._phase_plot import plot_phase_grid as plot_phase_grid
     from ._regulation import edge_term as edge_term
     from ._regulation import gate_and as gate_and
@@ -114,7 +114,7 @@ _LAZY: dict[str, str] = {
     "set_params": "_params",
     "PhaseResult": "_phase",
     "phase_diagram": "_phase",
-    "enable_compilation_cache": "_phase_cli",
+    "enable_compilation_cache": "_jaxsetup",
     "plot_phase_grid": "_phase_plot",
     "edge_term": "_regulation",
     "gate_and": "_regulation",

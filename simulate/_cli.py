@@ -1,4 +1,9 @@
-"""Command line: ``python -m simulate {motifs,trajectory,demo}``."""
+"""Command line: ``python -m simulate {motifs,trajectory,phase,export-sbml,demo}``.
+
+Every command computes in float64 (JAX's 64-bit mode is turned on before any array exists)
+unless ``--float32`` is given where offered; numbers are checked before any work, output
+paths too; bad input exits 2 with one ``error:`` line.
+"""
 
 from __future__ import annotations
 
@@ -11,24 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ._errors import AgentmotifsError
+from ._io import atomic_dir, check_writable, jsonable
 from .spec import FFL_SIGNS, GATES, SpecError, resolve_spec
 
-__all__ = ["build_parser", "jsonable", "main", "simulate_summary"]
-
-
-def jsonable(value: Any) -> Any:
-    """Arrays → lists, NaN/inf → None (JSON has no NaN), recursively."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "tolist") and not isinstance(value, str):
-        return jsonable(np.asarray(value).tolist())
-    if isinstance(value, complex):
-        return [jsonable(value.real), jsonable(value.imag)]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+__all__ = ["build_parser", "check_args", "main", "simulate_summary"]
 
 
 def _parse_param(text: str) -> tuple[str, float]:
@@ -63,6 +55,7 @@ def simulate_summary(
         "network": name,
         "kinetics": model.kinetics.name,
         "method": sol.method,
+        "dtype": str(np.asarray(sol.states).dtype),
         "status": sol.message(),
         "regime": REGIME_NAMES[Regime(int(regime))],
         "node_regimes": {
@@ -124,6 +117,8 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
     from ._plot import plot_trajectory
     from ._solve import solve
 
+    if args.plot:
+        _check_file_out(args.plot, "--plot")
     spec = _network_spec(args)
     params = dict(_parse_param(p) for p in args.param)
     model = make_model(
@@ -167,9 +162,68 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from ._demo import run_demo
+    from ._phase import check_out_folder
 
-    run_demo(Path(args.out))
+    out = check_out_folder(args.out, overwrite=args.overwrite)
+    with atomic_dir(out) as tmp:
+        run_demo(tmp, shown_as=out)
     return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from ._params import make_model
+    from ._sbml import write_sbml
+
+    _check_file_out(args.out, "--out")
+    spec = _network_spec(args)
+    params = dict(_parse_param(p) for p in args.param)
+    model = make_model(spec, args.kinetics, params, delay_stages=args.delay_stages, tau=args.tau)
+    path = write_sbml(model, args.out, args.schedule)
+    print(f"{spec.name}: SBML L3V2 written to {path}")
+    return 0
+
+
+def _check_file_out(path: str, what: str) -> None:
+    """Fail before the work if the output file ``path`` cannot be written."""
+    p = Path(path)
+    if p.is_dir():
+        raise AgentmotifsError(f"{what} {path!r} is a folder; give a file name")
+    check_writable(p.parent if str(p.parent) else Path("."), what=what)
+
+
+#: (argument, least value, whether the least value itself is allowed) for every command.
+_LOWER_BOUNDS = (
+    ("points", 2, True),
+    ("steps", 1, True),
+    ("replicates", 1, True),
+    ("chunk", 1, True),
+    ("delay_stages", 0, True),
+    ("tau", 0.0, False),
+    ("eta", 0.0, False),
+    ("sigma", 0.0, True),
+    ("feedback_K", 0.0, False),
+)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Reject numbers no computation can honour, before any work (one-line error)."""
+    t0 = float(getattr(args, "t0", 0.0))
+    t1 = getattr(args, "t1", None)
+    for name, v in (("--t0", t0), ("--t1", t1)):
+        if v is not None and not math.isfinite(v):
+            raise AgentmotifsError(f"{name} must be a finite number, got {v}")
+    if t1 is not None and not t1 > t0:
+        raise AgentmotifsError(f"--t1 must be greater than --t0 ({t0:g}), got {t1:g}")
+    for name, least, inclusive in _LOWER_BOUNDS:
+        v = getattr(args, name, None)
+        if v is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if not math.isfinite(v):
+            raise AgentmotifsError(f"{flag} must be a finite number, got {v}")
+        if v < least or (not inclusive and v == least):
+            rel = ">=" if inclusive else ">"
+            raise AgentmotifsError(f"{flag} must be {rel} {least:g}, got {v:g}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,28 +266,61 @@ def build_parser() -> argparse.ArgumentParser:
         help="add end-to-end reward edges from the last node, with this sign",
     )
     t.add_argument("--feedback-K", type=float, default=0.5, help="threshold of feedback edges")
+    t.add_argument("--float32", action="store_true", help="single precision (default float64)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.add_argument("--plot", metavar="FILE.png", help="draw the trajectory")
     t.set_defaults(func=_cmd_trajectory)
 
     d = sub.add_parser("demo", help="step responses of all 16 presets")
     d.add_argument("--out", default="demo_out", help="output folder")
+    d.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
     d.set_defaults(func=_cmd_demo)
 
     from ._phase_cli import add_phase_parser
-    from ._sbml import add_export_parser
 
     add_phase_parser(sub)
-    add_export_parser(sub)
+    _add_export_parser(sub)
     return p
 
 
+def _add_export_parser(sub) -> None:
+    e = sub.add_parser("export-sbml", help="write a network + kinetics as SBML L3 (ODE)")
+    e.add_argument("--motif", help="preset C1…C4, I1…I4, or a network spec file")
+    e.add_argument("--network", help="network spec file (JSON/YAML)")
+    e.add_argument("--gate", default="AND", choices=GATES, type=str.upper)
+    e.add_argument("--kinetics", default="alon", choices=("alon", "competence"))
+    e.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    e.add_argument("--schedule", default="on@0", help="input schedule, e.g. on@0,off@10")
+    e.add_argument("--delay-stages", type=int, default=0)
+    e.add_argument("--tau", type=float, default=1.0)
+    e.add_argument("--feedback", type=int, choices=(-1, 1), default=None)
+    e.add_argument("--feedback-K", type=float, default=0.5)
+    e.add_argument("--out", required=True, help="output file (.xml)")
+    e.set_defaults(func=_cmd_export)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code (2 for bad input)."""
+    """Entry point; returns the exit code (2 for bad input).
+
+    JAX's 64-bit mode is on while the command runs (off only with ``--float32``); the
+    previous setting is restored afterwards, so calling ``main`` from Python leaves it as
+    it was.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = None
     try:
+        check_args(args)
+        if args.command != "motifs":
+            from ._jaxsetup import use_float64
+
+            previous = use_float64(not getattr(args, "float32", False))
         return int(args.func(args))
-    except SpecError as err:
-        print(f"error: {err}", file=sys.stderr)
+    except AgentmotifsError as err:
+        print("error: " + " ".join(str(err).split()), file=sys.stderr)
         return 2
+    finally:
+        if previous is not None:
+            from ._jaxsetup import use_float64
+
+            use_float64(previous)

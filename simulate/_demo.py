@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
 from ._analysis import REGIME_NAMES, Regime, classify, equilibrate, metrics
+from ._io import write_json
 from ._params import make_model
 from ._plot import plot_preset_grid
 from ._solve import Schedule, Solution, solve
@@ -40,8 +40,10 @@ def solve_presets(
     return labels, sols
 
 
-def run_demo(out: Path) -> dict:
-    """Write ``presets.png`` and ``presets.json`` to ``out`` and print each regime."""
+def run_demo(out: Path, *, shown_as: Path | None = None) -> dict:
+    """Write ``presets.png`` and ``presets.json`` (strict JSON, with the dtype used) to
+    ``out`` and print each regime; ``shown_as`` is the folder named in the printout
+    (default ``out``)."""
     out.mkdir(parents=True, exist_ok=True)
     params = {"beta": 5.0, "gamma": 1.0}
     labels, sols = solve_presets("alon", params)  # ON at 0, OFF at 10: for the delays
@@ -61,15 +63,15 @@ def run_demo(out: Path) -> dict:
             "z_on_steady": float(sols.states[k, 200, 2]),
         }
         print(f"{label:<8} {name:<24} {t_on:>9.3f} {t_off:>9.3f}")
-    fig = plot_preset_grid(
-        singles, [f"{lb}: {rows[lb]['regime']}" for lb in labels], out / "presets.png"
-    )
-    (out / "presets.json").write_text(
-        json.dumps(
-            {"kinetics": "alon", "params": params, "schedule": "on@0,off@10", "presets": rows},
-            indent=1,
-            default=lambda v: None,
-        )
-    )
-    print(f"figure: {fig}\nsummary: {out / 'presets.json'}")
+    plot_preset_grid(singles, [f"{lb}: {rows[lb]['regime']}" for lb in labels], out / "presets.png")
+    summary = {
+        "kinetics": "alon",
+        "params": params,
+        "schedule": "on@0,off@10",
+        "dtype": str(sols.states.dtype),
+        "presets": rows,
+    }
+    write_json(out / "presets.json", summary, indent=1)
+    shown = shown_as or out
+    print(f"figure: {shown / 'presets.png'}\nsummary: {shown / 'presets.json'}")
     return rows

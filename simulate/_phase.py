@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,12 +20,15 @@ import numpy as np
 from ._analysis import REGIME_NAMES, Regime
 from ._batch import stack_models
 from ._boundary import Boundary, find_boundaries
+from ._errors import ConfigError, OutputError
+from ._io import atomic_dir, check_writable, write_json
+from ._jaxsetup import use_float64
 from ._kinetics import Model, Schedule
 from ._params import make_model
 from ._sweep import METRIC_KEYS, NUM_REGIMES, Axis, SweepOptions, run_cells
 from .spec import GATES, MOTIFS, NetworkSpec, SpecError, ffl_spec, resolve_spec
 
-__all__ = ["PhaseResult", "phase_diagram", "resolve_panels"]
+__all__ = ["PhaseResult", "check_out_folder", "phase_diagram", "resolve_panels"]
 
 REGIME_SLUGS = [REGIME_NAMES[r].replace("/", "_").replace(" ", "_") for r in Regime]
 
@@ -149,25 +152,38 @@ class PhaseResult:
             },
         }
 
-    def save(self, out: str | Path, *, figure: bool = True) -> Path:
-        """Write ``table.parquet``, ``table.csv``, ``arrays.npz``, ``summary.json`` and
-        ``phase.png`` into the folder ``out``."""
-        from ._cli import jsonable
+    def save(self, out: str | Path, *, figure: bool = True, overwrite: bool = False) -> Path:
+        """Write ``table.parquet``, ``table.csv``, ``arrays.npz``, ``summary.json`` (strict
+        JSON) and ``phase.png`` into the folder ``out``, atomically (built under a temporary
+        name, then renamed into place).
 
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
+        Raises:
+            OutputError: If ``out`` cannot be written, or exists with files in it and
+                ``overwrite`` is False.
+        """
+        out = check_out_folder(out, overwrite=overwrite, what="output folder")
         df = self.to_frame()
-        df.to_parquet(out / "table.parquet", index=False)
-        df.to_csv(out / "table.csv", index=False)
         axes = {f"axis_{k}_{ax.name}": ax.values for k, ax in enumerate(self.axes)}
         payload: dict[str, Any] = {**self.arrays, **axes, "panels": np.asarray(self.labels)}
-        np.savez_compressed(out / "arrays.npz", **payload)  # pyright: ignore[reportArgumentType]
-        (out / "summary.json").write_text(json.dumps(jsonable(self.summary()), indent=1) + "\n")
-        if figure:
-            from ._phase_plot import plot_phase_grid
+        with atomic_dir(out, what="output folder") as tmp:
+            df.to_parquet(tmp / "table.parquet", index=False)
+            df.to_csv(tmp / "table.csv", index=False)
+            np.savez_compressed(tmp / "arrays.npz", **payload)  # pyright: ignore[reportArgumentType]
+            write_json(tmp / "summary.json", self.summary(), indent=1)
+            if figure:
+                from ._phase_plot import plot_phase_grid
 
-            plot_phase_grid(self, out / "phase.png")
+                plot_phase_grid(self, tmp / "phase.png")
         return out
+
+
+def check_out_folder(out: str | Path, *, overwrite: bool = False, what: str = "--out") -> Path:
+    """Fail before any work if ``out`` cannot be written or holds files (unless ``overwrite``)."""
+    out = check_writable(out, what=what)
+    if not overwrite and out.is_dir() and any(out.iterdir()):
+        flag = "--overwrite" if what.startswith("--") else "overwrite=True"
+        raise OutputError(f"{what} {str(out)!r} is not empty; choose a new folder or pass {flag}")
+    return out
 
 
 def _auto_method(method: str | None, axes: Sequence[Axis], sigma: float) -> str:
@@ -197,6 +213,21 @@ def _aggregate(cells: dict[str, np.ndarray], shape: tuple[int, ...], R: int, n_n
             arrays[key] = cells[key].reshape(*shape, R)[..., 0].astype(float)
     arrays["failed_fraction"] = prob[..., int(Regime.FAILED)]
     return arrays
+
+
+def _check_settings(**kw: Any) -> None:
+    """Reject settings that would give a meaningless map (one-line :class:`ConfigError`)."""
+    t1 = kw["t1"]
+    if not (isinstance(t1, int | float) and math.isfinite(t1) and t1 > 0):
+        raise ConfigError(f"t1 must be a finite end time > 0 (the sweep starts at 0), got {t1}")
+    for name, least in (("n_points", 2), ("steps", 1), ("replicates", 1), ("chunk_size", 1)):
+        if int(kw[name]) < least:
+            raise ConfigError(f"{name} must be >= {least}, got {kw[name]}")
+    for name in ("rtol", "atol"):
+        if not (math.isfinite(kw[name]) and kw[name] > 0):
+            raise ConfigError(f"{name} must be a finite number > 0, got {kw[name]}")
+    if kw["dtype"] not in ("float64", "float32"):
+        raise ConfigError(f"dtype must be 'float64' or 'float32', got {kw['dtype']!r}")
 
 
 def phase_diagram(
@@ -253,7 +284,8 @@ def phase_diagram(
         seed: PRNG seed.
         rtol: ODE relative tolerance.
         atol: ODE absolute tolerance.
-        dtype: ``"float64"`` or ``"float32"`` (about 2-3x faster; use rtol >= 1e-6).
+        dtype: ``"float64"`` (turns on JAX's 64-bit mode if it is off) or ``"float32"``
+            (about 2-3x faster; use rtol >= 1e-6). ``info["dtype"]`` records what was used.
         chunk_size: Cells per shared-step solve; bounds memory.
         stability: Linearise each cell at its steady state (for boundary lines).
         boundaries: For 1-D sweeps, locate stability boundaries by bisection.
@@ -263,6 +295,18 @@ def phase_diagram(
         A :class:`PhaseResult`; call :meth:`PhaseResult.save` to write the output folder.
     """
     t_start = time.perf_counter()
+    _check_settings(
+        t1=t1,
+        n_points=n_points,
+        steps=steps,
+        replicates=replicates,
+        rtol=rtol,
+        atol=atol,
+        chunk_size=chunk_size,
+        dtype=dtype,
+    )
+    if dtype == "float64":
+        use_float64(True)  # JAX computes in float32 unless 64-bit mode is on
     axes = [x] if y is None else [x, y]
     method = _auto_method(method, axes, sigma)
     R = int(replicates) if method == "sde" else 1
@@ -340,7 +384,7 @@ def phase_diagram(
         "steps": steps,
         "rtol": rtol,
         "atol": atol,
-        "dtype": dtype,
+        "dtype": str(np.asarray(cells["steady"]).dtype),  # what the solver actually used
         "n_cells": int(P * ny * nx * R),
         "failed_cells": int(np.sum(cells["code"] != 0)),
         "fallback_cells": int(np.sum(~cells["shared_ok"])),

@@ -4,26 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-from pathlib import Path
 
 from .spec import SpecError
 
-__all__ = ["add_phase_parser", "enable_compilation_cache", "parse_axis"]
-
-
-def enable_compilation_cache(path: str | Path | None = None) -> Path:
-    """Turn on JAX's persistent compilation cache (default ``~/.cache/agentmotifs/jax``)."""
-    import jax
-
-    path = Path(
-        path
-        or os.environ.get("AGENTMOTIFS_JAX_CACHE", Path.home() / ".cache" / "agentmotifs" / "jax")
-    )
-    path.mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
-    return path
+__all__ = ["add_phase_parser", "parse_axis"]
 
 
 def parse_axis(text: str):
@@ -46,8 +30,10 @@ def parse_axis(text: str):
 
 def _cmd_phase(args: argparse.Namespace) -> int:
     from ._cli import _parse_param
-    from ._phase import phase_diagram
+    from ._jaxsetup import enable_compilation_cache
+    from ._phase import check_out_folder, phase_diagram
 
+    check_out_folder(args.out, overwrite=args.overwrite)  # before any work
     if not args.no_cache:
         enable_compilation_cache()
     x = parse_axis(args.x)
@@ -80,7 +66,7 @@ def _cmd_phase(args: argparse.Namespace) -> int:
         stability=not args.no_stability,
         progress=not args.no_progress,
     )
-    out = res.save(args.out, figure=not args.no_figure)
+    out = res.save(args.out, figure=not args.no_figure, overwrite=args.overwrite)
     s = res.summary()
     if args.json:
         print(
@@ -169,4 +155,5 @@ def add_phase_parser(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="no persistent compilation cache")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.add_argument("--out", default="phase_out", help="output folder")
+    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
     p.set_defaults(func=_cmd_phase)

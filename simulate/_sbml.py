@@ -17,21 +17,31 @@ Run it, e.g.::
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ._io import write_text
 from ._kinetics import Model, Schedule
 from .spec import SpecError
 
-__all__ = ["add_export_parser", "to_sbml", "write_sbml"]
+__all__ = ["to_sbml", "write_sbml"]
 
 
 def _sid(name: str) -> str:
     s = re.sub(r"[^A-Za-z0-9_]", "_", name)
     return s if re.match(r"[A-Za-z_]", s) else f"n_{s}"
+
+
+def _value(value) -> float:
+    """A parameter as a Python float; a float32 one by its shortest decimal (0.3, not
+    0.300000011920929), the number the user wrote."""
+    arr = np.asarray(value)
+    if arr.dtype == np.float32:
+        return float(str(arr[()]))  # numpy prints a float32 by its shortest round-trip digits
+    return float(arr)
 
 
 def _check(value: int, what: str) -> None:
@@ -84,10 +94,10 @@ def to_sbml(
     comp.setConstant(True)
     comp.setSpatialDimensions(3)
 
-    def param(pid: str, value: float, constant: bool = True) -> None:
+    def param(pid: str, value: Any, constant: bool = True) -> None:
         p = m.createParameter()
         _check(p.setId(pid), pid)
-        p.setValue(float(value))
+        p.setValue(_value(value))
         p.setConstant(constant)
 
     def species(sid: str, value: float, name: str | None = None) -> None:
@@ -95,7 +105,7 @@ def to_sbml(
         _check(sp.setId(sid), sid)
         sp.setName(name or sid)
         sp.setCompartment("cell")
-        sp.setInitialAmount(float(value))
+        sp.setInitialAmount(_value(value))
         sp.setHasOnlySubstanceUnits(True)
         sp.setBoundaryCondition(False)
         sp.setConstant(False)
@@ -110,11 +120,12 @@ def to_sbml(
         _check(r.setMath(ast), f"rule for {var}")
 
     # input schedule: s switched by events, u = x0 * s
-    times, levels = np.asarray(sched.times, float), np.asarray(sched.levels, float)
+    times = np.asarray([_value(v) for v in np.asarray(sched.times)], float)
+    levels = np.asarray([_value(v) for v in np.asarray(sched.levels)], float)
     s0 = float(levels[times <= t0][-1]) if np.any(times <= t0) else 0.0
     param("s", s0, constant=False)
-    param("x0", float(kin.x0))
-    param("u_input", float(kin.x0) * s0, constant=False)
+    param("x0", _value(kin.x0))
+    param("u_input", _value(kin.x0) * s0, constant=False)
     rule("assign", "u_input", "x0 * s")
     for i, (t_sw, lev) in enumerate(zip(times, levels, strict=True)):
         if t_sw <= t0:
@@ -130,15 +141,15 @@ def to_sbml(
         ea.setVariable("s")
         _check(ea.setMath(libsbml.parseL3Formula(repr(float(lev)))), "event assignment")
 
-    A0 = np.asarray(kin.A0, float)
+    A0 = np.asarray(kin.A0)
     algebraic = np.asarray(net.pure_sources) & kin.algebraic_sources
     for i, sid in enumerate(ids):
-        species(sid, float(kin.x0) * s0 if algebraic[i] else A0[i], net.names[i])
+        species(sid, _value(kin.x0) * s0 if algebraic[i] else A0[i], net.names[i])
         for p_name in kin.node_params:
             if p_name != "A0":
-                param(f"{p_name}_{sid}", float(np.asarray(getattr(kin, p_name))[i]))
+                param(f"{p_name}_{sid}", np.asarray(getattr(kin, p_name))[i])
     if k > 0:
-        param("tau", float(model.tau))
+        param("tau", model.tau)
         for i, sid in enumerate(ids):
             for st in range(k):
                 species(f"{sid}_lag{st + 1}", A0[i])
@@ -199,39 +210,5 @@ def to_sbml(
 
 
 def write_sbml(model: Model, path: str | Path, schedule: Schedule | str | None = "on@0") -> Path:
-    """Write :func:`to_sbml` of ``model`` to ``path`` (``.xml``/``.sbml``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_sbml(model, schedule))
-    return path
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    from ._cli import _network_spec, _parse_param
-    from ._params import make_model
-
-    spec = _network_spec(args)
-    params = dict(_parse_param(p) for p in args.param)
-    model = make_model(spec, args.kinetics, params, delay_stages=args.delay_stages, tau=args.tau)
-    path = write_sbml(model, args.out, args.schedule)
-    print(f"{spec.name}: SBML L3V2 written to {path}")
-    return 0
-
-
-def add_export_parser(sub) -> None:
-    """Register ``export-sbml`` on the subparsers of ``python -m simulate``."""
-    from .spec import GATES
-
-    e = sub.add_parser("export-sbml", help="write a network + kinetics as SBML L3 (ODE)")
-    e.add_argument("--motif", help="preset C1…C4, I1…I4, or a network spec file")
-    e.add_argument("--network", help="network spec file (JSON/YAML)")
-    e.add_argument("--gate", default="AND", choices=GATES, type=str.upper)
-    e.add_argument("--kinetics", default="alon", choices=("alon", "competence"))
-    e.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    e.add_argument("--schedule", default="on@0", help="input schedule, e.g. on@0,off@10")
-    e.add_argument("--delay-stages", type=int, default=0)
-    e.add_argument("--tau", type=float, default=1.0)
-    e.add_argument("--feedback", type=int, choices=(-1, 1), default=None)
-    e.add_argument("--feedback-K", type=float, default=0.5)
-    e.add_argument("--out", required=True, help="output file (.xml)")
-    e.set_defaults(func=_cmd_export)
+    """Write :func:`to_sbml` of ``model`` to ``path`` (``.xml``/``.sbml``), atomically."""
+    return write_text(path, to_sbml(model, schedule))

@@ -120,3 +120,115 @@ def test_demo_writes_figure_and_summary(capsys, tmp_path):
     assert c1["z_t50_on"] > 1.2 * c1["z_t50_off"] and c1_or["z_t50_off"] > 2 * c1_or["z_t50_on"]
     assert data["presets"]["I1-AND"]["regime"] == "overshoot/pulse"
     assert "C1-AND" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["phase", "--motif", "C1", "--x", "beta=1:5:4", "--t1", "-1"], "--t1 must be greater"),
+        (["phase", "--motif", "C1", "--x", "beta=1:5:4", "--t1", "nan"], "--t1 must be a finite"),
+        (["phase", "--motif", "C1", "--x", "beta=1:5:4", "--points", "1"], "--points must be >= 2"),
+        (["phase", "--motif", "C1", "--x", "eta=0.1:1:4", "--steps", "0"], "--steps must be >= 1"),
+        (["phase", "--motif", "C1", "--x", "beta=1:5:4", "--chunk", "0"], "--chunk must be >= 1"),
+        (["phase", "--motif", "C1", "--x", "sigma=0.1:1:4", "--replicates", "0"], "--replicates"),
+        (["phase", "--motif", "C1", "--x", "beta=1:5:4", "--tau", "0"], "--tau must be > 0"),
+        (["phase", "--motif", "C1", "--x", "beta=1:5:4", "--sigma", "-1"], "--sigma must be >= 0"),
+        (["trajectory", "--motif", "C1", "--t0", "5", "--t1", "5"], "--t1 must be greater"),
+        (["trajectory", "--motif", "C1", "--eta", "-0.1"], "--eta must be > 0"),
+        (["trajectory", "--motif", "C1", "--delay-stages", "-1"], "--delay-stages must be >= 0"),
+        (["export-sbml", "--motif", "C1", "--tau", "inf", "--out", "x.xml"], "--tau must be a fin"),
+        (["export-sbml", "--motif", "C1", "--feedback-K", "0", "--out", "x.xml"], "--feedback-K"),
+    ],
+)
+def test_bad_numbers_exit_2_before_any_work(capsys, tmp_path, monkeypatch, argv, match):
+    """Issue 16 §4: ``phase --t1 -1`` labelled every cell converged; now every command checks."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(capsys, *argv, *(["--out", "p"] if argv[0] == "phase" else []))
+    assert code == 2 and err.startswith("error:") and match in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "p").exists() and not (tmp_path / "x.xml").exists()
+
+
+@pytest.mark.parametrize("command", ["trajectory", "phase", "export-sbml"])
+def test_non_utf8_spec_file_exits_2_with_one_line(capsys, tmp_path, command):
+    spec = tmp_path / "net.yaml"
+    spec.write_bytes(b"name: caf\xe9\nnodes: [X, Y]\n")
+    extra = {
+        "phase": ["--x", "beta=1:5:2", "--out", str(tmp_path / "p")],
+        "export-sbml": ["--out", str(tmp_path / "n.xml")],
+    }.get(command, [])
+    code, _, err = _run(capsys, command, "--motif", str(spec), *extra)
+    assert code == 2 and err.startswith("error:") and "not UTF-8" in err
+    assert err.count("\n") == 1
+
+
+def _unwritable(tmp_path, kind):
+    """A folder no output can go into: read-only (skipped as root), or below a plain file."""
+    import os
+
+    if kind == "file":
+        f = tmp_path / "plain_file"
+        f.write_text("")
+        return f
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    if os.access(ro, os.W_OK):  # running as root: permissions do not bind
+        pytest.skip("the file system ignores permissions here")
+    return ro
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["phase", "--motif", "C1", "--x", "beta=1:5:2", "--out", "{ro}/p"],
+        ["trajectory", "--motif", "C1", "--plot", "{ro}/t.png"],
+        ["export-sbml", "--motif", "C1", "--out", "{ro}/n.xml"],
+        ["demo", "--out", "{ro}/d"],
+    ],
+)
+@pytest.mark.parametrize("kind", ["file", "read-only"])
+def test_unwritable_output_fails_before_computing(capsys, tmp_path, monkeypatch, argv, kind):
+    """Issue 16 §3: a traceback came after all the work; now exit 2 before any solve."""
+    import simulate._solve as solve_module
+
+    ro = _unwritable(tmp_path, kind)
+
+    def no_solving(*a, **k):
+        raise AssertionError("solved before checking the output path")
+
+    monkeypatch.setattr(solve_module, "solve", no_solving)
+    code, _, err = _run(capsys, *[a.format(ro=ro) for a in argv])
+    assert code == 2 and err.startswith("error:"), err
+    assert ("not writable" if kind == "read-only" else "is not a folder") in err, err
+
+
+def test_phase_refuses_a_non_empty_out_and_writes_strict_json(capsys, tmp_path):
+    out = tmp_path / "p"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    argv = [
+        "phase",
+        "--motif",
+        "C1",
+        "--x",
+        "beta=0.5:5:3",
+        "--out",
+        str(out),
+        "--no-figure",
+        "--no-progress",
+        "--no-cache",
+    ]
+    code, _, err = _run(capsys, *argv)
+    assert code == 2 and "not empty" in err and (out / "mine.txt").read_text() == "keep me"
+    code, _, err = _run(capsys, *argv, "--overwrite")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == [
+        "arrays.npz",
+        "summary.json",
+        "table.csv",
+        "table.parquet",
+    ]
+    text = (out / "summary.json").read_text()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in summary.json"))
+    assert not list(tmp_path.glob(".p.*"))  # no temporary folder left behind

@@ -1,0 +1,48 @@
+"""JAX settings every entry point shares: floating-point precision and the compilation cache.
+
+JAX computes in float32 unless 64-bit mode is on, and the switch must be thrown before any
+array exists. Every command of ``python -m simulate`` (and :func:`~simulate.phase_diagram`
+with its default ``dtype="float64"``) therefore turns it on itself, so results never depend
+on whether ``JAX_ENABLE_X64`` happens to be set in the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["enable_compilation_cache", "float_dtype", "use_float64"]
+
+
+def use_float64(on: bool = True) -> bool:
+    """Turn JAX's 64-bit mode on (or off); returns the previous setting.
+
+    Call it before any array is created: arrays made earlier keep their precision.
+    """
+    import jax
+
+    previous = bool(jax.config.read("jax_enable_x64"))
+    if previous != bool(on):
+        jax.config.update("jax_enable_x64", bool(on))
+    return previous
+
+
+def float_dtype() -> str:
+    """Name of the floating dtype JAX computes in now (``"float64"`` or ``"float32"``)."""
+    import jax.numpy as jnp
+
+    return str(jnp.dtype(jnp.result_type(float)))
+
+
+def enable_compilation_cache(path: str | Path | None = None) -> Path:
+    """Turn on JAX's persistent compilation cache (default ``~/.cache/agentmotifs/jax``)."""
+    import jax
+
+    path = Path(
+        path
+        or os.environ.get("AGENTMOTIFS_JAX_CACHE", Path.home() / ".cache" / "agentmotifs" / "jax")
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+    return path
