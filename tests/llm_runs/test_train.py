@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 
+from llm_runs import runlog as rl
+from llm_runs._figure import competence_axes, competence_figure
 from llm_runs._train import CKPT_FILE, train
 from llm_runs.config import TrainConfig, save_config
-from llm_runs.runlog import COMPETENCE_FILE, read_run
+from llm_runs.runlog import COMPETENCE_FILE, read_manifest, read_run
 
 
 def _strip(rows):
@@ -93,45 +95,160 @@ def test_budget_and_credit_mechanisms_run(tmp_path, micro_cfg):
     assert shares["X"] == 1.0 and shares["Y"] < 1.0  # Y's budget starts repressed by A_X≈0
 
 
+def _cli(*args, env=None, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "llm_runs", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def _logged_steps(log_file):
+    steps = []
+    for line in log_file.read_text().splitlines(keepends=True):
+        if line.endswith("\n"):
+            steps.append(json.loads(line)["step"])
+    return steps
+
+
 def test_sigkill_resume_reproduces_log_exactly(tmp_path, micro_cfg):
+    """Kill a run mid-way; a second writer meanwhile fails at once; ``--resume`` (the README
+    form, no config) continues it as its manifest defines it: 30 steps, not the CLI's 600."""
     d = micro_cfg
     d.update(steps=30, eval_every=3, ckpt_every=4)
     cfg = TrainConfig.from_dict(d)
     ref = train(cfg, tmp_path / "ref", progress=False)
     cfg_file = save_config(cfg, tmp_path / "cfg.json")
     out = tmp_path / "killed"
-    cmd = [
-        sys.executable,
-        "-m",
-        "llm_runs",
-        "train",
-        "--config",
-        str(cfg_file),
-        "--out",
-        str(out),
-        "--no-progress",
-    ]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    cmd = [sys.executable, "-m", "llm_runs", "train", "--config", str(cfg_file), "--out", str(out)]
+    proc = subprocess.Popen(
+        [*cmd, "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     log_file = out / COMPETENCE_FILE
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
         if (out / CKPT_FILE).exists() and log_file.exists():
-            steps = [json.loads(x)["step"] for x in log_file.read_text().splitlines() if x]
+            steps = _logged_steps(log_file)
             if steps and max(steps) >= 9:
                 break
         time.sleep(0.02)
     assert proc.poll() is None, "the run finished before it could be killed"
+    second = _cli("train", "--config", cfg_file, "--out", out, "--no-progress", env=env)
+    assert second.returncode == 2, second.stderr[-2000:]
+    assert f"in use by pid {proc.pid} " in second.stderr
+    assert second.stderr.count("\n") == 1 and "Traceback" not in second.stderr
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    killed_steps = {json.loads(x)["step"] for x in log_file.read_text().splitlines() if x}
+    killed_steps = set(_logged_steps(log_file))
     assert max(killed_steps) < 30
-    res = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True)
+    assert read_manifest(out)["status"] == "running"
+    res = _cli("train", "--out", out, "--resume", "--no-progress", env=env)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert "end-to-end accuracy" in res.stdout
-    a, b = read_run(ref).rows, read_run(out).rows
+    assert f"taking over the stale lock of pid {proc.pid}" in res.stderr
+    assert "end-to-end accuracy" in res.stdout and "step 0 -> 30" in res.stdout
+    log = read_run(out, strict=True)
+    assert [r["step"] for r in log.e2e_rows] == list(range(0, 31, 3))
+    assert log.manifest["config"]["steps"] == 30 and log.status == "finished"
+    a, b = read_run(ref).rows, log.rows
     assert [(r["step"], r.get("agent")) for r in a] == [(r["step"], r.get("agent")) for r in b]
     assert a == b
+    # resuming a finished run changes nothing
+    before = log_file.read_bytes()
+    again = _cli("train", "--out", out, "--resume", "--no-progress", env=env)
+    assert again.returncode == 0 and "has finished; nothing to resume" in again.stderr
+    assert log_file.read_bytes() == before
+
+
+def test_resume_never_splices_another_runs_checkpoint(tmp_path, micro_cfg):
+    d = micro_cfg
+    d.update(steps=8, eval_every=2, ckpt_every=2)
+    run = train(TrainConfig.from_dict(d), tmp_path / "a", progress=False)
+    other = train(TrainConfig.from_dict(d), tmp_path / "b", progress=False)
+    rl.update_manifest(run, status="running")  # as if killed after its last checkpoint
+    os.replace(other / CKPT_FILE, run / CKPT_FILE)
+    before = (run / COMPETENCE_FILE).read_bytes()
+    with pytest.raises(rl.RunLogError, match="belongs to another run"):
+        train(None, run, resume=True, progress=False)
+    assert (run / COMPETENCE_FILE).read_bytes() == before
+
+
+def test_diverged_run_ends_as_data(tmp_path, micro_cfg):
+    """The issue's ``--set rl.lr=0.03`` run aborted on a NaN entropy; a huge learning rate
+    during the supervised warm-up makes the micro model diverge the same way in seconds."""
+    d = micro_cfg
+    d.update(steps=12, eval_every=3)
+    d["rl"].update(warmup_steps=12, lr=1e30)
+    cfg_file = save_config(TrainConfig.from_dict(d), tmp_path / "cfg.json")
+    out = tmp_path / "div"
+    res = _cli("train", "--config", cfg_file, "--out", out, "--no-progress")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "note: the run diverged at step" in res.stdout
+    log = read_run(out, strict=True)
+    assert log.status == "diverged" and 0 < log.diverged_step < 12
+    reason = log.manifest["diverged_reason"]
+    assert re.fullmatch(r"(\w+ of agent [XYZ] became (nan|inf))|(parameters of .*)", reason)
+    steps = [r["step"] for r in log.e2e_rows]
+    assert steps[-1] == log.diverged_step and steps[:-1] == list(range(0, steps[-1], 3))
+    last = [r for r in log.agent_rows if r["step"] == log.diverged_step]
+    assert len(last) == 3 and any(r["loss"] is None for r in last)  # NaN logged as null
+    png = competence_figure([out], tmp_path / "div.png")
+    assert png.is_file()
+
+
+def test_one_agent_diverging_is_recorded_others_keep_their_metrics(
+    tmp_path, micro_cfg, monkeypatch
+):
+    import llm_runs._steps as steps_mod
+
+    real = steps_mod.policy_loss
+    calls = {"n": 0}
+
+    def nan_for_x_at_second_rl_step(*args, **kw):
+        loss, kl = real(*args, **kw)
+        calls["n"] += 1
+        if calls["n"] == 4:  # the 2nd RL step's first agent (X)
+            loss = loss * float("nan")
+        return loss, kl
+
+    monkeypatch.setattr(steps_mod, "policy_loss", nan_for_x_at_second_rl_step)
+    d = micro_cfg  # warm-up steps 0-1, RL from step 2: X's loss is NaN at step 3
+    log = read_run(train(TrainConfig.from_dict(d), tmp_path / "run", progress=False))
+    assert log.status == "diverged" and log.diverged_step == 4
+    assert log.manifest["diverged_reason"].startswith("loss of agent X became nan")
+    assert [r["step"] for r in log.e2e_rows] == [0, 3, 4]
+    last = {r["agent"]: r for r in log.agent_rows if r["step"] == 4}
+    assert last["X"]["loss"] is None
+    assert last["Y"]["loss"] is not None and last["Z"]["entropy"] is not None
+
+
+def test_cuda_without_cuda_is_a_one_line_error(tmp_path, micro_cfg):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    cfg_file = save_config(TrainConfig.from_dict(micro_cfg), tmp_path / "cfg.json")
+    res = _cli("train", "--config", cfg_file, "--device", "cuda", "--out", tmp_path / "r")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.startswith("error: device: 'cuda'") and res.stderr.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_motif_spec_file_trains_that_network(tmp_path, micro_cfg):
+    from simulate.spec import ffl_spec, save_spec
+
+    spec = ffl_spec("I1", "OR", K=0.3, n=2.0)
+    path = save_spec(spec, tmp_path / "my_net.yaml")
+    cfg_file = save_config(TrainConfig.from_dict(micro_cfg), tmp_path / "cfg.json")
+    out = tmp_path / "r"
+    res = _cli("train", "--config", cfg_file, "--motif", path, "--out", out, "--no-progress")
+    assert res.returncode == 0, res.stderr[-2000:]
+    m = read_manifest(out)
+    assert m["spec"] == spec.to_dict()
+    assert m["config"]["network"]["spec"] == spec.to_dict()  # resumable without the file
+    assert m["config"]["network"]["spec_path"] == str(path)
 
 
 def test_cli_rejects_bad_config(tmp_path):
@@ -144,8 +261,24 @@ def test_cli_rejects_bad_config(tmp_path):
 
 
 def test_figure(tmp_path, micro_cfg):
-    from llm_runs._figure import competence_figure
+    import matplotlib.image
 
     out = train(TrainConfig.from_dict(micro_cfg), tmp_path / "run", progress=False)
+    log = read_run(out)
+    fig = competence_axes([out, out], title="t")
+    assert len(fig.axes) == 2
+    for ax in fig.axes:
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        assert set(lines) == {"A_X (probe)", "A_Y (probe)", "A_Z (probe)", "end-to-end (test)"}
+        for agent in "XYZ":
+            x, y = lines[f"A_{agent} (probe)"].get_data()
+            rows = [r for r in log.agent_rows if r["agent"] == agent]
+            assert list(x) == [r["step"] for r in rows]
+            assert list(y) == [r["competence"] for r in rows]
+        x, y = lines["end-to-end (test)"].get_data()
+        assert list(y) == [r["accuracy"] for r in log.e2e_rows]
+        assert ax.get_xlabel() == "optimizer step" and "C1-AND" in ax.get_title()
     png = competence_figure([out, out], tmp_path / "fig.png")
-    assert Path(png).stat().st_size > 1000
+    img = matplotlib.image.imread(png)
+    assert img.shape[:2] == (round(3.4 * 130), round(2 * 4.2 * 130))
+    assert img[..., :3].std() > 0.05  # not a blank canvas
