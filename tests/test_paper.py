@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +32,15 @@ def _make(tmp_path, only):
 def test_simulator_figures_regenerate(tmp_path):
     r = _make(tmp_path, "oscillation")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert (tmp_path / "oscillation.png").stat().st_size > 30_000
+    import matplotlib.image
+
+    img = matplotlib.image.imread(tmp_path / "oscillation.png")[..., :3]
+    assert img.shape[:2] == (round(3.6 * 120), (13 * 120))  # figsize (13, 3.6), dpi 120
+    ink = (img < 0.9).any(axis=2)  # pixels that are not (near) white
+    thirds = np.array_split(ink, 3, axis=1)
+    assert all(0.02 < t.mean() < 0.5 for t in thirds), [t.mean() for t in thirds]
+    colored = np.ptp(img, axis=2) > 0.2  # the curves are drawn in colour, axes in black
+    assert all(c.mean() > 0.001 for c in np.array_split(colored, 3, axis=1))
 
 
 def test_unknown_figure_is_an_error(tmp_path):
