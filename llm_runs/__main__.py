@@ -25,7 +25,7 @@ import yaml
 
 from simulate._errors import AgentmotifsError
 from simulate._io import check_writable, jsonable
-from simulate.spec import MOTIFS
+from simulate.spec import MOTIFS, resolve_spec
 
 from .config import ConfigError, TrainConfig, load_config, load_sweep, set_dotted
 from .runlog import read_run
@@ -57,26 +57,24 @@ _FLAGS = {  # CLI flag -> dotted config field
 }
 
 
-_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
-
-
 def _motif(data: dict[str, Any], value: str, args: argparse.Namespace) -> None:
-    """``--motif``: a preset (``C1``, ``I1-OR``) or a network spec file."""
+    """``--motif``: a preset (``C1``, ``I1-OR``) or a network spec file, as simulate reads
+    them (:func:`simulate.spec.resolve_spec`: an unknown name or a bad file fails here)."""
+    try:
+        spec = resolve_spec(value, args.gate or "AND", what="--motif")
+    except AgentmotifsError as err:
+        if value in str(err):
+            raise
+        raise ConfigError(f"--motif {value}: {err}") from None
     head, _, gate = value.partition("-")
-    if head.upper() in MOTIFS and not value.lower().endswith(_SPEC_SUFFIXES):
+    if head.upper() in MOTIFS:  # resolve_spec's rule: a preset name before a file name
+        if gate and args.gate is not None and args.gate.upper() != gate.upper():
+            raise ConfigError(f"--motif {value} and --gate {args.gate} disagree")
         set_dotted(data, "network.motif", head.upper())
+        set_dotted(data, "network.gate", spec.gates[spec.nodes[-1]])
         set_dotted(data, "network.spec", None)
         set_dotted(data, "network.spec_path", None)
-        if gate:
-            if args.gate is not None and args.gate.upper() != gate.upper():
-                raise ConfigError(f"--motif {value} and --gate {args.gate} disagree")
-            set_dotted(data, "network.gate", gate.upper())
         return
-    if not (value.lower().endswith(_SPEC_SUFFIXES) or Path(value).exists()):
-        raise ConfigError(
-            f"--motif: {value!r} is neither a preset ({', '.join(MOTIFS)}, e.g. C1 or I1-OR) "
-            "nor a network spec file (.yaml, .yml, .json)"
-        )
     given = [f"--{f}" for f in ("gate", "K", "n") if getattr(args, f) is not None]
     if given:
         raise ConfigError(f"{', '.join(given)}: only for preset motifs; {value} sets its own")

@@ -182,21 +182,23 @@ class NetworkConfig:
         _check(
             _num(self.ema_decay) and 0 <= self.ema_decay < 1, f"{p}.ema_decay", "must be in [0, 1)"
         )
-        from simulate.spec import SpecError
+        from simulate._errors import AgentmotifsError
 
         try:
             self.network_spec()
-        except SpecError as err:
+        except AgentmotifsError as err:
             raise ConfigError(f"{p}: {err}") from None
 
     def network_spec(self) -> Any:
-        """The :class:`simulate.spec.NetworkSpec` this config describes."""
-        from simulate.spec import NetworkSpec, ffl_spec, load_spec
+        """The :class:`simulate.spec.NetworkSpec` this config describes: ``spec``, else the
+        file ``spec_path`` (read by :func:`simulate.spec.resolve_spec`), else the preset
+        ``motif``/``gate`` with this config's ``K`` and ``n`` on every edge."""
+        from simulate.spec import NetworkSpec, ffl_spec, resolve_spec
 
         if self.spec is not None:
             return NetworkSpec.from_dict(self.spec)
         if self.spec_path is not None:
-            return load_spec(self.spec_path)
+            return resolve_spec(self.spec_path, what="network.spec_path")
         return ffl_spec(self.motif, self.gate, K=self.K, n=self.n)
 
     def edge(self, key: str) -> EdgeConfig:

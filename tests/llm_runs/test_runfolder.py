@@ -182,7 +182,7 @@ def test_motif_spec_file_errors(tmp_path):
     )
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({"nodes": ["X", "Y"], "edges": [{"source": "X"}]}))
-    _one_line_error(_cli("train", "--motif", broken, "--out", tmp_path / "c"), "network")
+    _one_line_error(_cli("train", "--motif", broken, "--out", tmp_path / "c"), "broken.json")
     _one_line_error(_cli("train", "--motif", "C9", "--out", tmp_path / "d"), "neither a preset")
     ok = tmp_path / "net.yaml"
     ok.write_text("nodes: [X, Y]\nedges: [{source: X, target: Y, sign: 1}]\n")
