@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from simulate._errors import ConfigError
+from simulate._io import write_json
 
 from ._tasks import Task
 from ._tokenizer import CharTokenizer, HFTokenizer, load_tokenizer
@@ -177,7 +178,7 @@ def pretrain_base(
         "seconds": time.perf_counter() - t0,
         "n_params": sum(p.numel() for p in model.parameters()),
     }
-    (tmp / "agentmotifs_base.json").write_text(json.dumps(meta, indent=2))
+    write_json(tmp / "agentmotifs_base.json", meta)  # strict JSON: a NaN loss is null
     if out.exists():
         shutil.rmtree(tmp)  # another process finished first; keep its copy
     else:

@@ -44,6 +44,9 @@ __all__ = [
     "set_dotted",
 ]
 
+from simulate._errors import AgentmotifsError
+from simulate._io import read_text, write_json, write_text
+
 from ._config_sections import ALGOS as ALGOS
 from ._config_sections import CREDITS as CREDITS
 from ._config_sections import MECHANISMS as MECHANISMS
@@ -173,11 +176,15 @@ def _read(path: str | Path) -> Any:
     if not p.exists():
         raise ConfigError(f"config file not found: {p}")
     try:
+        text = read_text(p, what="config file")
+    except AgentmotifsError as err:
+        raise ConfigError(str(err)) from None
+    try:
         if p.suffix.lower() in (".yaml", ".yml"):
             import yaml
 
-            return yaml.safe_load(p.read_text())
-        return json.loads(p.read_text())
+            return yaml.safe_load(text)
+        return json.loads(text)
     except Exception as err:  # parse errors of either format
         raise ConfigError(f"{p}: cannot parse ({err})") from None
 
@@ -188,9 +195,9 @@ def _write(data: Any, path: str | Path) -> Path:
     if p.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
-        p.write_text(yaml.safe_dump(data, sort_keys=False))
+        write_text(p, yaml.safe_dump(data, sort_keys=False))
     else:
-        p.write_text(json.dumps(data, indent=2) + "\n")
+        write_json(p, data)
     return p
 
 

@@ -177,6 +177,7 @@ def test_motif_spec_file_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_bytes(b"nodes: [X, Y]\n\xff\xfe edges: []\n")
     _one_line_error(_cli("train", "--motif", bad, "--out", tmp_path / "a"), "UTF-8")
+    _one_line_error(_cli("train", "--config", bad, "--out", tmp_path / "a"), "UTF-8", "config")
     _one_line_error(
         _cli("train", "--motif", tmp_path / "missing.yaml", "--out", tmp_path / "b"), "not found"
     )
