@@ -17,6 +17,7 @@ from .config import load_config as load_config
 from .config import save_config as save_config
 from .runlog import RunLog as RunLog
 from .runlog import RunLogError as RunLogError
+from .runlog import RunLogWarning as RunLogWarning
 from .runlog import competence_table as competence_table
 from .runlog import read_run as read_run
 
@@ -25,6 +26,7 @@ _LAZY = {
     "get_base": ("._base", "get_base"),
     "get_task": ("._tasks", "get_task"),
     "run_sweep": ("._sweep", "run_sweep"),
+    "competence_figure": ("._figure", "competence_figure"),
 }
 
 

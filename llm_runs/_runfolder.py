@@ -266,7 +266,7 @@ def same_run(stored: TrainConfig, cfg: TrainConfig | None, out: str | Path) -> T
     """The stored config, after checking that ``cfg`` (if given) asks for the same run."""
     if cfg is None:
         return stored
-    a = _flat(json.loads(json.dumps(stored.to_dict())))
+    a = _flat(json.loads(json.dumps(embed_spec(stored).to_dict())))
     b = _flat(json.loads(json.dumps(embed_spec(cfg).to_dict())))
     diff = [k for k in sorted(set(a) | set(b)) if k != "threads" and a.get(k) != b.get(k)]
     if diff:
