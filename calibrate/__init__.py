@@ -22,7 +22,7 @@ from ._model import Layout as Layout
 from ._model import build_model as build_model
 from ._model import solve_at as solve_at
 from ._posterior import Posterior as Posterior
-from ._recommend import load_fit as load_fit
+from ._posterior import load_fit as load_fit
 from ._recommend import recommend as recommend
 from ._select import Selection as Selection
 from ._select import candidates as candidates

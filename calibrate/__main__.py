@@ -40,10 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--likelihood", choices=["binomial", "betabinomial"], default="binomial")
     f.add_argument(
         "--solver",
-        choices=["tsit5", "rk4", "quad"],
+        choices=["auto", "quad", "rk4", "tsit5"],
         default=None,
-        help="ODE solver in the likelihood (default tsit5; rk4 is smooth, for "
-        "NUTS; quad: feed-forward networks only, the fastest gradient)",
+        help="ODE solver in the likelihood (default auto: quad on a feed-forward network, "
+        "the fastest gradient; rk4 on one with a cycle, smooth; tsit5: adaptive)",
     )
     f.add_argument(
         "--dt", type=float, default=None, help="largest RK4 step / quad cell, training steps"
@@ -69,13 +69,17 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--param", default=None, help="linked hyperparameter (default: the first)")
     r.add_argument("--grid", default=None, help="comma list of values (default: log grid)")
     r.add_argument("--steps", type=int, default=None, help="horizon in steps")
-    r.add_argument("--out", default=None, help="write recommendation.json here")
+    r.add_argument(
+        "--out", default=None, help="folder for recommendation.json (default: the fit folder)"
+    )
     r.add_argument("--seed", type=int, default=0)
     return p
 
 
 def _config(args: argparse.Namespace):
-    from ._config import FitConfig, Hierarchy
+    from simulate._io import read_text
+
+    from ._config import ConfigError, FitConfig
 
     base = FitConfig.load(args.config).to_dict() if args.config else FitConfig().to_dict()
     base.update(
@@ -87,9 +91,15 @@ def _config(args: argparse.Namespace):
     )
     base.update({k: v for k, v in (("solver", args.solver), ("dt", args.dt)) if v is not None})
     if args.hierarchy:
-        h = FitConfig.from_dict({"hierarchy": json.loads(Path(args.hierarchy).read_text())})
+        text = read_text(args.hierarchy, what="--hierarchy file")
+        try:
+            hier = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"--hierarchy file {args.hierarchy!r} is not JSON ({err})") from None
+        if not isinstance(hier, dict):
+            raise ConfigError(f"--hierarchy file {args.hierarchy!r} must hold a JSON object")
+        h = FitConfig.from_dict({"hierarchy": hier})
         base["hierarchy"] = h.to_dict()["hierarchy"]
-        Hierarchy(**{k: tuple(v) for k, v in base["hierarchy"].items() if k == "random_effects"})
     return FitConfig.from_dict(base)
 
 
@@ -111,10 +121,14 @@ def _host_devices(chains: int) -> None:
 
 
 def _fit(args: argparse.Namespace) -> int:
+    from ._posterior import check_output_folder
+
+    check_output_folder(args.out)  # before the work, not after it
     _host_devices(args.chains)
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    from ._config import ConfigError
     from ._data import load_inputs
     from ._fit import fit
     from ._select import candidates, select
@@ -123,7 +137,7 @@ def _fit(args: argparse.Namespace) -> int:
     for item in args.tb_tag:
         agent, _, tag = item.partition("=")
         if not tag:
-            raise SystemExit(f"--tb-tag must look like AGENT=TAG, got {item!r}")
+            raise ConfigError(f"--tb-tag must look like AGENT=TAG, got {item!r}")
         tags[agent] = tag
     data = load_inputs(args.inputs, strict=args.strict, tb_tags=tags, tb_n_eval=args.tb_n_eval)
     cfg = _config(args)
@@ -155,8 +169,8 @@ def _fit(args: argparse.Namespace) -> int:
         return 1 if args.strict and not all(d["ok"] for d in diags) else 0
     network = args.network or f"{args.motif}-{args.gate}"
     post = fit(data, network, cfg, key=key, nodes=nodes, progress=not args.no_progress, log=print)
-    diag = post.save(out)
-    summ = json.loads((out / "summary.json").read_text())
+    summ = post.summary()
+    diag = post.save(out, summary=summ)
     print(f"{'parameter':<16}{'mean':>10}{'q05':>10}{'q95':>10}{'r_hat':>8}{'ess_bulk':>10}")
     for name, s in summ.items():
         print(
@@ -176,6 +190,9 @@ def _fit(args: argparse.Namespace) -> int:
 def _recommend(args: argparse.Namespace) -> int:
     import jax
 
+    from simulate._io import check_writable, write_json
+
+    out = check_writable(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
     from ._config import ConfigError
     from ._recommend import recommend_from_dir
@@ -187,25 +204,25 @@ def _recommend(args: argparse.Namespace) -> int:
     rec = recommend_from_dir(
         args.fit_dir, param=args.param, grid=grid, steps=args.steps, key=jax.random.key(args.seed)
     )
-    text = json.dumps(rec, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "recommendation.json").write_text(text + "\n")
+    path = write_json(out / "recommendation.json", rec)
+    print(path.read_text(encoding="utf-8"), end="")
+    print(f"recommendation written to {path}", file=sys.stderr)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
-    from ._config import ConfigError
-    from ._data import DataError
+    """Entry point; returns the exit status (2 with one ``error:`` line for bad input)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # float64 whatever JAX_ENABLE_X64 says
+    from simulate import AgentmotifsError
 
     args = _parser().parse_args(argv)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             return _fit(args) if args.cmd == "fit" else _recommend(args)
-    except (DataError, ConfigError) as err:
+    except AgentmotifsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 

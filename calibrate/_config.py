@@ -23,11 +23,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from simulate._errors import ConfigError as ConfigError
+from simulate._io import read_text
 
 __all__ = ["ConfigError", "FitConfig", "Hierarchy", "Link", "Priors"]
 
@@ -35,7 +36,7 @@ NODE_PARAMS = ("rho", "b", "delta", "A0")
 EDGE_PARAMS = ("K", "n")
 _LIKELIHOODS = ("binomial", "betabinomial")
 _METHODS = ("nuts", "svi", "laplace", "map")
-_SOLVERS = ("quad", "rk4", "tsit5")
+_SOLVERS = ("auto", "quad", "rk4", "tsit5")
 _CHAIN_METHODS = ("auto", "parallel", "vectorized", "sequential")
 
 
@@ -176,6 +177,37 @@ class Hierarchy:
         return not self.random_effects and not self.links
 
 
+def _fields(data: Any, cls: type, where: str) -> dict[str, Any]:
+    """``data`` as a dict of ``cls``'s fields; anything else is a :class:`ConfigError`."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where} must be an object, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    if set(data) - known:
+        raise ConfigError(f"{where}: unknown field(s) {sorted(set(data) - known)}")
+    return dict(data)
+
+
+def _sequence(value: Any, where: str) -> tuple[Any, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ConfigError(f"{where} must be a list, got {value!r}")
+    return tuple(value)
+
+
+def _hierarchy(data: Any) -> Hierarchy:
+    """A :class:`Hierarchy` from its parsed JSON (fields checked, one-line errors)."""
+    h = _fields(data, Hierarchy, "hierarchy")
+    links = []
+    for i, lk in enumerate(_sequence(h.get("links", ()), "hierarchy.links")):
+        lk = _fields(lk, Link, f"hierarchy.links[{i}]")
+        missing = {"param", "covariate"} - set(lk)
+        if missing:
+            raise ConfigError(f"hierarchy.links[{i}] is missing {sorted(missing)}")
+        targets = _sequence(lk.get("targets", ()), f"hierarchy.links[{i}].targets")
+        links.append(Link(**{**lk, "targets": targets}))
+    re = _sequence(h.get("random_effects", ()), "hierarchy.random_effects")
+    return Hierarchy(random_effects=re, links=tuple(links))
+
+
 @dataclasses.dataclass(frozen=True)
 class FitConfig:
     """Options of one fit (all JSON round-trip via :meth:`to_dict`/:meth:`from_dict`).
@@ -205,11 +237,16 @@ class FitConfig:
         target_accept: NUTS target acceptance probability.
         max_tree_depth: NUTS maximal tree depth.
         forward_mode: Forward-mode derivatives of the ODE solve (``tsit5`` only).
-        solver: ``tsit5`` (default: diffrax adaptive, tolerances below), ``rk4``
-            (classical fixed-step RK4 landing on every observed step: a smooth likelihood,
-            recommended for NUTS on any network) or ``quad`` (feed-forward networks only,
-            e.g. every FFL: each node's linear equation solved by quadrature on a fixed
-            grid, vectorised over time; smooth, stable and the fastest gradient).
+        solver: ``auto`` (default: ``quad`` on a feed-forward network, ``rk4`` on one
+            with a cycle; resolved by :func:`calibrate.build_model`), ``tsit5`` (diffrax
+            adaptive, tolerances below; a piecewise-smooth likelihood), ``rk4`` (classical
+            fixed-step RK4 landing on every observed step: a smooth likelihood, for NUTS on
+            any network) or ``quad`` (feed-forward networks only, e.g. every FFL: each
+            node's linear equation solved by quadrature on a fixed grid, vectorised over
+            time; smooth, stable and the fastest gradient). ``tsit5`` with reverse-mode
+            derivatives cannot run NUTS chains in parallel (see :func:`calibrate.fit`):
+            ``auto`` chains are then vectorised, and ``chain_method="parallel"`` is an
+            error unless ``forward_mode`` is set.
         dt: Largest RK4 step or ``quad`` cell, in training steps. After a fit the curves at
             the MAP are compared with a reference solve (RK4 at 1/8 of the step, or a tight
             adaptive solve) and a warning is raised above 1e-3.
@@ -237,7 +274,7 @@ class FitConfig:
     target_accept: float = 0.8
     max_tree_depth: int = 8
     forward_mode: bool = False
-    solver: str = "tsit5"
+    solver: str = "auto"
     dt: float = 1.0
     rtol: float = 1e-5
     atol: float = 1e-7
@@ -272,6 +309,12 @@ class FitConfig:
             )
         if self.solver not in _SOLVERS:
             raise ConfigError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
+        if self.solver == "tsit5" and self.chain_method == "parallel" and not self.forward_mode:
+            raise ConfigError(
+                "chain_method 'parallel' cannot differentiate the 'tsit5' solve in reverse "
+                "mode (diffrax's checkpointed adjoint fails under JAX's pmap); use solver "
+                "'rk4' or 'quad', chain_method 'vectorized', or forward_mode true"
+            )
         if not 0 < float(self.target_accept) < 1:
             raise ConfigError("target_accept must be in (0, 1)")
         for name in ("dt", "rtol", "atol", "rhat_max", "ess_min"):
@@ -296,26 +339,23 @@ class FitConfig:
         if extra:
             raise ConfigError(f"unknown config field(s) {sorted(extra)}")
         d = dict(data)
-        if isinstance(d.get("priors"), Mapping):
-            pr = dict(d["priors"])
-            pr["overrides"] = {k: tuple(v) for k, v in pr.get("overrides", {}).items()}
+        if "priors" in d:
+            pr = _fields(d["priors"], Priors, "priors")
+            if not isinstance(pr.get("overrides", {}), Mapping):
+                raise ConfigError("priors.overrides must be an object")
             d["priors"] = Priors(**pr)
-        if isinstance(d.get("hierarchy"), Mapping):
-            h = dict(d["hierarchy"])
-            d["hierarchy"] = Hierarchy(
-                random_effects=tuple(h.get("random_effects", ())),
-                links=tuple(
-                    Link(**{**lk, "targets": tuple(lk.get("targets", ()))})
-                    for lk in h.get("links", ())
-                ),
-            )
+        if "hierarchy" in d:
+            d["hierarchy"] = _hierarchy(d["hierarchy"])
         return cls(**d)
 
     @classmethod
     def load(cls, path: str | Path) -> FitConfig:
         """Read from a JSON file."""
+        text = read_text(path, what="config file")
         try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as err:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
             raise ConfigError(f"{path}: cannot read config ({err})") from None
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{path}: a config must be a JSON object")
         return cls.from_dict(data)

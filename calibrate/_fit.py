@@ -131,10 +131,18 @@ def chain_method(cfg: FitConfig) -> str:
     Parallel chains (one device each) cost the sum of their trajectories spread over the
     cores; vectorised chains cost the longest trajectory times the batch (measured on the
     8-run benchmark, 2 cores: 6.4 vs 13.7 ms per leapfrog step).
+
+    The adaptive ``tsit5`` likelihood differentiated in reverse mode runs vectorised: under
+    ``jax.pmap`` (a ``shard_map`` over a manual mesh since JAX 0.5) diffrax's checkpointed
+    adjoint fails (equinox 0.13 closure-converts the solver loop's body with example
+    arguments that carry no mesh, while the backward pass calls it with loop states that
+    carry the pmap's manual mesh: "Closure-converted function called with different
+    dynamic arguments"). Forward-mode derivatives and the fixed-grid solvers are unaffected.
     """
     if cfg.chain_method != "auto":
         return cfg.chain_method
-    if cfg.chains > 1 and jax.local_device_count() >= cfg.chains:
+    pmap_safe = cfg.solver != "tsit5" or cfg.forward_mode
+    if cfg.chains > 1 and jax.local_device_count() >= cfg.chains and pmap_safe:
         return "parallel"
     return "vectorized"
 
@@ -306,8 +314,10 @@ def fit_model(
     key: jax.Array,
     progress: bool = False,
     log: Callable[[str], None] | None = None,
+    data: CurveData | None = None,
 ) -> Posterior:
-    """Run the configured inference on a prepared :class:`CurveModel`."""
+    """Run the configured inference on a prepared :class:`CurveModel` (``data``, the curves
+    it was built from, is kept in the posterior for ``recommend``)."""
     cfg = cm.config
     say = log or (lambda s: None)
     k_map, k_inf = jax.random.split(key)
@@ -347,6 +357,7 @@ def fit_model(
         {k: np.asarray(v) for k, v in init.items()},
         timing=timing,
         map_log_joint=lj,
+        data=data,
     )
 
 
@@ -377,11 +388,4 @@ def fit(
         The :class:`Posterior`.
     """
     cm = build_model(data, network, config, gate=gate, nodes=nodes)
-    post = fit_model(cm, key=key, progress=progress, log=log)
-    post.data_table = data.table.merge(data.hyper, left_on="run", right_index=True, how="left")
-    post.hyper = {
-        c: data.hyper.loc[list(cm.runs), c].to_numpy(float)
-        for c in data.hyper.columns
-        if c != "seed"
-    }
-    return post
+    return fit_model(cm, key=key, progress=progress, log=log, data=data)

@@ -9,6 +9,7 @@ the observed steps; the input schedule is constant on from step 0.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -23,87 +24,15 @@ from scipy.special import gammaln
 import simulate
 from simulate.spec import NetworkSpec
 
-from ._config import EDGE_PARAMS, NODE_PARAMS, ConfigError, FitConfig
+from ._config import ConfigError, FitConfig
 from ._data import CurveData, DataError
+from ._network import Layout, make_layout, resolve_network
 from ._quad import QuadGrid, feedforward_order, solve_quad
 from ._solvers import fixed_substeps, solve_at, solve_rk4
 
 __all__ = ["CurveModel", "Layout", "build_model"]
 
 _EPS = 1e-9
-
-
-class Layout(eqx.Module):
-    """The free parameters of a network, in vector order.
-
-    Attributes:
-        names: Natural names, e.g. ``rho[X]``, ``K[X->Y]``.
-        bases: Base of each (``rho``, ``b``, ``delta``, ``A0``, ``K``, ``n``).
-        targets: Node or edge of each.
-        logit: True where the transform is sigmoid (b, A0), else exp.
-        loc: Prior median on the transformed scale.
-        scale: Prior sd on the transformed scale.
-    """
-
-    names: tuple[str, ...] = eqx.field(static=True)
-    bases: tuple[str, ...] = eqx.field(static=True)
-    targets: tuple[str, ...] = eqx.field(static=True)
-    logit: tuple[bool, ...] = eqx.field(static=True)
-    loc: np.ndarray
-    scale: np.ndarray
-
-    @property
-    def size(self) -> int:
-        """Number of free parameters D."""
-        return len(self.names)
-
-    def to_natural(self, u: jax.Array) -> jax.Array:
-        """Transformed-scale values (..., D) to natural values."""
-        return jnp.where(jnp.asarray(self.logit), jax.nn.sigmoid(u), jnp.exp(u))
-
-    def to_unconstrained(self, theta: np.ndarray) -> np.ndarray:
-        """Natural values (..., D) to the transformed scale."""
-        theta = np.asarray(theta, float)
-        lg = np.asarray(self.logit)
-        return np.where(lg, np.log(theta) - np.log1p(-np.clip(theta, 0, 1 - 1e-12)), np.log(theta))
-
-    def index(self, name: str) -> int:
-        """Position of ``name``."""
-        if name not in self.names:
-            raise ConfigError(f"unknown parameter {name!r}; free parameters: {list(self.names)}")
-        return self.names.index(name)
-
-
-def make_layout(network: simulate.Network, config: FitConfig, horizon: float) -> Layout:
-    """Free parameters of ``network`` with their priors (b only for regulated nodes)."""
-    names, bases, targets = [], [], []
-    has_parents = network.has_parents
-    for base in NODE_PARAMS:
-        for i, node in enumerate(network.names):
-            if base == "b" and not has_parents[i]:
-                continue
-            names.append(f"{base}[{node}]")
-            bases.append(base)
-            targets.append(node)
-    sign = np.asarray(network.sign)
-    edges = [e for e in network.edge_keys if sign[network.edge_index(e)] != 0]
-    for base in EDGE_PARAMS:
-        for e in edges:
-            names.append(f"{base}[{e}]")
-            bases.append(base)
-            targets.append(e)
-    for key in config.priors.overrides:
-        if key not in names:
-            raise ConfigError(
-                f"priors.overrides: {key!r} is not a free parameter; free parameters: {names}"
-            )
-    logit = tuple(b in ("b", "A0") for b in bases)
-    loc, scale = [], []
-    for name, base, lg in zip(names, bases, logit, strict=True):
-        med, sd = config.priors.median_sd(base, name, horizon=horizon)
-        loc.append(math.log(med / (1 - med)) if lg else math.log(med))
-        scale.append(sd)
-    return Layout(tuple(names), tuple(bases), tuple(targets), logit, np.array(loc), np.array(scale))
 
 
 class CurveModel(eqx.Module):
@@ -308,34 +237,6 @@ class CurveModel(eqx.Module):
         return self.obs_dist(mu, phi).log_prob(jnp.asarray(self.k))
 
 
-def resolve_network(
-    network: simulate.Network | NetworkSpec | str,
-    gate: str = "AND",
-    nodes: tuple[str, ...] | None = None,
-) -> tuple[simulate.Network, str]:
-    """A network and its label from a preset (``C1``, ``I1-OR``), a spec, a path or a Network.
-
-    ``nodes`` renames the preset's X, Y, Z to the agents' names (in that order).
-    """
-    try:
-        if isinstance(network, simulate.Network):
-            return network, "network"
-        if isinstance(network, NetworkSpec):
-            return simulate.Network.from_spec(network), network.name
-        text = str(network).strip()
-        motif, _, g = text.upper().partition("-")
-        if motif in simulate.MOTIFS:
-            names = tuple(nodes) if nodes is not None else ("X", "Y", "Z")
-            if len(names) != 3:
-                raise ConfigError(f"an FFL preset needs 3 agent names, got {list(names)}")
-            spec = simulate.ffl_spec(motif, g or gate, nodes=(names[0], names[1], names[2]))
-        else:
-            spec = simulate.load_spec(text)
-        return simulate.Network.from_spec(spec), spec.name
-    except simulate.SpecError as err:
-        raise ConfigError(str(err)) from None
-
-
 def build_model(
     data: CurveData,
     network: simulate.Network | NetworkSpec | str,
@@ -347,16 +248,20 @@ def build_model(
     """Prepare the likelihood arrays for ``data`` on ``network``.
 
     Raises:
-        DataError: An agent in the data is not a node of the network, or < 2 distinct steps.
+        DataError: An agent in the data is not a node of the network, a node has no data
+            (it would be fitted from its priors alone), or < 2 distinct steps.
         ConfigError: A link or random effect names an unknown parameter or column.
     """
     config = config or FitConfig()
     net, name = resolve_network(network, gate, nodes)
     unknown = [a for a in data.agents if a not in net.names]
-    if unknown:
+    unseen = [a for a in net.names if a not in data.agents]
+    if unknown or unseen:
+        what = f"agent(s) {unknown} are not nodes" if unknown else f"no data for node(s) {unseen}"
         raise DataError(
-            f"agent(s) {unknown} are not nodes of network {name!r} (nodes {list(net.names)}); "
-            "rename the agents or pass nodes=(...) / --agents to map X, Y, Z to agent names"
+            f"{what} of network {name!r} (nodes {list(net.names)}, agents in the data "
+            f"{list(data.agents)}); rename the agents or map the network's nodes to agent "
+            "names with nodes=(...) / --agents"
         )
     t = data.table
     ts = np.unique(t["step"].to_numpy()).astype(float)
@@ -371,6 +276,9 @@ def build_model(
     for i, node in enumerate(net.names):
         if not net.has_parents[i]:
             base = simulate.set_param(base, f"b[{node}]", 0.0)
+    if config.solver == "auto":  # measured: quad's gradient is the fastest, rk4 is smooth
+        solver = "rk4" if feedforward_order(base) is None else "quad"
+        config = dataclasses.replace(config, solver=solver)
     if config.solver == "quad" and feedforward_order(base) is None:
         raise ConfigError(
             f"solver 'quad' needs a feed-forward network (no cycle, no reward "

@@ -1,4 +1,5 @@
-"""The posterior object: natural-scale draws, ArviZ InferenceData, summary, diagnostics."""
+"""The posterior object: natural-scale draws, ArviZ InferenceData, summary, diagnostics; its
+folder on disk (:meth:`Posterior.save`, :func:`load_fit`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._compiled import batched_curves, batched_loglik, batched_run_params
-from ._model import CurveModel
+import simulate
+from simulate._errors import OutputError
+from simulate._io import atomic_dir, check_writable, write_json
 
-__all__ = ["Posterior"]
+from ._compiled import batched_curves, batched_loglik, batched_run_params
+from ._config import ConfigError, FitConfig
+from ._data import CurveData
+from ._model import CurveModel, build_model
+
+__all__ = ["Posterior", "check_output_folder", "load_fit"]
+
+_FILES = ("config.json", "network.json", "data.parquet", "latent.npz")  # what load_fit reads
+_MARKERS = ("config.json", "selection.json")  # a folder written by calibrate holds one
+
+
+def check_output_folder(out: str | Path, *, what: str = "--out") -> Path:
+    """Fail now unless ``out`` can be written and replaced as a whole: a new or empty
+    folder, or one that calibrate wrote (a fit or a selection); any other folder would
+    lose its files.
+
+    Raises:
+        OutputError: ``out`` is not writable or holds files calibrate did not write.
+    """
+    path = check_writable(out, what=what)
+    if path.is_dir() and any(path.iterdir()) and not any((path / m).is_file() for m in _MARKERS):
+        raise OutputError(
+            f"{what} {str(path)!r} is a folder with other files (not a calibrate fit or "
+            "selection), which saving would replace; choose a new or empty folder"
+        )
+    return path
 
 SOLVER_ERROR_MAX = 1e-3  # largest tolerated |curves - reference solve| at the MAP
 
@@ -36,6 +63,10 @@ class Posterior:
         map_params: The MAP latent values (warm start).
         timing: Seconds spent: ``map_s``, ``inference_s``, ``total_s``.
         map_log_joint: Log joint density at the MAP.
+        data_table: The fitted long table with each run's hyperparameters (None without
+            ``data``).
+        hyper: Hyperparameter columns (all but ``seed``) per run, in the model's run order
+            (None without ``data``).
     """
 
     def __init__(
@@ -47,6 +78,7 @@ class Posterior:
         *,
         timing: dict[str, float] | None = None,
         map_log_joint: float = float("nan"),
+        data: CurveData | None = None,
     ):
         self.model = model
         self.samples = samples
@@ -55,8 +87,17 @@ class Posterior:
         self.timing = timing or {}
         self.map_log_joint = map_log_joint
         self._idata = None
-        self.data_table = None  # long table incl. hyperparameters (set by fit)
+        self.data_table = None
         self.hyper: dict[str, np.ndarray] | None = None
+        if data is not None:
+            self.data_table = data.table.merge(
+                data.hyper, left_on="run", right_index=True, how="left"
+            )
+            self.hyper = {
+                c: data.hyper.loc[list(model.runs), c].to_numpy(float)
+                for c in data.hyper.columns
+                if c != "seed"
+            }
         self._loglik: np.ndarray | None = None
 
     # -- draws --------------------------------------------------------------------------
@@ -243,6 +284,7 @@ class Posterior:
             "timing_s": self.timing,
             "is_pareto_k": float(self.stats.get("is_pareto_k", float("nan"))),
             "solver_error": ode_err,
+            "dtype": str(np.asarray(self.samples["z"]).dtype),
             "ok": not ode_bad and (not msgs or cfg.method != "nuts"),
             "warnings": msgs,
         }
@@ -273,30 +315,73 @@ class Posterior:
         return {"t": t, "mean_q": mean_q, "pred_q": pred_q}
 
     # -- output -------------------------------------------------------------------------
-    def save(self, out: str | Path, *, figure: bool = True) -> dict[str, Any]:
+    def save(
+        self,
+        out: str | Path,
+        *,
+        figure: bool = True,
+        summary: dict[str, dict[str, float]] | None = None,
+    ) -> dict[str, Any]:
         """Write ``posterior.nc``, ``summary.json``, ``diagnostics.json``, ``config.json``,
         ``network.json``, ``latent.npz``, ``data.parquet`` (for ``recommend``) and
         (``figure``) ``predictive.png`` into folder ``out``.
 
+        The folder is built under a temporary name and swapped in whole: a process killed
+        while saving leaves the previous ``out`` (or none) intact, never a mix. JSON is
+        strict (``null`` where a statistic is undefined).
+
+        Args:
+            out: The folder (replaced if it exists).
+            figure: Also draw ``predictive.png``.
+            summary: :meth:`summary`, if already computed.
+
         Returns:
             The diagnostics dict.
-        """
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        summ = self.summary()
-        diag = self.diagnostics(summ)
-        (out / "summary.json").write_text(json.dumps(summ, indent=2) + "\n")
-        (out / "diagnostics.json").write_text(json.dumps(diag, indent=2) + "\n")
-        (out / "config.json").write_text(json.dumps(self.model.config.to_dict(), indent=2) + "\n")
-        (out / "network.json").write_text(
-            json.dumps(self.model.network.to_spec(self.model.name).to_dict(), indent=2) + "\n"
-        )
-        self.to_inference_data().to_netcdf(str(out / "posterior.nc"))
-        np.savez(out / "latent.npz", **self.samples)
-        if self.data_table is not None:
-            self.data_table.to_parquet(out / "data.parquet")
-        if figure:
-            from ._plots import plot_predictive
 
-            plot_predictive(self, out / "predictive.png")
+        Raises:
+            OutputError: ``out`` cannot be written, or is a folder with files calibrate did
+                not write (see :func:`check_output_folder`).
+        """
+        check_output_folder(out)
+        summ = summary or self.summary()
+        diag = self.diagnostics(summ)
+        cm = self.model
+        with atomic_dir(out) as tmp:
+            write_json(tmp / "summary.json", summ)
+            write_json(tmp / "diagnostics.json", diag)
+            write_json(tmp / "config.json", cm.config.to_dict())
+            write_json(tmp / "network.json", cm.network.to_spec(cm.name).to_dict())
+            self.to_inference_data().to_netcdf(str(tmp / "posterior.nc"))
+            np.savez(tmp / "latent.npz", **self.samples)
+            if self.data_table is not None:
+                self.data_table.to_parquet(tmp / "data.parquet")
+            if figure:
+                from ._plots import plot_predictive
+
+                plot_predictive(self, tmp / "predictive.png")
         return diag
+
+
+def load_fit(fit_dir: str | Path) -> Posterior:
+    """Rebuild a :class:`Posterior` (its model, draws and data) from a folder written by
+    :meth:`Posterior.save`.
+
+    Raises:
+        ConfigError: ``fit_dir`` is not such a folder.
+    """
+    d = Path(fit_dir)
+    missing = [f for f in _FILES if not (d / f).is_file()]
+    if missing:
+        raise ConfigError(f"{str(d)!r} is not a fit folder (missing {', '.join(missing)})")
+    cfg = FitConfig.load(d / "config.json")
+    try:
+        spec = simulate.spec.NetworkSpec.from_dict(json.loads((d / "network.json").read_text()))
+    except (ValueError, OSError) as err:
+        raise ConfigError(f"{str(d)!r}: unreadable network.json ({err})") from None
+    import pandas as pd
+
+    data = CurveData.from_table(pd.read_parquet(d / "data.parquet"), source=str(d))
+    cm = build_model(data, spec, cfg)
+    with np.load(d / "latent.npz") as lat:
+        samples = {k: lat[k] for k in lat.files}
+    return Posterior(cm, samples, {}, {}, data=data)

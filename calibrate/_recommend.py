@@ -9,7 +9,7 @@ posterior probability of oscillation is below ``max_p_osc``.
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,25 +17,37 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 
 from ._compiled import batched_curves
-from ._config import ConfigError, FitConfig
-from ._data import CurveData
-from ._model import build_model
-from ._posterior import Posterior
+from ._config import ConfigError
+from ._posterior import Posterior, load_fit
 
-__all__ = ["load_fit", "recommend", "recommend_from_dir"]
+__all__ = ["recommend", "recommend_from_dir"]
 
 
-def _oscillates(A: np.ndarray, tol: float = 0.01) -> np.ndarray:
-    """Per curve (..., T): True if the second half has >= 2 turning points above ``tol``."""
-    half = A[..., A.shape[-1] // 2 :]
-    d = np.diff(half, axis=-1)
-    d = np.where(np.abs(d) < 1e-6, 0.0, d)
-    turns = np.sum(np.abs(np.diff(np.sign(d), axis=-1)) > 1, axis=-1)
-    amp = half.max(-1) - half.min(-1)
-    return (turns >= 2) & (amp > tol)
+def _oscillates(A: np.ndarray, t: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """Per set of curves ``(..., T, N)`` at steps ``t`` (input on throughout): True if
+    simulate's regime classifier labels any node a damped or sustained oscillation."""
+    import simulate
+
+    osc = jnp.asarray([int(simulate.Regime.DAMPED), int(simulate.Regime.SUSTAINED)])
+    tj = jnp.asarray(t, float)
+
+    def one(states):
+        sol = simulate.Solution(
+            t=tj,
+            states=states,
+            inputs=jnp.ones_like(tj),
+            y_final=states[-1],
+            code=jnp.zeros((), jnp.int32),
+            names=names,
+            method="ode",
+        )
+        _, nodes = simulate.classify(sol)
+        return jnp.any(jnp.isin(nodes, osc))
+
+    flat = jnp.asarray(A.reshape(-1, *A.shape[-2:]))
+    return np.asarray(jax.jit(jax.vmap(one))(flat)).reshape(A.shape[:-2])
 
 
 def recommend(
@@ -54,7 +66,7 @@ def recommend(
         post: A fit whose hierarchy has a link on ``param``.
         param: Hyperparameter (link covariate); default: the first link's.
         grid: Candidate values (default: 15 log-spaced values over 1/3x..3x the data range).
-        steps: Horizon in steps (default: the data's last step).
+        steps: Horizon in steps, > 0 (default: the data's last step).
         max_draws: Posterior draws used per value.
         max_p_osc: Largest acceptable posterior probability of oscillation.
         key: PRNG key for the draw subset (keyword-only).
@@ -62,6 +74,10 @@ def recommend(
     Returns:
         ``{"param", "value", "final_competence", "p_oscillation", "table", "config"}``;
         ``config`` is an llm_runs-style nested dict (``{"rl": {"lr": value}}``).
+
+    Raises:
+        ConfigError: No link on ``param``, a grid value that is not a finite number > 0
+            (the link is log-linear), or a horizon that is not a finite number > 0.
     """
     cm = post.model
     links = cm.config.hierarchy.links
@@ -77,8 +93,14 @@ def recommend(
         values = h_ref * np.geomspace(data_h.min() / 3, data_h.max() * 3, 15)
     else:
         values = np.asarray(sorted(float(g) for g in grid))
-    if np.any(values <= 0):
-        raise ConfigError("grid values must be > 0")
+        bad = [float(g) for g in values if not (math.isfinite(g) and g > 0)]
+        if bad or not values.size:
+            raise ConfigError(
+                f"grid values of {param!r} must be finite numbers > 0 (the link is "
+                f"log-linear), got {bad or 'none'}"
+            )
+    if steps is not None and not (math.isfinite(float(steps)) and float(steps) > 0):
+        raise ConfigError(f"the horizon (steps) must be a finite number > 0, got {steps!r}")
     lay = cm.layout
     flat = post._flat()
     n = flat["z"].shape[0]
@@ -93,12 +115,12 @@ def recommend(
             ug[:, cm.link_index[r]] += sd * flat["c"][idx, r] * np.log(g / h_ref)
         theta.append(np.asarray(lay.to_natural(jnp.asarray(ug))))
     theta = np.stack(theta, axis=1)  # (S, G, D)
-    horizon = float(steps or cm.ts[-1])
+    horizon = float(cm.ts[-1] if steps is None else steps)
     t = np.linspace(0.0, horizon, 200)
     A = np.asarray(batched_curves(cm, jnp.asarray(theta), t))  # (S, G, T, N)
     out = A[..., -1]  # output node = last node (Z of an FFL)
     final = out[..., -1]
-    osc = _oscillates(np.moveaxis(A, -1, -2)).any(-1)  # any node oscillates
+    osc = _oscillates(A, t, cm.network.names)  # (S, G): any node oscillates
     table = []
     for j, g in enumerate(values):
         table.append(
@@ -134,29 +156,6 @@ def _hyper(post: Posterior, param: str) -> np.ndarray:
     if hv is not None and param in hv:
         return np.asarray(hv[param], float)
     raise ConfigError(f"the fit does not carry hyperparameter {param!r}")
-
-
-def load_fit(fit_dir: str | Path) -> Posterior:
-    """Rebuild a :class:`Posterior` from a folder written by :meth:`Posterior.save`."""
-    d = Path(fit_dir)
-    for f in ("config.json", "network.json", "data.parquet", "latent.npz"):
-        if not (d / f).is_file():
-            raise ConfigError(f"{d}: not a fit folder (missing {f})")
-    import simulate
-
-    cfg = FitConfig.load(d / "config.json")
-    spec = simulate.spec.NetworkSpec.from_dict(json.loads((d / "network.json").read_text()))
-    table = pd.read_parquet(d / "data.parquet")
-    data = CurveData.from_table(table, source=str(d / "data.parquet"))
-    cm = build_model(data, spec, cfg)
-    lat = dict(np.load(d / "latent.npz"))
-    post = Posterior(cm, lat, {}, {})
-    post.hyper = {
-        c: data.hyper.loc[list(cm.runs), c].to_numpy(float)
-        for c in data.hyper.columns
-        if c != "seed"
-    }
-    return post
 
 
 def recommend_from_dir(fit_dir: str | Path, **kwargs: Any) -> dict[str, Any]:

@@ -14,7 +14,8 @@ import simulate
 from simulate.spec import NetworkSpec
 
 from ._data import CurveData, DataError
-from ._model import resolve_network, solve_at
+from ._model import solve_at
+from ._network import resolve_network
 
 __all__ = ["synthetic_curves"]
 

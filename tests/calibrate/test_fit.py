@@ -181,7 +181,7 @@ def test_betabinomial_and_svi():
     assert post.diagnostics()["warnings"]  # says it is an approximation
 
 
-def test_hierarchy_links_recover_lr_slope(tmp_path):
+def test_hierarchy_links_recover_lr_slope(tmp_path, capsys):
     """log rho = a + c log lr: runs at 3 learning rates, slope c = 1 for every node."""
     lrs = [1e-4, 3e-4, 1e-3]
     base = dict(TRUTH)
@@ -235,10 +235,28 @@ def test_hierarchy_links_recover_lr_slope(tmp_path):
     out = json.loads((tmp_path / "rec" / "recommendation.json").read_text())
     assert out["param"] == "lr" and out["value"] == 3e-3
     assert [r["value"] for r in out["table"]] == grid
-    assert main(["recommend", str(tmp_path), "--grid", "1e-3,-1"]) == 2  # grid must be > 0
-    assert main(["recommend", str(tmp_path), "--grid", "1e-3,fast"]) == 2
-    assert main(["recommend", str(tmp_path), "--param", "batch"]) == 2  # no such link
+    # without --out, as the README shows it: recommendation.json in the fit folder
+    assert main(["recommend", str(tmp_path), "--grid", ",".join(map(str, grid))]) == 0
+    text = (tmp_path / "recommendation.json").read_text()
+    again = json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
+    assert again["value"] == 3e-3
+    capsys.readouterr()
+    for bad in (
+        ["--grid", "1e-3,-1"],  # the link is log-linear: values > 0
+        ["--grid", "1e-3,fast"],
+        ["--grid", "nan,1e-3"],  # recommended "value": NaN before
+        ["--grid", "1e-3,inf"],
+        ["--steps", "0"],  # ignored in silence before
+        ["--steps", "-10"],
+        ["--param", "batch"],  # no such link
+    ):
+        assert main(["recommend", str(tmp_path), *bad]) == 2, bad
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: "), (bad, err)
     assert main(["recommend", str(tmp_path / "rec")]) == 2  # not a fit folder
+    # a shorter horizon is used, not ignored
+    short = cal.recommend(cal.load_fit(tmp_path), param="lr", grid=grid, steps=5, max_draws=20)
+    assert short["horizon_steps"] == 5 and short["final_competence"] < rec["final_competence"]
 
 
 def test_random_effects_run():
@@ -260,3 +278,16 @@ def test_loglik_equals_numpyro_log_prob():
         phi = 30.0 if lik == "betabinomial" else None
         ref = float(np.sum(cm.obs_dist(mu, phi).log_prob(cm.k)))
         np.testing.assert_allclose(float(cm.loglik(mu, phi)), ref, rtol=1e-12)
+
+
+def test_recommend_oscillation_is_simulates_classifier():
+    """recommend's p_oscillation uses simulate.classify (one definition of oscillation):
+    a decaying cosine about a level oscillates, a saturating rise or a single pulse does not."""
+    from calibrate._recommend import _oscillates
+
+    t = np.linspace(0.0, 300.0, 200)
+    damped = 0.6 + 0.3 * np.exp(-t / 80) * np.cos(t / 6)
+    rise = 1 - 0.9 * np.exp(-t / 40)
+    pulse = 0.2 + 0.6 * (t / 30) * np.exp(1 - t / 30)
+    A = np.stack([np.stack([c, rise, rise], -1) for c in (damped, rise, pulse)])  # (3, T, 3)
+    np.testing.assert_array_equal(_oscillates(A, t, ("X", "Y", "Z")), [True, False, False])
