@@ -16,11 +16,13 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array
 
+from ._features import node_features, noise_features, window
 from ._kinetics import Model
 from ._solve import Solution
 
 __all__ = [
     "REGIME_NAMES",
+    "REGIME_SEVERITY",
     "Regime",
     "Stability",
     "classify",
@@ -33,14 +35,15 @@ __all__ = [
 
 
 class Regime(enum.IntEnum):
-    """Regime labels, in increasing severity."""
+    """Regime labels (codes are stable; :data:`REGIME_SEVERITY` orders them)."""
 
     CONVERGED = 0
     OVERSHOOT = 1  # overshoot or pulse: leaves the start/end interval once, then settles
-    DAMPED = 2  # damped oscillation
-    SUSTAINED = 3  # sustained (or growing) oscillation
-    COLLAPSE = 4  # a competence ends near 0 while the input is on (bounded kinetics)
-    FAILED = 5  # solver error or non-finite values
+    DAMPED = 2  # damped oscillation: turning points alternating about the end level, shrinking
+    SUSTAINED = 3  # sustained oscillation: still turning at the end, amplitude not decaying
+    COLLAPSE = 4  # a competence ends near 0 while the input is on, or the values diverge
+    FAILED = 5  # solver error
+    UNSETTLED = 6  # still moving at t1 without oscillating (or still growing): run longer
 
 
 REGIME_NAMES = {
@@ -50,105 +53,11 @@ REGIME_NAMES = {
     Regime.SUSTAINED: "sustained oscillation",
     Regime.COLLAPSE: "collapse",
     Regime.FAILED: "failed",
+    Regime.UNSETTLED: "unsettled",
 }
 
-
-def _window(sol: Solution) -> Array:
-    """Mask of the samples after the last input switch (the whole run if none)."""
-    x = sol.inputs
-    changed = jnp.concatenate([jnp.zeros(1, bool), x[1:] != x[:-1]])
-    idx = jnp.arange(x.shape[0])
-    last = jnp.max(jnp.where(changed, idx, 0))
-    return idx >= last
-
-
-def _crossings(y, m, h, w):
-    """Hysteresis crossing count of the band ``m ± h`` over the masked samples.
-
-    Returns (number of band traversals, number of entries into the upper state,
-    time of first upward entry, time of last upward entry) — given ``t`` separately.
-    """
-
-    def step(carry, inp):
-        state, n_cross, n_up, first_i, last_i = carry
-        yi, wi, i = inp
-        new = jnp.where(yi > m + h, 1, jnp.where(yi < m - h, -1, state))
-        new = jnp.where(wi, new, state)
-        moved = (new != state) & (state != 0) & wi
-        up = moved & (new == 1)
-        first_i = jnp.where(up & (n_up == 0), i, first_i)
-        last_i = jnp.where(up, i, last_i)
-        return (new, n_cross + moved, n_up + up, first_i, last_i), None
-
-    idx = jnp.arange(y.shape[0])
-    init = (jnp.asarray(0), jnp.asarray(0), jnp.asarray(0), jnp.asarray(-1), jnp.asarray(-1))
-    (_, n_cross, n_up, first_i, last_i), _ = jax.lax.scan(step, init, (y, w, idx))
-    return n_cross, n_up, first_i, last_i
-
-
-def _node_features(t, y, w, rel_tol, abs_tol):
-    T = y.shape[0]
-    idx = jnp.arange(T)
-    start_i = jnp.argmax(w)
-    n_w = T - start_i
-    y_start, y_end = y[start_i], y[-1]
-    yw_max = jnp.max(jnp.where(w, y, -jnp.inf))
-    yw_min = jnp.min(jnp.where(w, y, jnp.inf))
-    scale = jnp.maximum(jnp.max(jnp.where(w, jnp.abs(y), 0.0)), abs_tol)
-    h = jnp.maximum(rel_tol * scale, abs_tol)
-    late = idx >= T - jnp.maximum(n_w // 4, 1)
-    mid = (idx >= start_i + n_w // 4) & (idx < start_i + n_w // 2)
-    late_max = jnp.max(jnp.where(late, y, -jnp.inf))
-    late_min = jnp.min(jnp.where(late, y, jnp.inf))
-    m = 0.5 * (late_max + late_min)
-    a_late = 0.5 * (late_max - late_min)
-    a_mid = jnp.max(jnp.where(mid, jnp.abs(y - m), 0.0))
-    n_cross, n_up, first_i, last_i = _crossings(y, m, h, w)
-    excursion = jnp.maximum(
-        yw_max - jnp.maximum(y_start, y_end), jnp.minimum(y_start, y_end) - yw_min
-    )
-    period = jnp.where(n_up >= 2, (t[last_i] - t[first_i]) / jnp.maximum(n_up - 1, 1), jnp.nan)
-    decay = jnp.where(a_mid > h, a_late / jnp.maximum(a_mid, 1e-300), jnp.nan)
-    return dict(
-        h=h,
-        n_cross=n_cross,
-        n_peaks=n_up,
-        period=period,
-        decay=decay,
-        a_late=a_late,
-        a_mid=a_mid,
-        excursion=excursion,
-        y_end=y_end,
-        y_start=y_start,
-        y_max=yw_max,
-        y_min=yw_min,
-    )
-
-
-def _noise_features(y, w, acf_threshold):
-    """Oscillation evidence for a noisy trajectory, from its autocorrelation function.
-
-    On the second half of the window (mean removed), the biased ACF of red noise decays
-    and may dip below zero, but it does not come back up; an oscillation's ACF has a trough
-    and then a peak near one period. Returns ``osc`` (a trough below ``-acf_threshold``
-    followed by a peak above ``acf_threshold`` at a lag under half the samples), ``peak``
-    (the largest such ACF value), ``sd`` (fluctuation sd) and ``level`` (mean level).
-    """
-    T = y.shape[0]
-    idx = jnp.arange(T)
-    start = jnp.argmax(w)
-    s2 = idx >= start + (T - start) // 2
-    n = jnp.maximum(jnp.sum(s2), 1)
-    level = jnp.sum(jnp.where(s2, y, 0.0)) / n
-    z = jnp.where(s2, y - level, 0.0)
-    f = jnp.fft.rfft(z, 2 * T)
-    acf = jnp.fft.irfft(f * jnp.conj(f), 2 * T)[:T]
-    var = acf[0]
-    acf = acf / jnp.where(var > 0, var, 1.0)
-    trough_seen = jax.lax.cummin(acf) < -acf_threshold
-    usable = trough_seen & (idx < n // 2) & (idx > 0)
-    peak = jnp.max(jnp.where(usable, acf, -jnp.inf))
-    return {"osc": peak > acf_threshold, "peak": peak, "sd": jnp.sqrt(var / n), "level": level}
+#: Rank of each label when a network's label is its most severe node's (index = code).
+REGIME_SEVERITY = (0, 1, 2, 4, 5, 6, 3)
 
 
 @eqx.filter_jit
@@ -160,27 +69,48 @@ def classify(
     abs_tol: float = 1e-6,
     collapse_level: float = 0.05,
     sustain_ratio: float = 0.5,
+    growth_ratio: float = 2.0,
+    diverge_level: float = 1e6,
     acf_threshold: float = 0.35,
     acf_sustained: float = 0.5,
     noise_band: float = 4.0,
 ) -> tuple[Array, Array]:
     """Regime of a trajectory, judged on the part after the last input switch.
 
-    Rules per node, with band ``h = max(rel_tol * max|A|, abs_tol)`` around the late level:
-    ``failed`` if the solve failed; ``collapse`` if bounded, the input is on and the node
-    settles below ``collapse_level``; an oscillation if the node crosses the band at
-    least twice — ``sustained`` when the late amplitude exceeds ``h`` and
-    ``sustain_ratio`` × the earlier amplitude, else ``damped``; ``overshoot/pulse`` if it
-    leaves the interval between its start and end levels by more than ``h``; else
-    ``converged``.
+    Per node, with band ``h = max(rel_tol * max|A|, abs_tol)``, "late" the last quarter of
+    the window and "earlier" its second quarter, and turning points counted by a zig-zag of
+    height ``h``:
+
+    * ``failed`` if the solver failed (or, off the map, a value is not finite);
+    * ``collapse`` if the values diverge (``|A|`` above ``diverge_level`` × its start scale,
+      or non-finite in the discrete map), or — bounded kinetics, input on — the node settles
+      below ``collapse_level``;
+    * ``sustained oscillation`` if the node still turns (>= 2 turning points in the second
+      half of the window) with a
+      late amplitude above ``h`` and at least ``sustain_ratio`` × the earlier one, and not
+      still growing (late > ``growth_ratio`` × earlier);
+    * ``damped oscillation`` if >= 2 turning points lie beyond the band on alternating
+      sides of the end level, each closer to it than the one before, and the node has
+      settled (late amplitude <= ``h``) or still turns late with a decaying amplitude. A
+      single turning point, or a slow transit through the band, is never an oscillation
+      (a pure FFL, with its real spectrum, cannot oscillate);
+    * ``unsettled`` if it has not settled by the end otherwise (a drift, or growth);
+    * ``overshoot/pulse`` if it leaves the interval between its start and end levels by
+      more than ``h``; else ``converged``.
+
+    The network's label is its most severe node's (:data:`REGIME_SEVERITY`: ``failed`` >
+    ``collapse`` > ``sustained`` > ``unsettled`` > ``damped`` > ``overshoot`` >
+    ``converged``).
 
     Args:
         sol: One (unbatched) solution; ``jax.vmap`` this function for batches.
-        bounded: Whether ``collapse`` applies (True for competence kinetics).
+        bounded: Whether the low-level ``collapse`` applies (True for competence kinetics).
         rel_tol: Band half-width relative to the node's largest level.
         abs_tol: Absolute floor of the band.
         collapse_level: Final competence below which a node has collapsed.
         sustain_ratio: Late/earlier amplitude ratio above which oscillation is sustained.
+        growth_ratio: Late/earlier amplitude ratio above which the node is still growing.
+        diverge_level: Level (times ``max(1, |start level|)``) above which values diverge.
         acf_threshold: Noisy (``sde``) solutions only: an oscillation needs an ACF trough
             below ``-acf_threshold`` then a peak above it (noise alone crosses a band at
             random, so band crossings are not evidence there).
@@ -193,36 +123,62 @@ def classify(
     Returns:
         (network regime, per-node regimes, shape ``(N,)``), as ints of :class:`Regime`.
     """
-    w = _window(sol)
-    feats = jax.vmap(lambda y: _node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(sol.states)
-    h = feats["h"]
-    osc = feats["n_cross"] >= 2
-    sustained = (feats["a_late"] > h) & (feats["a_late"] >= sustain_ratio * feats["a_mid"])
+    w = window(sol)
+    feats = jax.vmap(lambda y: node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(sol.states)
+    h, a_late, a_mid = feats["h"], feats["a_late"], feats["a_mid"]
     overshoot = feats["excursion"] > h
-    settled = feats["a_late"] <= h
+    settled = a_late <= h
+    growing = (a_mid > h) & (a_late > growth_ratio * a_mid)
+    late_turns = feats["n_turn_late"] >= 2
     y_end = feats["y_end"]
     if sol.method == "sde":
-        nz = jax.vmap(lambda y: _noise_features(y, w, acf_threshold), in_axes=1)(sol.states)
+        nz = jax.vmap(lambda y: noise_features(y, w, acf_threshold), in_axes=1)(sol.states)
         noise = noise_band * nz["sd"]
         osc = nz["osc"] & (nz["sd"] > h)
-        sustained = nz["peak"] >= acf_sustained
+        sustained = osc & (nz["peak"] >= acf_sustained)
+        damped = osc & ~sustained
         y_end, y0 = nz["level"], feats["y_start"]
         excursion = jnp.maximum(
             feats["y_max"] - jnp.maximum(y0, y_end), jnp.minimum(y0, y_end) - feats["y_min"]
         )
         overshoot = excursion > h + noise
-        settled = ~osc | (feats["a_late"] <= jnp.maximum(h, noise))
+        settled = ~osc | (a_late <= jnp.maximum(h, noise))
+        unsettled = jnp.zeros_like(osc)
+    else:
+        sustained = late_turns & ~settled & (a_late >= sustain_ratio * a_mid) & ~growing
+        damped = (feats["alt_chain"] >= 2) & ~sustained & (settled | (late_turns & ~growing))
+        unsettled = ~settled & ~sustained & ~damped
     label = jnp.where(
-        osc,
-        jnp.where(sustained, int(Regime.SUSTAINED), int(Regime.DAMPED)),
-        jnp.where(overshoot, int(Regime.OVERSHOOT), int(Regime.CONVERGED)),
+        sustained,
+        int(Regime.SUSTAINED),
+        jnp.where(
+            damped,
+            int(Regime.DAMPED),
+            jnp.where(
+                unsettled,
+                int(Regime.UNSETTLED),
+                jnp.where(overshoot, int(Regime.OVERSHOOT), int(Regime.CONVERGED)),
+            ),
+        ),
     )
     if bounded:
         collapsed = (sol.inputs[-1] > 0) & (y_end < collapse_level) & settled
         label = jnp.where(collapsed, int(Regime.COLLAPSE), label)
     finite = jnp.all(jnp.isfinite(sol.states), axis=0)
-    label = jnp.where((sol.code != 0) | ~finite, int(Regime.FAILED), label)
-    return jnp.max(label), label
+    y0 = feats["y_start"]
+    scale = jnp.maximum(1.0, jnp.abs(jnp.where(jnp.isfinite(y0), y0, 0.0)))
+    values = jnp.where(jnp.isfinite(sol.states), jnp.abs(sol.states), 0.0)
+    huge = jnp.any(values > diverge_level * scale, axis=0)
+    if sol.method == "map":  # the map's values blow up past the float range: divergence
+        diverged = huge | ~finite
+        failed = (sol.code == 1) & ~diverged
+    else:
+        diverged = huge & finite
+        failed = (sol.code != 0) | ~finite
+    label = jnp.where(diverged, int(Regime.COLLAPSE), label)
+    label = jnp.where(failed, int(Regime.FAILED), label)
+    rank = jnp.asarray(REGIME_SEVERITY)[label]
+    return label[jnp.argmax(rank)], label
 
 
 def _half_time(t, y, x, turn_on: bool):
@@ -258,8 +214,8 @@ def metrics(sol: Solution, *, rel_tol: float = 0.02, abs_tol: float = 1e-6) -> d
     responses; NaN if steady ~ 0), ``pulse_amplitude`` (max above both start and end levels),
     ``n_peaks``, ``period`` (mean time between peaks), ``decay`` (late/earlier amplitude).
     """
-    w = _window(sol)
-    feats = jax.vmap(lambda y: _node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(sol.states)
+    w = window(sol)
+    feats = jax.vmap(lambda y: node_features(sol.t, y, w, rel_tol, abs_tol), in_axes=1)(sol.states)
     on = jax.vmap(lambda y: _half_time(sol.t, y, sol.inputs, True), in_axes=1)(sol.states)
     off = jax.vmap(lambda y: _half_time(sol.t, y, sol.inputs, False), in_axes=1)(sol.states)
     steady = feats["y_end"]

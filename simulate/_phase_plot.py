@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["REGIME_COLORS", "plot_phase_grid"]
 
 #: One colour per :class:`~simulate.Regime`, in order.
-REGIME_COLORS = ("#4c9be8", "#9fd18b", "#f6c85f", "#e8604c", "#6b4c9a", "#bdbdbd")
+REGIME_COLORS = ("#4c9be8", "#9fd18b", "#f6c85f", "#e8604c", "#6b4c9a", "#bdbdbd", "#8dd3c7")
 
 
 def _edges(values: np.ndarray, scale: str) -> np.ndarray:

@@ -34,7 +34,10 @@ def test_noisy_ffl_is_not_an_oscillation():
     assert np.mean(np.isin(labels, OSC)) <= 0.05
     assert np.mean(labels == int(sim.Regime.CONVERGED)) >= 0.9
     as_ode = Solution(sols.t, sols.states, sols.inputs, sols.y_final, sols.code, sols.names, "ode")
-    assert np.mean(np.isin(_labels(as_ode), OSC)) >= 0.5  # the rule the ACF test replaces
+    # the noise-free rules (the ACF test replaces them here) call most replicates oscillating
+    # or unsettled
+    ode_labels = _labels(as_ode)
+    assert np.mean(np.isin(ode_labels, (*OSC, int(sim.Regime.UNSETTLED)))) >= 0.5
 
 
 def test_noisy_limit_cycle_stays_sustained():

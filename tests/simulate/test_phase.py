@@ -110,7 +110,8 @@ def test_phase_2d_all_presets_and_output_folder(tmp_path):
 
 
 def test_diverging_map_cells_are_masked_not_raised():
-    # the discrete map diverges for large steps: those cells are FAILED, the rest fine
+    # the discrete map diverges for large steps (values past the float range): those cells
+    # are data (collapse), not errors, and never an oscillation
     res = sim.phase_diagram(
         "C1",
         "AND",
@@ -121,8 +122,8 @@ def test_diverging_map_cells_are_masked_not_raised():
         progress=False,
     )
     reg = res.arrays["regime"][0, 0]
-    assert reg[-1] == int(sim.Regime.FAILED) and reg[0] != int(sim.Regime.FAILED)
-    assert res.info["failed_cells"] > 0
+    assert reg[-1] == int(sim.Regime.COLLAPSE) and reg[0] == int(sim.Regime.CONVERGED)
+    assert res.info["failed_cells"] > 0  # the solver's non-finite flag, kept in the table
 
 
 @pytest.mark.slow
