@@ -3,7 +3,9 @@
 Left: a critic-style negative end-to-end reward (C1 + Z ⊣ X, Y) seen through an Erlang
 policy lag; trajectories of the output agent for three lags. Middle: the leading Jacobian
 eigenvalue against the lag (Hopf where Re λ crosses 0). Right: one agent learning with
-finite steps: spectral radius |1 − η(ρ + δ)| of the map, period doubling at η|λ| = 2.
+finite steps: spectral radius |1 − η(ρ + δ)| of the map; at η|λ| = 2 the fixed point loses
+stability by a flip (an eigenvalue of I + ηJ crosses −1) and, this map being linear, the
+iterates then diverge (no period-2 orbit).
 
     python paper/fig_oscillation.py --out paper/figures/oscillation.png
 """
@@ -85,7 +87,7 @@ def main() -> None:
     axes[2].set(
         xlabel="learning-step size η (|λ| = ρ + δ = 1)",
         ylabel="spectral radius of I + ηJ",
-        title="finite steps: period doubling",
+        title="finite steps: flip at η|λ| = 2, then divergence",
     )
     axes[2].legend(fontsize=7)
     fig.tight_layout()

@@ -1,6 +1,7 @@
 """Regime labels tell the truth (issue 16 §6), checked against independent references:
 scipy's DOP853 to a long horizon, numpy eigenvalues, and the map iterated in numpy."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -58,7 +59,9 @@ def test_c3_or_slow_cell_is_unsettled_at_t1_20_and_settles_without_oscillating()
     model = sim.make_model("C3-OR", "alon", {"beta": beta, "gamma": gamma})
     probe = np.array([3.0, 0.4])
     np.testing.assert_allclose(  # the reference writes the model's equations
-        np.asarray(model.rhs(np.array([2.0, *probe]), 2.0))[1:], rhs(0, probe), rtol=1e-12
+        np.asarray(model.rhs(jnp.array([2.0, *probe]), jnp.asarray(2.0)))[1:],
+        rhs(0, probe),
+        rtol=1e-12,
     )
     t = np.linspace(0, 2000, 20001)
     ref = solve_ivp(
@@ -90,11 +93,11 @@ def test_c3_or_slow_cell_is_unsettled_at_t1_20_and_settles_without_oscillating()
 def _map_reference(model, steps):
     """Iterate A <- A + eta F(A) in numpy (float64), with the model's drift."""
     y = np.asarray(model.initial_state(), float)
-    eta, x = float(model.eta), float(model.input_value(1.0))
+    eta, x = float(model.eta), float(model.input_value(jnp.asarray(1.0)))
     out = [y]
     with np.errstate(over="ignore", invalid="ignore"):
         for _ in range(steps):
-            y = y + eta * np.asarray(model.rhs(y, x))
+            y = y + eta * np.asarray(model.rhs(jnp.asarray(y), jnp.asarray(x)))
             out.append(y)
     return np.asarray(out)
 
@@ -106,8 +109,10 @@ def test_diverging_map_is_collapse_never_oscillation():
     etas = np.array([0.3, 0.6, 0.7, 0.9, 1.5, 2.4])
     base = sim.make_model("C1", "alon", {"gamma": 3.0})
     sol0 = sim.solve(base, "on@0", t1=50)
-    x = float(base.input_value(1.0))
-    ev = np.linalg.eigvals(_jacobian(lambda t, s: np.asarray(base.rhs(s, x)), sol0.y_final))
+    x = float(base.input_value(jnp.asarray(1.0)))
+    ev = np.linalg.eigvals(
+        _jacobian(lambda t, s: np.asarray(base.rhs(jnp.asarray(s), jnp.asarray(x))), sol0.y_final)
+    )
     lam = np.max(np.abs(ev.real[np.abs(ev) > 1e-12]))
     assert lam == pytest.approx(3.0, rel=1e-6)
     for eta in etas:
@@ -155,7 +160,9 @@ def test_cycle_seen_for_less_than_a_period_is_unsettled_then_sustained():
     rhs = _loop_rhs(10.0)
     start = np.asarray(model.initial_state())
     probe = np.linspace(0.2, 0.7, start.size)
-    np.testing.assert_allclose(np.asarray(model.rhs(probe, 1.0)), rhs(0, probe), atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(model.rhs(jnp.asarray(probe), jnp.asarray(1.0))), rhs(0, probe), atol=1e-12
+    )
     t = np.linspace(0, 600, 2401)
     x = solve_ivp(rhs, (0, 600), start, t_eval=t, method="DOP853", rtol=1e-10, atol=1e-13).y[0]
     short = t <= 40
