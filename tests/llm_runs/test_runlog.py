@@ -94,7 +94,7 @@ def test_reader_rejects_duplicates_and_torn_tail(tmp_path):
         log = rl.read_run(tmp_path / "t")
     assert [r["step"] for r in log.rows] == [0] * 4 + [1] * 4
     assert log.torn is not None and ":9: torn last line" in log.torn
-    with pytest.raises(rl.RunLogError, match=":9: torn last line.*strict"):
+    with pytest.raises(rl.RunLogError, match=r":9: torn last line.*strict"):
         rl.read_run(tmp_path / "t", strict=True)
     # a torn line that is not the last one is always an error
     f = tmp_path / "t" / rl.COMPETENCE_FILE
