@@ -15,6 +15,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -143,6 +144,9 @@ class CurveData:
 
     table: pd.DataFrame
     hyper: pd.DataFrame
+    configs: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Per run, the full llm_runs training config (from run folders' manifests; empty for
+    tables and TensorBoard inputs): what ``recommend`` turns into the next run's config."""
 
     @classmethod
     def from_table(
@@ -188,7 +192,10 @@ class CurveData:
     def subset(self, runs: Sequence[str]) -> CurveData:
         """The data of some runs only."""
         keep = self.table["run"].isin(list(runs))
-        return CurveData(self.table.loc[keep].reset_index(drop=True), self.hyper.loc[list(runs)])
+        configs = {r: c for r, c in self.configs.items() if r in set(runs)}
+        return CurveData(
+            self.table.loc[keep].reset_index(drop=True), self.hyper.loc[list(runs)], configs
+        )
 
     @classmethod
     def concat(cls, parts: Sequence[CurveData], *, strict: bool = False) -> CurveData:
@@ -197,7 +204,10 @@ class CurveData:
         for p in parts:
             t = p.table.merge(p.hyper, left_on="run", right_index=True, how="left")
             tables.append(t)
-        return cls.from_table(pd.concat(tables, ignore_index=True), strict=strict, source="inputs")
+        table = pd.concat(tables, ignore_index=True)
+        joined = cls.from_table(table, strict=strict, source="inputs")
+        configs = {r: c for p in parts for r, c in p.configs.items()}
+        return dataclasses.replace(joined, configs=configs)
 
 
 def read_table(path: str | Path, *, strict: bool = False) -> CurveData:
@@ -244,7 +254,8 @@ def read_run_folder(path: str | Path, *, strict: bool = False) -> CurveData:
     for k, v in _flat_numbers(log.manifest.get("config", {})).items():
         df[k] = v
     df["seed"] = log.manifest.get("seed")
-    return CurveData.from_table(df, strict=strict, source=str(path))
+    data = CurveData.from_table(df, strict=strict, source=str(path))
+    return dataclasses.replace(data, configs={log.name: dict(log.manifest.get("config", {}))})
 
 
 def _flat_numbers(d: Mapping, prefix: str = "") -> dict[str, float]:

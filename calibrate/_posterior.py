@@ -3,6 +3,7 @@ folder on disk (:meth:`Posterior.save`, :func:`load_fit`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from pathlib import Path
@@ -89,6 +90,9 @@ class Posterior:
         self._idata = None
         self.data_table = None
         self.hyper: dict[str, np.ndarray] | None = None
+        self.run_configs: dict[str, dict[str, Any]] = (
+            {} if data is None else {r: dict(c) for r, c in data.configs.items()}
+        )
         if data is not None:
             self.data_table = data.table.merge(
                 data.hyper, left_on="run", right_index=True, how="left"
@@ -323,7 +327,8 @@ class Posterior:
         summary: dict[str, dict[str, float]] | None = None,
     ) -> dict[str, Any]:
         """Write ``posterior.nc``, ``summary.json``, ``diagnostics.json``, ``config.json``,
-        ``network.json``, ``latent.npz``, ``data.parquet`` (for ``recommend``) and
+        ``network.json``, ``latent.npz``, ``data.parquet`` and, for run-folder inputs,
+        ``run_configs.json`` (both for ``recommend``), and
         (``figure``) ``predictive.png`` into folder ``out``.
 
         The folder is built under a temporary name and swapped in whole: a process killed
@@ -355,6 +360,8 @@ class Posterior:
             np.savez(tmp / "latent.npz", **self.samples)
             if self.data_table is not None:
                 self.data_table.to_parquet(tmp / "data.parquet")
+            if self.run_configs:
+                write_json(tmp / "run_configs.json", self.run_configs)
             if figure:
                 from ._plots import plot_predictive
 
@@ -381,6 +388,9 @@ def load_fit(fit_dir: str | Path) -> Posterior:
     import pandas as pd
 
     data = CurveData.from_table(pd.read_parquet(d / "data.parquet"), source=str(d))
+    if (d / "run_configs.json").is_file():
+        configs = json.loads(simulate.read_text(d / "run_configs.json", what="run configs"))
+        data = dataclasses.replace(data, configs=configs)
     cm = build_model(data, spec, cfg)
     with np.load(d / "latent.npz") as lat:
         samples = {k: lat[k] for k in lat.files}

@@ -9,6 +9,7 @@ posterior probability of oscillation is below ``max_p_osc``.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -140,6 +141,7 @@ def recommend(
     for p in parts[:-1]:
         node = node.setdefault(p, {})
     node[parts[-1]] = best["value"]
+    train_config = _next_run_config(post, param, best["value"])
     return {
         "param": param,
         "value": best["value"],
@@ -148,7 +150,48 @@ def recommend(
         "horizon_steps": horizon,
         "table": table,
         "config": config,
+        "base_run": None if train_config is None else train_config[0],
+        "train_config": None if train_config is None else train_config[1],
     }
+
+
+def _next_run_config(post: Posterior, param: str, value: float) -> tuple[str, dict] | None:
+    """The next run's complete llm_runs config: the pilot run whose ``param`` is nearest to
+    ``value`` (in log), with ``param`` set to ``value``, validated by ``llm_runs.config``.
+
+    Returns:
+        ``(pilot run, config dict)``, or None when the fit's data carry no run configs
+        (tables and TensorBoard inputs).
+
+    Raises:
+        ConfigError: The pilot's config with the new value is not a valid training config.
+    """
+    if not post.run_configs:
+        return None
+    from llm_runs.config import TrainConfig, set_dotted
+
+    def distance(run: str) -> float:
+        h = _dotted(post.run_configs[run], param)
+        return abs(math.log(h / value)) if isinstance(h, int | float) and h > 0 else math.inf
+
+    base = min(sorted(post.run_configs), key=distance)
+    data = json.loads(json.dumps(post.run_configs[base]))
+    set_dotted(data, param, value)
+    data["name"] = None
+    try:
+        cfg = TrainConfig.from_dict(data)
+    except ConfigError as err:
+        msg = f"the recommended {param}={value:g} is not a valid training config: {err}"
+        raise ConfigError(msg) from None
+    return base, cfg.to_dict()
+
+
+def _dotted(data: Any, key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    return data
 
 
 def _hyper(post: Posterior, param: str) -> np.ndarray:
