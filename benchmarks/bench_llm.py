@@ -24,16 +24,14 @@ from typing import Any
 
 import torch
 
-from llm_runs._base import BASE_PRESETS, Base, _build
-from llm_runs._policy import MultiAdapter
-from llm_runs._tokenizer import CharTokenizer
+from llm_runs import BASE_PRESETS, Base, CharTokenizer, MultiAdapter, build_model
 
 PROMPT_LEN, COMP_LEN = 20, 3
 
 
 def _base(preset: str, device: str) -> Base:
     tok = CharTokenizer()
-    model = _build(preset, tok.vocab_size).to(device).eval()
+    model = build_model(preset, tok.vocab_size).to(device).eval()
     for p in model.parameters():
         p.requires_grad_(False)
     return Base(model, tok, path=None, meta={"preset": preset})

@@ -6,7 +6,20 @@ modules (torch, transformers, peft) load on first use of :func:`train` and frien
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._base import BASE_PRESETS as BASE_PRESETS
+    from ._base import Base as Base
+    from ._base import build_model as build_model
+    from ._base import get_base as get_base
+    from ._figure import competence_figure as competence_figure
+    from ._policy import MultiAdapter as MultiAdapter
+    from ._sweep import run_sweep as run_sweep
+    from ._tasks import get_task as get_task
+    from ._tasks import register_task as register_task
+    from ._tokenizer import CharTokenizer as CharTokenizer
+    from ._train import train as train
 
 from . import config as config
 from . import runlog as runlog
@@ -27,6 +40,12 @@ _LAZY = {
     "get_task": ("._tasks", "get_task"),
     "run_sweep": ("._sweep", "run_sweep"),
     "competence_figure": ("._figure", "competence_figure"),
+    "register_task": ("._tasks", "register_task"),
+    "Base": ("._base", "Base"),
+    "BASE_PRESETS": ("._base", "BASE_PRESETS"),
+    "build_model": ("._base", "build_model"),
+    "MultiAdapter": ("._policy", "MultiAdapter"),
+    "CharTokenizer": ("._tokenizer", "CharTokenizer"),
 }
 
 

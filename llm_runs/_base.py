@@ -28,6 +28,7 @@ from ._tokenizer import CharTokenizer, HFTokenizer, load_tokenizer
 __all__ = [
     "BASE_PRESETS",
     "Base",
+    "build_model",
     "cache_key",
     "default_cache",
     "get_base",
@@ -61,7 +62,8 @@ def default_cache() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "agentmotifs"
 
 
-def _build(preset: str, vocab: int) -> Any:
+def build_model(preset: str, vocab: int) -> Any:
+    """An untrained GPT-2 of a base preset (``micro``, ``tiny``, ``small``, ``medium``)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     p = BASE_PRESETS[preset]
@@ -118,7 +120,7 @@ def pretrain_base(
     steps = int(steps or BASE_PRESETS[preset]["steps"])
     torch.manual_seed(seed)
     tok = CharTokenizer()
-    model = _build(preset, tok.vocab_size).to(device)
+    model = build_model(preset, tok.vocab_size).to(device)
     rng = np.random.default_rng([seed, 4242])
     corpus = task.pretrain_corpus(rng, max(40000, 4 * batch))
     encoded = [[tok.bos_id, *tok.encode(line), tok.eos_id] for line in corpus]
