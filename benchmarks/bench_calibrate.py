@@ -8,11 +8,11 @@ well there; a rate sweep separates them.)
 
 Prints wall time and the minimum bulk ESS/s over parameters for the optimised fit
 (the feed-forward ``quad`` likelihood, smooth in the parameters and without a loop over
-time, or ``--solver rk4``; L-BFGS MAP warm start; NUTS in the sampling coordinates of
-``calibrate._coords``, which straighten the basal corner, the edge tails, the
+time, or ``--solver rk4``; L-BFGS MAP warm start; NUTS in the sampling coordinates
+(docs/design/sampler.md), which straighten the basal corner, the edge tails, the
 learned-rate and the basal-fraction ridges; Laplace-initialised dense mass matrix whose
 warm-up estimates pool the 4 chains' draws, and one shared step size, the least the
-chains adapted, ``calibrate._sampler``; over-dispersed Laplace starts, their energies
+chains adapted, the pooled warm-up; over-dispersed Laplace starts, their energies
 from the MAP's compiled objective) and for the same model and
 priors without those optimisations (adaptive Tsit5 at rtol 1e-8, the model's own
 coordinates, diagonal per-chain mass, prior-median start) as the baseline, and their
@@ -45,9 +45,13 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import calibrate as cal  # noqa: E402
-from calibrate._compiled import neg_log_joint_and_grad, unflatten  # noqa: E402
-from calibrate._coords import SamplingCoords, draws_to_z  # noqa: E402
-from calibrate._fit import _Flat  # noqa: E402
+from calibrate import (  # noqa: E402
+    FlatParams,
+    SamplingCoords,
+    draws_to_z,
+    neg_log_joint_and_grad,
+    unflatten,
+)
 
 TRUTH = {
     "rho[X]": 0.03,
@@ -83,7 +87,7 @@ def data(n_eval: int = 100) -> cal.CurveData:
 def gradient_ms(post: cal.Posterior, reps: int = 200) -> float:
     """Best-of-5 time (ms) of one chain's log-joint gradient at the MAP (compiled, warm)."""
     cm = post.model
-    x = _Flat(cm).flatten(post.map_params)
+    x = FlatParams(cm).flatten(post.map_params)
     jax.block_until_ready(neg_log_joint_and_grad(cm, x))
     best = float("inf")
     for _ in range(5):
