@@ -157,14 +157,11 @@ def _fit(args: argparse.Namespace) -> int:
             log=print,
             progress=not args.no_progress,
         )
+        for w in sel.warnings:
+            print(f"WARNING: {w}", file=sys.stderr)
         sel.save(out, fits=True)
-        print(f"{'motif':<8}{'gate':<6}{'elpd_loo':>10}{'se':>8}{'weight':>8}")
-        for r in sel.ranking:
-            print(
-                f"{r['motif']:<8}{r['gate']:<6}{r['elpd_loo']:>10.1f}{r['se']:>8.1f}"
-                f"{r['weight']:>8.2f}"
-            )
-        print(f"selection written to {out / 'selection.json'}")
+        print("\n".join(sel.report()))
+        print(f"selection written to {out / 'selection.json'} ({sel.timing['total_s']:.0f} s)")
         diags = [p.diagnostics() for p in sel.posteriors.values()]
         return 1 if args.strict and not all(d["ok"] for d in diags) else 0
     network = args.network or f"{args.motif}-{args.gate}"

@@ -1,27 +1,49 @@
-"""Motif selection: fit candidate networks, rank by PSIS-LOO with stacking weights."""
+"""Motif selection: fit candidate networks, rank them by expected log predictive density,
+and say which candidates the data cannot tell apart and which edge signs and gates it
+identifies.
+
+Each candidate's elpd comes from PSIS-LOO (ArviZ) unless a Pareto k exceeds
+:data:`KHAT_MAX` (the importance sampling behind PSIS-LOO is then unreliable); those
+candidates are refitted by exact K-fold cross-validation (:mod:`calibrate._kfold`) and
+ranked by their K-fold elpd. The candidates within :data:`~calibrate._compare.ELPD_BAND`
+se of the difference from the best form the indistinguishable set; an edge sign or gate
+is identified when all of them agree on it.
+
+Speed: every candidate of one wiring (all 16 FFL presets) is fitted through one compiled
+likelihood, gradient and pointwise log-likelihood (signs and gates are array data, see
+:class:`calibrate.CurveModel`); only the first candidate compiles.
+"""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import json
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 
 import simulate
+from simulate._io import atomic_dir, write_json
 from simulate.spec import NetworkSpec
 
+from ._compare import ELPD_BAND, compare_pointwise, identified_structure
 from ._config import ConfigError, FitConfig
 from ._data import CurveData
-from ._fit import fit
+from ._fit import fit_model
+from ._kfold import kfold_pointwise
+from ._model import CurveModel, build_model
 from ._posterior import Posterior, _az
+from ._select_fit import laplace_candidate
 
-__all__ = ["Selection", "candidates", "select"]
+__all__ = ["KHAT_MAX", "Selection", "candidates", "select"]
 
 Candidate = tuple[str, str, "simulate.Network | NetworkSpec | str"]
+KHAT_MAX = 0.7  # PSIS-LOO is unreliable for a point with a larger Pareto k (Vehtari et al.)
 
 
 def candidates(
@@ -45,32 +67,148 @@ class Selection:
     """Result of :func:`select`.
 
     Attributes:
-        ranking: Best first: ``{motif, gate, elpd_loo, se, d_elpd, dse, p_loo, weight,
-            pareto_k_max, warning}``.
-        posteriors: Label → :class:`Posterior` of each candidate.
+        ranking: Best first, one dict per candidate: ``label``, ``motif``, ``gate``,
+            ``elpd`` (what the ranking uses), ``se``, ``d_elpd`` (best minus this),
+            ``dse`` (se of that difference), ``weight`` (stacking), ``indistinguishable``,
+            ``elpd_method`` (``psis-loo`` or ``kfold``), the PSIS-LOO ``elpd_loo``,
+            ``se_loo``, ``p_loo``, ``pareto_k_max``, ``n_pareto_k_high`` and ``warning``
+            (a Pareto k above :data:`KHAT_MAX`), and ``elpd_kfold`` (or None).
+        posteriors: Label -> :class:`Posterior` of each candidate (fitted on all data).
+        indistinguishable: Labels within ``band`` se of the difference from the best.
+        identified: Edge -> sign (``+``, ``-``, ``none``) and ``gate`` -> gate on which all
+            indistinguishable candidates agree; None where they do not.
+        warnings: One-line warnings (high Pareto k and what was done about it).
+        kfold: The K-fold settings and the labels that used it.
+        timing: Seconds: ``fits_s``, ``kfold_s``, ``total_s``.
     """
 
     ranking: list[dict[str, Any]]
     posteriors: dict[str, Posterior]
+    indistinguishable: list[str] = dataclasses.field(default_factory=list)
+    identified: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    kfold: dict[str, Any] = dataclasses.field(default_factory=dict)
+    timing: dict[str, float] = dataclasses.field(default_factory=dict)
+    band: float = ELPD_BAND
 
     @property
     def best(self) -> dict[str, Any]:
         """The top-ranked candidate."""
         return self.ranking[0]
 
-    def save(self, out: str | Path, *, figure: bool = True, fits: bool = False) -> Path:
-        """Write ``selection.json`` (+ ``selection.png``; ``fits``: each fit in ``fits/LABEL``)."""
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "selection.json").write_text(json.dumps(self.ranking, indent=2) + "\n")
-        if figure:
-            from ._plots import plot_selection
+    def to_dict(self) -> dict[str, Any]:
+        """What ``selection.json`` holds."""
+        return {
+            "best": self.best["label"],
+            "criterion": (
+                f"elpd (PSIS-LOO; exact K-fold where a Pareto k > {KHAT_MAX}); "
+                f"indistinguishable: d_elpd <= {self.band:g} x dse (se of the difference)"
+            ),
+            "indistinguishable": self.indistinguishable,
+            "identified": self.identified,
+            "ranking": self.ranking,
+            "warnings": self.warnings,
+            "kfold": self.kfold,
+            "timing_s": self.timing,
+        }
 
-            plot_selection(self.ranking, out / "selection.png")
-        if fits:
-            for label, post in self.posteriors.items():
-                post.save(out / "fits" / label, figure=figure)
+    def report(self) -> list[str]:
+        """The console table (best first, ``*`` marks the indistinguishable set), the set
+        and what it identifies."""
+        head = f"  {'network':<10}{'elpd':>9}{'se':>7}{'d_elpd':>8}{'dse':>7}{'weight':>8}"
+        lines = [f"{head}{'k_max':>7}  elpd from"]
+        for r in self.ranking:
+            src = "PSIS-LOO" if r["elpd_method"] == "psis-loo" else f"{self.kfold['k']}-fold CV"
+            lines.append(
+                f"{'*' if r['indistinguishable'] else ' '} {r['label']:<10}{r['elpd']:>9.1f}"
+                f"{r['se']:>7.1f}{r['d_elpd']:>8.1f}{r['dse']:>7.1f}{r['weight']:>8.2f}"
+                f"{r['pareto_k_max']:>7.2f}  {src}"
+            )
+        lines.append(
+            f"* indistinguishable (elpd within {self.band:g} se of the difference from the "
+            f"best): {', '.join(self.indistinguishable)}"
+        )
+        known = [f"{k} {v}" for k, v in self.identified.items() if v is not None]
+        unknown = [k for k, v in self.identified.items() if v is None]
+        lines.append(
+            f"identified by the data: {', '.join(known) or 'nothing'}; "
+            f"not identified: {', '.join(unknown) or 'nothing'}"
+        )
+        return lines
+
+    def save(self, out: str | Path, *, figure: bool = True, fits: bool = False) -> Path:
+        """Write the folder ``out`` as a whole (built under a temporary name, then swapped
+        in): ``selection.json``, ``selection.png`` (``figure``) and each fit in
+        ``fits/LABEL`` (``fits``). Returns the path of ``selection.json``."""
+        out = Path(out)
+        with atomic_dir(out) as tmp:
+            write_json(tmp / "selection.json", self.to_dict())
+            if figure:
+                from ._plots import plot_selection
+
+                rows = [{**r, "elpd_loo": r["elpd"]} for r in self.ranking]  # the ranked elpd
+                plot_selection(rows, tmp / "selection.png")
+            if fits:
+                for label, post in self.posteriors.items():
+                    _with_shared_predictive(post).save(tmp / "fits" / label, figure=figure)
         return out / "selection.json"
+
+
+def _shared(cm: CurveModel) -> CurveModel:
+    """``cm`` without its label, the one static field in which candidates of one wiring
+    differ: their compiled programs are then one."""
+    return dataclasses.replace(cm, name="")
+
+
+def _with_shared_predictive(post: Posterior) -> Posterior:
+    """A shallow copy of ``post`` whose predictive bands come from the shared program
+    (its figure would otherwise compile the curves once per candidate)."""
+    shared = copy.copy(post)
+    shared.model = _shared(post.model)
+    out = copy.copy(post)
+    out.predictive = shared.predictive  # type: ignore[method-assign]
+    return out
+
+
+class _Bar:
+    """A progress bar over the candidate fits (tqdm), or one log line per fit."""
+
+    def __init__(self, total: int, show: bool, say: Callable[[str], None]) -> None:
+        self.say, self.n, self.total, self.bar = say, 0, total, None
+        if show:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="motif selection", unit="fit")
+
+    def step(self, what: str) -> None:
+        """Announce the next fit."""
+        self.n += 1
+        if self.bar is not None:
+            self.bar.set_postfix_str(what, refresh=True)
+        else:
+            self.say(f"[{self.n}/{self.total}] {what}")
+
+    def done(self) -> None:
+        """One fit finished."""
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def grow(self, extra: int) -> None:
+        """More fits to come (K-fold refits)."""
+        self.total += extra
+        if self.bar is not None:
+            self.bar.total = self.total
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _loo(az: Any, post: Posterior) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return az.loo(post.to_inference_data(), pointwise=True)
 
 
 def select(
@@ -82,8 +220,11 @@ def select(
     nodes: tuple[str, ...] | None = None,
     log: Callable[[str], None] | None = None,
     progress: bool = False,
+    kfold: int = 5,
+    band: float = ELPD_BAND,
 ) -> Selection:
-    """Fit each candidate network and rank them by PSIS-LOO (ArviZ), with stacking weights.
+    """Fit each candidate network and rank them by elpd, with stacking weights, the set
+    the data cannot tell apart and the edge signs and gates it identifies.
 
     Args:
         data: The curves.
@@ -92,45 +233,109 @@ def select(
         config: Fit options shared by all candidates.
         key: PRNG key (keyword-only).
         nodes: Agent names for X, Y, Z.
-        log: One-line progress callback.
-        progress: Progress bars while sampling.
+        log: One-line progress callback (used when ``progress`` is off).
+        progress: A progress bar across the candidate fits (named in its postfix).
+        kfold: Folds of the exact K-fold cross-validation that replaces PSIS-LOO for a
+            candidate with a Pareto k above :data:`KHAT_MAX` (0: keep PSIS-LOO and warn).
+        band: Width of the indistinguishable set, in se of the elpd difference.
+
+    Raises:
+        ConfigError: Fewer than 2 candidates, or ``kfold`` of 1 or below 0.
     """
+    t0 = time.perf_counter()
     az = _az()
+    cfg = config or FitConfig()
     say = log or (lambda s: None)
     cl = candidates("auto") if cands == "auto" else list(cands)
     if len(cl) < 2:
         raise ConfigError("model selection needs >= 2 candidates")
+    if kfold < 0 or kfold == 1 or isinstance(kfold, bool):
+        raise ConfigError(f"kfold must be 0 (off) or an integer >= 2, got {kfold!r}")
+    labels = [f"{m}-{g}" if g else m for m, g, _ in cl]
+    models = {
+        lb: build_model(data, net, cfg, nodes=nodes)
+        for lb, (_, _, net) in zip(labels, cl, strict=True)
+    }
+    meta = {lb: (m, g) for lb, (m, g, _) in zip(labels, cl, strict=True)}
+    bar = _Bar(len(cl), progress, say)
     posts: dict[str, Posterior] = {}
-    idatas: dict[str, Any] = {}
-    meta: dict[str, tuple[str, str]] = {}
-    for i, (motif, gate, net) in enumerate(cl):
-        label = f"{motif}-{gate}" if gate else motif
-        say(f"[{i + 1}/{len(cl)}] fitting {label}")
-        post = fit(
-            data, net, config, key=jax.random.fold_in(key, i), nodes=nodes, progress=progress
-        )
-        posts[label] = post
-        idatas[label] = post.to_inference_data()
-        meta[label] = (motif, gate)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cmp = az.compare(idatas, ic="loo", method="stacking")
-        khat = {lb: float(az.loo(idatas[lb], pointwise=True).pareto_k.max()) for lb in idatas}
+    loos: dict[str, Any] = {}
+    try:
+        for i, lb in enumerate(labels):
+            bar.step(f"fitting {lb}")
+            k_i = jax.random.fold_in(key, i)
+            if cfg.method == "laplace":  # PSIS-LOO from the importance sampler's proposals
+                post, loos[lb] = laplace_candidate(_shared(models[lb]), key=k_i, data=data)
+            else:
+                post = fit_model(_shared(models[lb]), key=k_i, data=data)
+                post.log_likelihood()  # on the shared program
+                loos[lb] = _loo(az, post)
+            post.model = models[lb]  # the label back on
+            posts[lb] = post
+            bar.done()
+        t_fits = time.perf_counter() - t0
+        khat = {lb: np.asarray(loos[lb].pareto_k).ravel() for lb in labels}
+        high = [lb for lb in labels if np.max(khat[lb]) > KHAT_MAX]
+        pointwise = {lb: np.asarray(loos[lb].loo_i).ravel() for lb in labels}
+        method = dict.fromkeys(labels, "psis-loo")
+        msgs, kf_elpd = [], {}
+        for lb in high:
+            msgs.append(
+                f"{lb}: Pareto k up to {np.max(khat[lb]):.2f} "
+                f"({int(np.sum(khat[lb] > KHAT_MAX))} point(s) > {KHAT_MAX}), PSIS-LOO is "
+                + (f"unreliable; its elpd is from exact {kfold}-fold CV" if kfold else "unreliable")
+            )
+        if kfold and high:
+            bar.grow(kfold * len(high))
+        t1 = time.perf_counter()
+        for lb in high if kfold else []:
+            j = labels.index(lb)
+
+            def draws(cm: CurveModel, k: jax.Array, f: int, lb: str = lb) -> dict[str, Any]:
+                bar.step(f"{lb}: {kfold}-fold CV, fold {f + 1}")
+                if cfg.method == "laplace":  # warm start: the MAP on all the data
+                    x0 = np.concatenate([np.ravel(posts[lb].map_params[n]) for n in cm.sites()])
+                    p, _ = laplace_candidate(cm, key=k, x0=x0)
+                else:
+                    p = fit_model(cm, key=k)
+                bar.done()
+                return {n: v.reshape(-1, *v.shape[2:]) for n, v in p.samples.items()}
+
+            pw, _ = kfold_pointwise(
+                _shared(models[lb]), draws, k=kfold, key=jax.random.fold_in(key, 10_000 + j)
+            )
+            pointwise[lb], method[lb], kf_elpd[lb] = pw, "kfold", float(pw.sum())
+    finally:
+        bar.close()
+    rows = compare_pointwise(pointwise, band=band)
     ranking = []
-    for label, row in cmp.iterrows():
-        lb = str(label)
+    for r in rows:
+        lb, loo = r["label"], loos[r["label"]]
         ranking.append(
             {
+                "label": lb,
                 "motif": meta[lb][0],
                 "gate": meta[lb][1],
-                "elpd_loo": float(row["elpd_loo"]),
-                "se": float(row["se"]),
-                "d_elpd": float(row["elpd_diff"]),
-                "dse": float(row["dse"]),
-                "p_loo": float(row["p_loo"]),
-                "weight": float(row["weight"]),
-                "pareto_k_max": khat[lb],
-                "warning": bool(row["warning"]),
+                **{k: r[k] for k in ("elpd", "se", "d_elpd", "dse", "weight")},
+                "indistinguishable": r["indistinguishable"],
+                "elpd_method": method[lb],
+                "elpd_loo": float(loo.elpd_loo),
+                "se_loo": float(loo.se),
+                "p_loo": float(loo.p_loo),
+                "pareto_k_max": float(np.max(khat[lb])),
+                "n_pareto_k_high": int(np.sum(khat[lb] > KHAT_MAX)),
+                "warning": bool(np.max(khat[lb]) > KHAT_MAX),
+                "elpd_kfold": kf_elpd.get(lb),
             }
         )
-    return Selection(ranking, posts)
+    indist = [r["label"] for r in ranking if r["indistinguishable"]]
+    ident = identified_structure([models[lb].network for lb in indist])
+    kf_info = {
+        "k": kfold,
+        "folds": "evaluation points (run, step), each run's steps interleaved over the folds",
+        "khat_max": KHAT_MAX,
+        "candidates": [lb for lb in labels if method[lb] == "kfold"],
+    }
+    t_end = time.perf_counter()
+    timing = {"fits_s": t_fits, "kfold_s": t_end - t1, "total_s": t_end - t0}
+    return Selection(ranking, posts, indist, ident, msgs, kf_info, timing, band)

@@ -37,8 +37,10 @@ def test_selection_picks_generating_motif(motif, tmp_path):
     assert sel.best["motif"] == motif
     assert sel.best["weight"] > 0.5
     sel.save(tmp_path)
-    ranking = json.loads((tmp_path / "selection.json").read_text())
+    saved = json.loads((tmp_path / "selection.json").read_text())
+    ranking = saved["ranking"]
     assert ranking[0]["motif"] == motif and {"elpd_loo", "se", "weight"} <= set(ranking[0])
+    assert saved["best"] == f"{motif}-AND" and f"{motif}-AND" in saved["indistinguishable"]
     assert (tmp_path / "selection.png").exists()
 
 

@@ -1,0 +1,131 @@
+"""Ranking of fitted candidates from pointwise elpd: differences with their se, stacking
+weights, the set the data cannot tell apart, and the edge signs and gates it identifies.
+
+The statistics follow ArviZ's ``compare`` (``se = sqrt(n var(elpd_i))``, the se of a
+difference from the pointwise differences, stacking weights that maximise the summed log
+score of the weighted predictive), computed here so that candidates whose elpd comes from
+different estimators (PSIS-LOO, or exact K-fold where Pareto k is high) can be ranked
+together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import logsumexp
+
+__all__ = ["ELPD_BAND", "compare_pointwise", "identified_structure", "stacking_weights"]
+
+ELPD_BAND = 2.0  # a candidate within this many se of the difference from the best is kept
+
+
+def stacking_weights(pointwise: np.ndarray) -> np.ndarray:
+    """Stacking weights of ``K`` candidates from their pointwise elpd ``(K, n)``: the
+    simplex point maximising ``sum_i log sum_k w_k exp(elpd_ki)`` (Yao et al. 2018)."""
+    pw = np.asarray(pointwise, float)
+    k = pw.shape[0]
+    if k == 1:
+        return np.ones(1)
+    pw = pw - pw.max(axis=0, keepdims=True)  # per point: the score is shift invariant
+
+    def obj(a):
+        la = np.concatenate([[0.0], a])
+        lw = la - logsumexp(la)
+        s = logsumexp(lw[:, None] + pw, axis=0)  # (n,)
+        # gradient through the softmax
+        r = np.exp(lw[:, None] + pw - s[None, :])  # responsibilities (K, n)
+        g = r.sum(axis=1) - pw.shape[1] * np.exp(lw)
+        return -float(s.sum()), -g[1:]
+
+    res = minimize(obj, np.zeros(k - 1), jac=True, method="L-BFGS-B")
+    la = np.concatenate([[0.0], res.x])
+    return np.exp(la - logsumexp(la))
+
+
+def compare_pointwise(
+    pointwise: Mapping[str, np.ndarray], *, band: float = ELPD_BAND
+) -> list[dict[str, Any]]:
+    """Rank candidates by summed pointwise elpd.
+
+    Args:
+        pointwise: Label -> pointwise elpd, each ``(n,)`` over the same observations.
+        band: Width, in se of the difference, of the set kept with the best.
+
+    Returns:
+        Rows best first: ``label``, ``elpd``, ``se``, ``d_elpd`` (best minus this),
+        ``dse`` (se of that difference, ``sqrt(n var(diff_i))``), ``weight`` (stacking)
+        and ``indistinguishable`` (``d_elpd <= band * dse``).
+    """
+    labels = list(pointwise)
+    pw = np.stack([np.asarray(pointwise[lb], float) for lb in labels])
+    if pw.ndim != 2 or not np.all(np.isfinite(pw)):
+        raise ValueError("pointwise elpd must be finite arrays of one length")
+    n = pw.shape[1]
+    elpd = pw.sum(axis=1)
+    se = np.sqrt(n * pw.var(axis=1))
+    w = stacking_weights(pw)
+    order = np.argsort(-elpd, kind="stable")
+    best = order[0]
+    rows = []
+    for i in order:
+        diff = pw[best] - pw[i]
+        d, dse = float(diff.sum()), float(np.sqrt(n * diff.var()))
+        rows.append(
+            {
+                "label": labels[i],
+                "elpd": float(elpd[i]),
+                "se": float(se[i]),
+                "d_elpd": d,
+                "dse": dse,
+                "weight": float(w[i]),
+                "indistinguishable": bool(d <= band * dse),
+            }
+        )
+    return rows
+
+
+def _sym(sign: float) -> str:
+    return "+" if sign > 0 else "-" if sign < 0 else "none"
+
+
+def identified_structure(networks: Sequence[Any]) -> dict[str, str | None]:
+    """Which edge signs and gates the given networks agree on.
+
+    Args:
+        networks: ``simulate.Network`` of each indistinguishable candidate.
+
+    Returns:
+        ``{"X->Y": "+", "X->Z": None, ..., "gate": "AND"}``: an edge's sign (``+``, ``-``,
+        or ``none`` where a network lacks it) if all agree, else None; per node regulated
+        by two or more edges in some network, its gate (key ``gate``, or ``gate[NODE]``
+        when several nodes have one) if it has two regulators and the same gate in all,
+        else None.
+    """
+    edges = list(dict.fromkeys(e for net in networks for e in net.edge_keys))
+    seen: dict[str, set[str]] = {e: set() for e in edges}
+    gates: dict[str, set[str]] = {}
+    for net in networks:
+        sign, is_or = np.asarray(net.sign), np.asarray(net.is_or)
+        for e in edges:
+            src, _, dst = e.partition("->")
+            s = 0.0
+            if src in net.names and dst in net.names:
+                s = float(sign[net.names.index(dst), net.names.index(src)])
+            seen[e].add(_sym(s))
+        for i, node in enumerate(net.names):
+            if np.count_nonzero(sign[i]) >= 2:
+                gates.setdefault(node, set()).add("OR" if is_or[i] > 0.5 else "AND")
+    out: dict[str, str | None] = {
+        e: next(iter(v)) if len(v) == 1 else None for e, v in seen.items()
+    }
+    for node, v in gates.items():
+        in_all = all(
+            node in net.names and np.count_nonzero(np.asarray(net.sign)[net.names.index(node)]) >= 2
+            for net in networks
+        )
+        key = "gate" if len(gates) == 1 else f"gate[{node}]"
+        out[key] = next(iter(v)) if len(v) == 1 and in_all else None
+    return out
