@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 from . import config as config
 from . import runlog as runlog
+from ._regime import observed_regime as observed_regime
 from .config import ConfigError as ConfigError
 from .config import SweepConfig as SweepConfig
 from .config import TrainConfig as TrainConfig
