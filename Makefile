@@ -37,7 +37,7 @@ lint: install
 	$(BIN)/pyright
 
 demo: install
-	$(BIN)/python -m simulate demo --out demo_out
+	$(BIN)/python -m simulate demo --out demo_out --overwrite
 
 paper: install
 	$(BIN)/python paper/make_figures.py

@@ -24,6 +24,13 @@ import numpy as np
 
 from ._errors import AgentmotifsError, OutputError
 
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 __all__ = ["atomic_dir", "check_writable", "jsonable", "read_text", "write_json", "write_text"]
 
 
@@ -49,6 +56,7 @@ def write_text(path: str | Path, text: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the mode a plain open would
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -101,6 +109,7 @@ def atomic_dir(path: str | Path, *, what: str = "--out") -> Iterator[Path]:
     path = check_writable(path, what=what)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; give the mode mkdir would
     try:
         yield tmp
     except BaseException:
