@@ -204,6 +204,18 @@ def _recommend(args: argparse.Namespace) -> int:
     path = write_json(out / "recommendation.json", rec)
     print(path.read_text(encoding="utf-8"), end="")
     print(f"recommendation written to {path}", file=sys.stderr)
+    if rec["train_config"] is not None:
+        from llm_runs.config import TrainConfig, save_config
+
+        best = save_config(TrainConfig.from_dict(rec["train_config"]), out / "best.yaml")
+        print(
+            f"next run's config (run {rec['base_run']}'s with {rec['param']}={rec['value']:.4g})"
+            f" written to {best}; train it with: python -m llm_runs train --config {best} "
+            "--out RUN_FOLDER",
+            file=sys.stderr,
+        )
+    else:
+        print("no best.yaml: the fit's data came from tables, not run folders", file=sys.stderr)
     return 0
 
 

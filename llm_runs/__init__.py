@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._base import BASE_PRESETS as BASE_PRESETS
-    from ._base import Base as Base
-    from ._base import build_model as build_model
-    from ._base import get_base as get_base
-    from ._figure import competence_figure as competence_figure
+    from ._base_model import BASE_PRESETS as BASE_PRESETS
+    from ._base_model import Base as Base
+    from ._base_model import build_model as build_model
+    from ._base_model import get_base as get_base
+    from ._competence_plot import competence_figure as competence_figure
     from ._policy import MultiAdapter as MultiAdapter
     from ._sweep import run_sweep as run_sweep
     from ._tasks import get_task as get_task
@@ -37,14 +37,14 @@ from .runlog import read_run as read_run
 
 _LAZY = {
     "train": ("._train", "train"),
-    "get_base": ("._base", "get_base"),
+    "get_base": ("._base_model", "get_base"),
     "get_task": ("._tasks", "get_task"),
     "run_sweep": ("._sweep", "run_sweep"),
-    "competence_figure": ("._figure", "competence_figure"),
+    "competence_figure": ("._competence_plot", "competence_figure"),
     "register_task": ("._tasks", "register_task"),
-    "Base": ("._base", "Base"),
-    "BASE_PRESETS": ("._base", "BASE_PRESETS"),
-    "build_model": ("._base", "build_model"),
+    "Base": ("._base_model", "Base"),
+    "BASE_PRESETS": ("._base_model", "BASE_PRESETS"),
+    "build_model": ("._base_model", "build_model"),
     "MultiAdapter": ("._policy", "MultiAdapter"),
     "CharTokenizer": ("._tokenizer", "CharTokenizer"),
 }

@@ -247,7 +247,7 @@ def _dispatch(args: argparse.Namespace) -> int:
                 print(f"  FAILED {r['name']}: {r['error']}")
         return 0 if ok == len(res) else 1
     if args.cmd == "pretrain":
-        from ._base import get_base
+        from ._base_model import get_base
         from ._tasks import get_task
 
         if args.base_cache is not None:
@@ -262,7 +262,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         info = jsonable({"path": str(base.path), **base.meta})
         print(json.dumps(info, indent=2, allow_nan=False))
         return 0
-    from ._figure import competence_figure
+    from ._competence_plot import competence_figure
 
     check_writable(Path(args.out).parent, what="--out")
     print(competence_figure(args.runs, args.out, strict=args.strict))

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ._base import Base
+from ._base_model import Base
 
 __all__ = ["Encoded", "MultiAdapter"]
 

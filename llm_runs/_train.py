@@ -35,7 +35,7 @@ from simulate._errors import AgentmotifsError
 from simulate._io import write_json
 
 from . import runlog
-from ._base import get_base
+from ._base_model import get_base
 from ._edges import EdgeController, in_windows, pulse_windows
 from ._policy import MultiAdapter
 from ._runfolder import CKPT_FILE, check_device, embed_spec, open_run_folder, same_run

@@ -11,7 +11,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from simulate._demo import run_demo  # noqa: E402
+from simulate import run_demo  # noqa: E402
 
 
 def main() -> None:

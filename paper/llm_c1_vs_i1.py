@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from llm_runs._figure import competence_figure
+from llm_runs import competence_figure
 from llm_runs.config import TrainConfig
 from llm_runs.runlog import RunLogError, read_run
 
@@ -50,7 +50,7 @@ def main() -> None:
         except (RunLogError, IndexError):
             done = False
         if not done:
-            from llm_runs._train import train
+            from llm_runs import train
 
             train(cfg, out, resume=True)
         folders.append(out)

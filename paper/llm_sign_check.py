@@ -129,7 +129,7 @@ def train_runs(
             if _finished(folder, steps):
                 log(f"{folder}: finished, reused")
                 continue
-            from llm_runs._train import train
+            from llm_runs import train
 
             cfg = TrainConfig.from_dict(
                 run_config(motif, seed, steps=steps, quick=quick, base_cache=base_cache)
@@ -162,9 +162,7 @@ def fit_set(
     import numpy as np
 
     jax.config.update("jax_enable_x64", True)
-    from calibrate import FitConfig
-    from calibrate._data import load_inputs
-    from calibrate._select import candidates, select
+    from calibrate import FitConfig, candidates, load_inputs, select
 
     data = load_inputs([str(f) for f in folders])
     cfg = FitConfig.from_dict({"method": "laplace", **(fit_config or {})})
@@ -210,11 +208,13 @@ def _pointwise_loo(post: Any) -> Any:
 
     import numpy as np
 
-    from calibrate._posterior import _az
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz as az
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        loo = _az().loo(post.to_inference_data(), pointwise=True)
+        loo = az.loo(post.to_inference_data(), pointwise=True)
     return np.asarray(loo.loo_i).ravel()
 
 
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         folders = {m: [out / "runs" / f"{m}-s{s}" for s in seeds] for m in MOTIFS}
     else:
         folders = train_runs(out, seeds, steps=steps, quick=args.quick, base_cache=args.base_cache)
-    from llm_runs._figure import competence_figure
+    from llm_runs import competence_figure
 
     order = [f for pair in zip(folders["C1"], folders["I1"], strict=True) for f in pair]
     png = competence_figure(

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ._boundary import map_threshold as map_threshold
     from ._boundary import secant_threshold as secant_threshold
     from ._boundary import stability_scan as stability_scan
+    from ._demo import run_demo as run_demo
     from ._hill import with_log_hill as with_log_hill
     from ._jaxsetup import enable_compilation_cache as enable_compilation_cache
     from ._kinetics import AlonKinetics as AlonKinetics
@@ -116,6 +117,7 @@ _LAZY: dict[str, str] = {
     "phase_diagram": "_phase",
     "enable_compilation_cache": "_jaxsetup",
     "plot_phase_grid": "_phase_plot",
+    "run_demo": "_demo",
     "edge_term": "_regulation",
     "gate_and": "_regulation",
     "gate_or": "_regulation",

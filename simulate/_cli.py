@@ -114,7 +114,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
     import jax
 
     from ._params import make_model
-    from ._plot import plot_trajectory
+    from ._trajectory_plot import plot_trajectory
     from ._solve import solve
 
     if args.plot:

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from ._analysis import REGIME_NAMES, Regime, classify, equilibrate, metrics
 from ._io import write_json
 from ._params import make_model
-from ._plot import plot_preset_grid
+from ._trajectory_plot import plot_preset_grid
 from ._solve import Schedule, Solution, solve
 from .spec import ffl_spec, preset_names
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._analysis import REGIME_NAMES, Regime
-from ._plot import _pyplot
+from ._trajectory_plot import _pyplot
 
 if TYPE_CHECKING:
     from ._phase import PhaseResult

@@ -30,7 +30,7 @@ def test_cuda_bf16_run(tmp_path, micro_cfg):
 
 
 def test_cuda_gradients_reach_every_adapter(base_cache):
-    from llm_runs._base import get_base
+    from llm_runs._base_model import get_base
     from llm_runs._policy import MultiAdapter
     from llm_runs._tasks import get_task
 

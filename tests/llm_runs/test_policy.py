@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 import torch
 
-from llm_runs._base import get_base
+from llm_runs._base_model import get_base
 from llm_runs._edges import EdgeController
 from llm_runs._policy import MultiAdapter
 from llm_runs._tasks import get_task

@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from llm_runs import runlog as rl
-from llm_runs._figure import competence_axes, competence_figure
+from llm_runs._competence_plot import competence_axes, competence_figure
 from llm_runs._train import CKPT_FILE, train
 from llm_runs.config import TrainConfig, save_config
 from llm_runs.runlog import COMPETENCE_FILE, read_manifest, read_run
