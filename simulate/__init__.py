@@ -19,6 +19,8 @@ from ._io import jsonable as jsonable
 from ._io import read_text as read_text
 from ._io import write_json as write_json
 from ._io import write_text as write_text
+from ._param_names import check_param_value as check_param_value
+from ._param_names import parse_param_name as parse_param_name
 from .spec import FFL_SIGNS as FFL_SIGNS
 from .spec import MOTIFS as MOTIFS
 from .spec import EdgeSpec as EdgeSpec
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
     from ._kinetics import Schedule as Schedule
     from ._network import Network as Network
     from ._network import as_network as as_network
+    from ._options import OptionsError as OptionsError
+    from ._options import SolveOptions as SolveOptions
     from ._params import get_param as get_param
     from ._params import make_model as make_model
     from ._params import param_names as param_names
@@ -107,6 +111,8 @@ _LAZY: dict[str, str] = {
     "Schedule": "_kinetics",
     "Network": "_network",
     "as_network": "_network",
+    "OptionsError": "_options",
+    "SolveOptions": "_options",
     "get_param": "_params",
     "make_model": "_params",
     "param_names": "_params",

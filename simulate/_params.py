@@ -15,7 +15,6 @@ For ``alon`` kinetics on a network with nodes X, Y, Z the textbook shorthands ap
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -26,61 +25,26 @@ import numpy as np
 
 from ._kinetics import KINETICS, Kinetics, Model
 from ._network import Network, as_network
+from ._param_names import ALON_SHORT, check_param_value, parse_param_name
 from .spec import NetworkSpec, SpecError
 
 __all__ = ["get_param", "make_model", "param_names", "set_param", "set_params"]
 
-_NAME = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*([^\]]+?)\s*\])?\s*$")
-_ALON_SHORT = {
-    "beta": ("beta", "Y"),
-    "gamma": ("gamma", "Z"),
-    "n_xy": ("n", "X->Y"),
-    "n_xz": ("n", "X->Z"),
-    "n_yz": ("n", "Y->Z"),
-}
-# (lower bound, lower inclusive, upper bound, upper inclusive)
-_BOUNDS: dict[str, tuple[float, bool, float, bool]] = {
-    "rho": (0, True, np.inf, False),
-    "delta": (0, True, np.inf, False),
-    "b": (0, True, 1, True),
-    "beta": (0, True, np.inf, False),
-    "gamma": (0, False, np.inf, False),
-    "K": (0, False, np.inf, False),
-    "n": (0, False, np.inf, False),
-    "sigma": (0, True, np.inf, False),
-    "tau": (0, False, np.inf, False),
-    "eta": (0, False, np.inf, False),
-    "x0": (0, True, np.inf, False),
-}
-
 
 def _check_value(name: str, base: str, value: Any, kinetics: Kinetics) -> None:
     try:
-        arr = np.asarray(value, dtype=float)
+        np.asarray(value, dtype=float)
     except jax.errors.TracerArrayConversionError:
         return  # inside a sweep: values are checked by the caller before tracing
-    if not np.all(np.isfinite(arr)):
-        raise SpecError(f"parameter {name} must be finite, got {value!r}")
-    lo, lo_inc, hi, hi_inc = _BOUNDS.get(base, (-np.inf, True, np.inf, True))
-    if base in ("A0", "x0") and kinetics.bounded:
-        lo, lo_inc, hi, hi_inc = 0, True, 1, True
-    bad_lo = np.any(arr < lo) if lo_inc else np.any(arr <= lo)
-    bad_hi = np.any(arr > hi) if hi_inc else np.any(arr >= hi)
-    if bad_lo or bad_hi:
-        lb = "[" if lo_inc else "("
-        ub = "]" if hi_inc else ")"
-        raise SpecError(f"parameter {name}={value!r} is outside its domain {lb}{lo}, {hi}{ub}")
+    check_param_value(name, base, value, bounded=kinetics.bounded)
 
 
 def _parse(model: Model, name: str) -> tuple[str, str | None]:
-    m = _NAME.match(name)
-    if not m:
-        raise SpecError(f"cannot read parameter name {name!r}; write e.g. rho[X] or K[X->Y]")
-    base, target = m.group(1), m.group(2)
+    base, target = parse_param_name(name)
     net = model.network
     if target is None and model.kinetics.name == "alon" and {"X", "Y", "Z"} <= set(net.names):
-        if base in _ALON_SHORT:
-            return _ALON_SHORT[base]
+        if base in ALON_SHORT:
+            return ALON_SHORT[base]
     return base, target
 
 
