@@ -249,6 +249,13 @@ def read_run_folder(path: str | Path, *, strict: bool = False) -> CurveData:
     df = log.frame("agent")
     if df.empty:
         raise DataError(f"{path}: the run log has no agent rows")
+    if log.status == "diverged":
+        warnings.warn(
+            f"{path}: the run diverged at step {log.diverged_step} (a collapse: "
+            f"{log.manifest.get('diverged_reason', 'non-finite training')}); its curves end there",
+            DataWarning,
+            stacklevel=2,
+        )
     df = df[["step", "agent", "competence", "n_eval"]].copy()
     df.insert(0, "run", log.name)
     for k, v in _flat_numbers(log.manifest.get("config", {})).items():

@@ -84,3 +84,12 @@ def test_spliced_log_is_an_error_even_without_strict(tmp_path):
     _write_run(tmp_path / "run1", steps=(0, 10, 30))
     with pytest.raises(cal.DataError, match="step 30 where step 20 is expected"):
         cal.read_run_folder(tmp_path / "run1")
+
+
+def test_a_diverged_run_is_read_with_a_warning_that_says_collapse(tmp_path):
+    _write_run(tmp_path / "run1")
+    rl.update_manifest(tmp_path / "run1", status="diverged", diverged_step=20,
+                       diverged_reason="loss of agent X became nan")  # fmt: skip
+    with pytest.warns(cal.DataWarning, match="diverged at step 20 .a collapse"):
+        d = cal.read_run_folder(tmp_path / "run1")
+    assert int(d.table["step"].max()) == 20
