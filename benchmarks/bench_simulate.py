@@ -79,7 +79,7 @@ def best_of(repeat: int, fn, *args, **kw):
 def run_jax(ps, dtype, chunk, keep=True):
     models = jax_models(ps)
     t0 = _now()
-    states, codes = sim.solve_sharded(
+    sol = sim.solve_sharded(
         models,
         "on@0",
         t1=T1,
@@ -90,7 +90,7 @@ def run_jax(ps, dtype, chunk, keep=True):
         chunk_size=chunk,
         keep_states=keep,
     )
-    return _since(t0), states, codes
+    return _since(t0), (sol.states if keep else None), sol.code
 
 
 def scipy_loop(ps, n, method="RK45", rtol=RTOL, atol=ATOL):

@@ -11,8 +11,8 @@ frozen and masked (code 2) instead of stalling the others. If the shared solve i
 
 Two optional speed-ups, both exact up to rounding: integer Hill coefficients shared by the
 whole batch are raised by repeated multiplication (``lax.integer_pow``) instead of
-``exp(n log r)``, and ``dtype="float32"`` halves the arithmetic cost (use tolerances
-``rtol >= 1e-5``; float32 resolves about 1e-7).
+``exp(n log r)``, and ``SolveOptions(dtype="float32")`` halves the arithmetic cost (use
+tolerances ``rtol >= 1e-6``; float32 resolves about 1e-7).
 """
 
 from __future__ import annotations
@@ -28,13 +28,15 @@ from jaxtyping import Array, PRNGKeyArray
 from ._batch_rhs import batched_rhs
 from ._hill import with_integer_hill
 from ._kinetics import Model, Schedule
+from ._options import DEFAULT_OPTIONS as _D
+from ._options import SolveOptions, resolve
 from ._rk import tsit5_shared
-from ._solve import SOLVERS, Solution, diffrax_ode, solve
+from ._solve import STIFF, Solution, apply_dtype, cast_model, diffrax_ode, solve
 from .spec import SpecError
 
 __all__ = [
     "batch_size",
-    "cast_model",
+    "cast_model",  # re-exported from _solve
     "integer_hill",
     "ode_per_cell",
     "ode_shared",
@@ -73,18 +75,6 @@ def integer_hill(n_values: np.ndarray | Array, wiring: np.ndarray) -> int | None
     if 1 <= k <= 8 and np.all(n == k):
         return k
     return None
-
-
-def cast_model(model: Model, dtype) -> Model:
-    """Cast every floating leaf of ``model`` to ``dtype``."""
-    dt = jnp.dtype(dtype)
-
-    def cast(x):
-        if eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.floating):
-            return x.astype(dt)
-        return x
-
-    return jax.tree.map(cast, model)
 
 
 def _diffrax_shared(models, schedule, ts, solver, rtol, atol, max_steps):
@@ -177,7 +167,14 @@ def _ode_per_cell_jit(models, schedule, ts, solver, rtol, atol, max_steps):
 
 
 def ode_shared(
-    models, schedule, ts, solver="tsit5", rtol=1e-6, atol=1e-8, max_steps=100_000, batch_axis=0
+    models,
+    schedule,
+    ts,
+    solver=_D.solver,
+    rtol=_D.rtol,
+    atol=_D.atol,
+    max_steps=_D.max_steps,
+    batch_axis=0,
 ):
     """Traceable core: the shared-step solve of a stacked batch.
 
@@ -192,7 +189,9 @@ def ode_shared(
     return _batched_ode(models, schedule, ts, solver, rtol, atol, max_steps, batch_axis)
 
 
-def ode_per_cell(models, schedule, ts, solver="tsit5", rtol=1e-6, atol=1e-8, max_steps=100_000):
+def ode_per_cell(
+    models, schedule, ts, solver=_D.solver, rtol=_D.rtol, atol=_D.atol, max_steps=_D.max_steps
+):
     """Traceable fallback: ``vmap`` of the per-cell solver (failures stay per cell)."""
     from ._solve import _solve_ode
 
@@ -211,17 +210,18 @@ def solve_batch(
     *,
     t1: float = 20.0,
     t0: float = 0.0,
-    n_points: int = 201,
+    options: SolveOptions | None = None,
     method: Literal["ode", "sde", "map"] = "ode",
-    solver: str = "tsit5",
-    rtol: float = 1e-6,
-    atol: float = 1e-8,
     dt: float = 0.01,
     steps: int | None = None,
-    max_steps: int = 100_000,
-    dtype: str | None = None,
     fast_hill: bool = True,
     key: PRNGKeyArray | None = None,
+    n_points: int | None = None,
+    solver: str | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    max_steps: int | None = None,
+    dtype: str | None = None,
 ) -> Solution:
     """Solve a stacked batch of models (see module docstring).
 
@@ -230,31 +230,43 @@ def solve_batch(
         schedule: Input schedule (shared by the batch); default on from ``t0``.
         t1: End time (time units of the kinetics).
         t0: Start time.
-        n_points: Evenly spaced save points (``ode``/``sde``).
+        options: How the ODE is solved; default :class:`~simulate.SolveOptions` ``()``, the
+            same default as :func:`~simulate.solve`. The solver must be explicit
+            (``tsit5``, ``dopri5``, ``dopri8``); ``dt0`` and ``adjoint`` are not used (the
+            shared-step solve is not for differentiation).
         method: ``"ode"`` (one shared adaptive solve), ``"sde"`` (vmapped Euler–Maruyama,
             one key per cell) or ``"map"`` (vmapped discrete learning steps).
-        solver: Explicit ODE solver name (``tsit5``, ``dopri5``, ``dopri8``).
-        rtol: Relative tolerance (ODE).
-        atol: Absolute tolerance (ODE).
         dt: Fixed step of the SDE.
         steps: Number of map steps (required for ``method="map"`` under ``jit``).
-        max_steps: Step budget.
-        dtype: ``"float32"`` or ``"float64"`` (default: JAX's default float).
         fast_hill: Use integer powers when all wired Hill coefficients are one integer.
         key: PRNG key for ``method="sde"`` (split into one key per cell).
+        n_points: Override of ``options.n_points`` (kept for compatibility, as are the
+            next five: a value given here replaces the option's).
+        solver: Override of ``options.solver``.
+        rtol: Override of ``options.rtol``.
+        atol: Override of ``options.atol``.
+        max_steps: Override of ``options.max_steps``.
+        dtype: Override of ``options.dtype``.
 
     Returns:
         Batched :class:`~simulate.Solution`, leading axis ``B``; ``code`` per cell.
     """
+    opts = resolve(
+        options,
+        n_points=n_points,
+        solver=solver,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        dtype=dtype,
+    )
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     elif schedule is None:
         schedule = Schedule.step(t0)
     if fast_hill:
         models = with_integer_hill(models, integer_hill(models.network.n, models.network.edge_mask))
-    if dtype is not None:
-        models = cast_model(models, dtype)
-        schedule = cast_model(schedule, dtype)  # type: ignore[arg-type]
+    models, schedule = apply_dtype(opts.dtype, models, schedule)
     B = batch_size(models)
     if method == "map":
         if steps is None:
@@ -269,25 +281,15 @@ def solve_batch(
             raise SpecError("method='sde' needs a PRNG key: pass key=jax.random.key(0)")
         keys = jax.random.split(key, B)
         return jax.vmap(
-            lambda m, k: solve(
-                m,
-                schedule,
-                t0=t0,
-                t1=t1,
-                n_points=n_points,
-                method="sde",
-                dt=dt,
-                max_steps=max_steps,
-                key=k,
-            )
+            lambda m, k: solve(m, schedule, t0=t0, t1=t1, options=opts, method="sde", dt=dt, key=k)
         )(models, keys)
     if method != "ode":
         raise SpecError(f"unknown method {method!r}; choose ode, sde or map")
-    if solver not in SOLVERS or solver in ("kvaerno5", "kvaerno3"):
-        raise SpecError(f"solve_batch needs tsit5, dopri5 or dopri8, got {solver!r}")
-    float_dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
-    ts = jnp.linspace(t0, t1, int(n_points), dtype=float_dtype)
-    sols, ok = _ode_batch_jit(models, schedule, ts, solver, rtol, atol, int(max_steps))
+    if opts.solver in STIFF:
+        raise SpecError(f"solve_batch needs tsit5, dopri5 or dopri8, got {opts.solver!r}")
+    ts = jnp.linspace(t0, t1, opts.n_points, dtype=opts.dtype)
+    args = (opts.solver, opts.rtol, opts.atol, opts.max_steps)
+    sols, ok = _ode_batch_jit(models, schedule, ts, *args)
     if not bool(ok):
-        sols = _ode_per_cell_jit(models, schedule, ts, solver, rtol, atol, int(max_steps))
+        sols = _ode_per_cell_jit(models, schedule, ts, *args)
     return sols

@@ -18,6 +18,9 @@ from ._batch import (
     with_integer_hill,
 )
 from ._kinetics import Model, Schedule
+from ._options import SolveOptions, resolve
+from ._solve import STIFF, Solution, apply_dtype
+from .spec import SpecError
 
 __all__ = ["solve_sharded"]
 
@@ -31,9 +34,9 @@ def _ceil_div(a: int, b: int) -> int:
 
 def _sharded_fn(solver, rtol, atol, max_steps, sub: int, keep_states: bool):
     """Compiled: shard the cells over the devices; each device runs ``lax.map`` over
-    sub-chunks of ``sub`` cells, each one shared-step solve. Returns the node levels
-    ``(B, T, N)`` (if kept), the codes ``(B,)`` and one success flag per sub-chunk (the
-    caller re-solves failed sub-chunks cell by cell)."""
+    sub-chunks of ``sub`` cells, each one shared-step solve. Returns the batch-first
+    Solution (if states are kept; else only the codes ``(B,)``) and one success flag per
+    sub-chunk (the caller re-solves failed sub-chunks cell by cell)."""
     devices = tuple(jax.devices())
     key = (solver, rtol, atol, max_steps, sub, keep_states, devices)
     if key not in _SHARDED:
@@ -42,16 +45,15 @@ def _sharded_fn(solver, rtol, atol, max_steps, sub: int, keep_states: bool):
 
         def one(models, schedule, ts):
             sols, ok = ode_shared(models, schedule, ts, solver, rtol, atol, max_steps)
-            return (sols.states if keep_states else None), sols.code, ok
+            return (sols if keep_states else sols.code), ok
 
         def fn(models, schedule, ts):
             n = batch_size(models)
             split = jax.tree.map(lambda a: a.reshape(n // sub, sub, *a.shape[1:]), models)
-            states, code, ok = jax.lax.map(lambda m: one(m, schedule, ts), split)
-            code = code.reshape(n)
-            if keep_states:  # (chunks, sub, T, N) -> (cells, T, N)
-                states = states.reshape(n, *states.shape[2:])
-            return states, code, ok
+            out, ok = jax.lax.map(lambda m: one(m, schedule, ts), split)
+            # (chunks, sub, ...) -> (cells, ...)
+            out = jax.tree.map(lambda a: a.reshape(n, *a.shape[2:]), out)
+            return out, ok
 
         if len(devices) > 1:
             mesh = Mesh(np.asarray(devices), ("cells",))
@@ -72,16 +74,17 @@ def solve_sharded(
     *,
     t1: float = 20.0,
     t0: float = 0.0,
-    n_points: int = 200,
-    rtol: float = 1e-6,
-    atol: float = 1e-8,
-    solver: str = "tsit5",
-    max_steps: int = 100_000,
-    dtype: str | None = None,
+    options: SolveOptions | None = None,
     chunk_size: int = 1024,
     call_size: int = 16384,
     keep_states: bool = True,
-) -> tuple[np.ndarray | None, np.ndarray]:
+    n_points: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    solver: str | None = None,
+    max_steps: int | None = None,
+    dtype: str | None = None,
+) -> Solution:
     """ODE solves of a large stacked batch: sharded over all JAX devices and chunked.
 
     The batch is cut into calls of at most ``call_size`` cells (bounds memory); in each
@@ -94,28 +97,48 @@ def solve_sharded(
         schedule: Shared input schedule.
         t1: End time.
         t0: Start time.
-        n_points: Evenly spaced save points.
-        rtol: Relative tolerance.
-        atol: Absolute tolerance.
-        solver: Explicit solver name.
-        max_steps: Step budget per solve.
-        dtype: ``"float32"`` or ``"float64"`` (default JAX's).
+        options: How the ODE is solved; default :class:`~simulate.SolveOptions` ``()``, the
+            same default as :func:`~simulate.solve` and :func:`~simulate.solve_batch`
+            (explicit solvers only).
         chunk_size: Cells per shared-step solve (about 512-1024 is fastest on CPU).
         call_size: Cells per compiled call (the trajectories of all cells come back as one
             array either way; a single call avoids copying them).
         keep_states: Return the trajectories (else only codes; for throughput runs).
+        n_points: Override of ``options.n_points`` (kept for compatibility, as are the
+            next five: a value given here replaces the option's).
+        rtol: Override of ``options.rtol``.
+        atol: Override of ``options.atol``.
+        solver: Override of ``options.solver``.
+        max_steps: Override of ``options.max_steps``.
+        dtype: Override of ``options.dtype``.
 
     Returns:
-        (node levels ``(B, T, N)`` as NumPy or None, codes ``(B,)``).
+        A batched :class:`~simulate.Solution` like :func:`~simulate.solve_batch`'s (leading
+        axis ``B``; its leaves are NumPy arrays). With ``keep_states=False`` only ``code``
+        is filled: ``t``, ``states``, ``inputs`` and ``y_final`` have a length-0 axis.
     """
+    opts = resolve(
+        options,
+        n_points=n_points,
+        rtol=rtol,
+        atol=atol,
+        solver=solver,
+        max_steps=max_steps,
+        dtype=dtype,
+    )
+    if opts.solver in STIFF:
+        raise SpecError(f"solve_sharded needs tsit5, dopri5 or dopri8, got {opts.solver!r}")
+    if not t1 > t0:
+        raise SpecError(f"t1 must be > t0, got t0={t0}, t1={t1}")
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     elif schedule is None:
         schedule = Schedule.step(t0)
     models = with_integer_hill(models, integer_hill(models.network.n, models.network.edge_mask))
-    float_dtype = jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
-    schedule = cast_model(schedule, float_dtype)  # type: ignore[arg-type]
-    ts = jnp.linspace(t0, t1, int(n_points), dtype=float_dtype)
+    (schedule,) = apply_dtype(opts.dtype, schedule)  # the models are cast per call
+    float_dtype = jnp.dtype(opts.dtype)
+    ts = jnp.linspace(t0, t1, opts.n_points, dtype=float_dtype)
+    solver, rtol, atol, max_steps = opts.solver, opts.rtol, opts.atol, opts.max_steps
     n_dev = len(jax.devices())
     B = batch_size(models)
     sub = max(1, min(int(chunk_size), -(-B // n_dev)))
@@ -123,25 +146,33 @@ def solve_sharded(
     n_calls = -(-B // max(int(call_size), unit))
     per_call = -(-_ceil_div(B, n_calls) // unit) * unit  # little padding
     n_calls = -(-B // per_call)
-    fn = _sharded_fn(solver, rtol, atol, int(max_steps), sub, keep_states)
+    fn = _sharded_fn(solver, rtol, atol, max_steps, sub, keep_states)
     parts = []
     for c in range(n_calls):  # pad by repeating the last cell; cast; one dispatch per call
         idx = np.arange(c * per_call, (c + 1) * per_call).clip(max=B - 1)
         part = _take_cast(models, idx, float_dtype.name)
-        out_states, out_code, ok = fn(part, schedule, ts)
-        out_code = np.asarray(out_code)
+        out, ok = fn(part, schedule, ts)
+        out = jax.tree.map(np.array, out)  # writable NumPy copies
         for k in np.flatnonzero(~np.asarray(ok)):  # shared solve failed: cell by cell
-            chunk = jax.tree.map(lambda a, k=k: a[k * sub : (k + 1) * sub], part)
-            fb = _ode_per_cell_jit(chunk, schedule, ts, solver, rtol, atol, int(max_steps))
-            out_code = out_code.copy()
-            out_code[k * sub : (k + 1) * sub] = np.asarray(fb.code)
+            sl = slice(k * sub, (k + 1) * sub)
+            chunk = jax.tree.map(lambda a, sl=sl: a[sl], part)
+            fb = _ode_per_cell_jit(chunk, schedule, ts, solver, rtol, atol, max_steps)
             if keep_states:
-                out_states = jnp.asarray(out_states).at[k * sub : (k + 1) * sub].set(fb.states)
-        parts.append((np.asarray(out_states) if keep_states else None, out_code))
+                for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(fb), strict=True):
+                    a[sl] = np.asarray(b)
+            else:
+                out[sl] = np.asarray(fb.code)
+        parts.append(out)
     if n_calls == 1:  # no copy
-        return (parts[0][0][:B] if keep_states else None), parts[0][1][:B]
-    code = np.concatenate([p[1] for p in parts])[:B]
-    return (np.concatenate([p[0] for p in parts])[:B] if keep_states else None), code
+        out = jax.tree.map(lambda a: a[:B], parts[0])
+    else:
+        out = jax.tree.map(lambda *a: np.concatenate(a)[:B], *parts)
+    if keep_states:
+        return out
+    empty = np.zeros((B, 0), float_dtype)
+    N = models.size
+    states = np.zeros((B, 0, N), float_dtype)
+    return Solution(empty, states, empty, empty, out, models.network.names, "ode")  # type: ignore[arg-type]
 
 
 @eqx.filter_jit

@@ -9,12 +9,15 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
+from jax.core import Tracer
 from jaxtyping import Array, PRNGKeyArray
 
+from ._jaxsetup import use_float64
 from ._kinetics import Model, Schedule
+from ._options import SolveOptions, resolve
 from .spec import SpecError
 
-__all__ = ["FAILURE_MESSAGES", "SOLVERS", "Solution", "solve"]
+__all__ = ["ADJOINT_TYPES", "FAILURE_MESSAGES", "SOLVERS", "Solution", "cast_model", "solve"]
 
 SOLVERS = {
     "tsit5": diffrax.Tsit5,
@@ -24,6 +27,12 @@ SOLVERS = {
     "kvaerno3": diffrax.Kvaerno3,
 }
 STIFF = {"kvaerno5", "kvaerno3"}
+#: :attr:`SolveOptions.adjoint` names -> diffrax adjoints.
+ADJOINT_TYPES = {
+    "recursive": diffrax.RecursiveCheckpointAdjoint,
+    "forward": diffrax.ForwardMode,
+    "direct": diffrax.DirectAdjoint,
+}
 
 #: Meaning of :attr:`Solution.code`.
 FAILURE_MESSAGES = {
@@ -82,7 +91,47 @@ def _finish(model, schedule, ts, ys, code, method) -> Solution:
     return Solution(ts, states, x, ys[-1], code, model.network.names, method)
 
 
-def diffrax_ode(vf, y0, ts, solver, rtol, atol, jump_ts, max_steps, dt0=None, norm=None):
+def cast_model(model, dtype):
+    """Cast every floating array leaf of ``model`` (any pytree) to ``dtype``."""
+    dt = jnp.dtype(dtype)
+
+    def cast(x):
+        if eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.floating):
+            return x.astype(dt)
+        return x
+
+    return jax.tree.map(cast, model)
+
+
+def is_traced(tree) -> bool:
+    """True if any leaf of ``tree`` is a JAX tracer (called inside ``jit``/``vmap``/...)."""
+    return any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(tree))
+
+
+def apply_dtype(dtype: str, *trees):
+    """Enter ``dtype`` (64-bit mode on for ``float64``) and cast ``trees`` to it.
+
+    Only for top-level calls: inside a JAX transformation the caller's dtype rules.
+    """
+    if dtype == "float64":
+        use_float64(True)  # JAX computes in float32 unless 64-bit mode is on
+    return tuple(cast_model(t, dtype) for t in trees)
+
+
+def diffrax_ode(
+    vf,
+    y0,
+    ts,
+    solver,
+    rtol,
+    atol,
+    jump_ts,
+    max_steps,
+    dt0=None,
+    norm=None,
+    adjoint="recursive",
+    t0=None,
+):
     """The one diffrax ODE set-up (adaptive PID steps clipped at the input's jump times).
 
     Args:
@@ -92,39 +141,53 @@ def diffrax_ode(vf, y0, ts, solver, rtol, atol, jump_ts, max_steps, dt0=None, no
         solver: Name in :data:`SOLVERS`.
         rtol: Relative tolerance.
         atol: Absolute tolerance.
-        jump_ts: Times of discontinuities of ``vf`` in ``t``, shape ``(J,)``.
+        jump_ts: Times of discontinuities of ``vf`` in ``t``, shape ``(J,)``; None: no
+            jumps (plain PID controller).
         max_steps: Step budget.
         dt0: Initial step (None: diffrax chooses).
         norm: Error norm (default diffrax's RMS norm).
+        adjoint: How the solve is differentiated, a key of :data:`ADJOINT_TYPES`.
+        t0: Start time (default ``ts[0]``); the solution is saved at ``ts`` only.
 
     Returns:
         (states at ``ts``, shape ``(T, *y0.shape)``; scalar success flag).
     """
     extra = {} if norm is None else {"norm": norm}
     pid = diffrax.PIDController(rtol=rtol, atol=atol, **extra)
+    controller = pid if jump_ts is None else diffrax.ClipStepSizeController(pid, jump_ts=jump_ts)
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(vf),
         SOLVERS[solver](),
-        ts[0],
+        ts[0] if t0 is None else t0,
         ts[-1],
         dt0,
         y0,
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.ClipStepSizeController(pid, jump_ts=jump_ts),
+        stepsize_controller=controller,
         max_steps=max_steps,
         throw=False,
+        adjoint=ADJOINT_TYPES[adjoint](),
     )
     ys = cast(Array, sol.ys)  # not None: SaveAt(ts=...)
     return ys, sol.result == diffrax.RESULTS.successful
 
 
 @eqx.filter_jit
-def _solve_ode(model, schedule, ts, solver, rtol, atol, dt0, max_steps):
+def _solve_ode(model, schedule, ts, solver, rtol, atol, dt0, max_steps, adjoint="recursive"):
     def vf(t, y, args):
         return model.rhs(y, model.input_value(schedule(t)))
 
     ys, ok = diffrax_ode(
-        vf, model.initial_state(), ts, solver, rtol, atol, schedule.times, max_steps, dt0
+        vf,
+        model.initial_state(),
+        ts,
+        solver,
+        rtol,
+        atol,
+        schedule.times,
+        max_steps,
+        dt0,
+        adjoint=adjoint,
     )
     code = jnp.where(ok, 0, 1)
     ys = jnp.where(jnp.isfinite(ys), ys, jnp.nan)  # type: ignore[arg-type]
@@ -177,16 +240,18 @@ def solve(
     *,
     t1: float = 20.0,
     t0: float = 0.0,
-    n_points: int = 1001,
+    options: SolveOptions | None = None,
     method: Literal["ode", "sde", "map"] = "ode",
-    solver: str = "tsit5",
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
-    dt0: float | None = None,
     dt: float = 0.01,
     steps: int | None = None,
-    max_steps: int = 100_000,
     key: PRNGKeyArray | None = None,
+    n_points: int | None = None,
+    solver: str | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    dt0: float | None = None,
+    max_steps: int | None = None,
+    dtype: str | None = None,
 ) -> Solution:
     """Solve the model's dynamics under an input schedule.
 
@@ -200,42 +265,69 @@ def solve(
             default: on from ``t0``.
         t1: End time (time units of the kinetics; steps for competence).
         t0: Start time.
-        n_points: Evenly spaced save points (``ode``, ``sde``); the map saves every step.
+        options: How the ODE is solved (save points, tolerances, solver, step budget,
+            dtype, adjoint); default :class:`~simulate.SolveOptions` ``()``, the one default
+            of every solve entry point. ``n_points`` and ``max_steps`` also apply to the
+            SDE, ``dtype`` to every method (applied when ``solve`` is called outside a JAX
+            transformation; inside one, the model's arrays set the dtype).
         method: ``"ode"`` (diffrax, adaptive), ``"sde"`` (Euler–Maruyama with
             Wright–Fisher noise ``sigma sqrt(A(1-A))``; levels kept in [0, 1] by projection)
             or ``"map"`` (discrete learning steps ``A <- A + eta F(A)`` by ``lax.scan``).
-        solver: ODE solver: ``tsit5`` (default), ``dopri5``, ``dopri8``; stiff: ``kvaerno5``.
-        rtol: Relative tolerance (ODE).
-        atol: Absolute tolerance (ODE).
-        dt0: Initial step (ODE; default chosen by diffrax).
         dt: Fixed step of the SDE.
         steps: Number of map steps (default ``round((t1 - t0) / eta)``; give it in sweeps).
-        max_steps: Solver step budget.
         key: PRNG key, keyword-only, required for ``method="sde"``.
+        n_points: Override of ``options.n_points`` (kept for compatibility, as are the
+            next five: a value given here replaces the option's).
+        solver: Override of ``options.solver``.
+        rtol: Override of ``options.rtol``.
+        atol: Override of ``options.atol``.
+        dt0: Override of ``options.dt0``.
+        max_steps: Override of ``options.max_steps``.
+        dtype: Override of ``options.dtype``.
 
     Returns:
         A :class:`Solution`.
     """
+    opts = resolve(
+        options,
+        n_points=n_points,
+        solver=solver,
+        rtol=rtol,
+        atol=atol,
+        dt0=dt0,
+        max_steps=max_steps,
+        dtype=dtype,
+    )
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     elif schedule is None:
         schedule = Schedule.step(t0)
+    top = not is_traced((model, schedule, key))
+    if top:
+        model, schedule = apply_dtype(opts.dtype, model, schedule)
     if method == "map":
         if steps is None:
             eta = float(model.eta)
             steps = round((t1 - t0) / eta)
         if int(steps) < 1:
             raise SpecError(f"the map needs >= 1 step, got steps={steps}")
-        return _solve_map(model, schedule, jnp.asarray(t0, float), int(steps))
+        t0_arr = jnp.asarray(t0, opts.dtype if top else float)
+        return _solve_map(model, schedule, t0_arr, int(steps))
     if not t1 > t0:
         raise SpecError(f"t1 must be > t0, got t0={t0}, t1={t1}")
-    if int(n_points) < 2:
-        raise SpecError(f"n_points must be >= 2, got {n_points}")
-    ts = jnp.linspace(t0, t1, int(n_points))
+    ts = jnp.linspace(t0, t1, opts.n_points, dtype=opts.dtype if top else None)
     if method == "ode":
-        if solver not in SOLVERS:
-            raise SpecError(f"unknown solver {solver!r}; choose one of {sorted(SOLVERS)}")
-        return _solve_ode(model, schedule, ts, solver, rtol, atol, dt0, int(max_steps))
+        return _solve_ode(
+            model,
+            schedule,
+            ts,
+            opts.solver,
+            opts.rtol,
+            opts.atol,
+            opts.dt0,
+            opts.max_steps,
+            opts.adjoint,
+        )
     if method == "sde":
         if key is None:
             raise SpecError("method='sde' needs a PRNG key: solve(..., key=jax.random.key(0))")
@@ -243,6 +335,6 @@ def solve(
             raise SpecError("Wright–Fisher noise needs bounded competences: kinetics='competence'")
         if not dt > 0:
             raise SpecError(f"dt must be > 0, got {dt}")
-        budget = max(int(max_steps), int((t1 - t0) / dt) + 10)
+        budget = max(opts.max_steps, int((t1 - t0) / dt) + 10)
         return _solve_sde(model, schedule, ts, float(dt), budget, key)
     raise SpecError(f"unknown method {method!r}; choose ode, sde or map")

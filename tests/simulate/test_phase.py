@@ -211,9 +211,8 @@ def test_cli_phase_writes_folder(tmp_path, capsys):
 
 def test_solve_sharded_matches_solve_batch():
     batch = _ffl_batch()
-    states, codes = sim.solve_sharded(
-        batch, "on@0", t1=20.0, n_points=51, chunk_size=8, call_size=8
-    )
+    sh = sim.solve_sharded(batch, "on@0", t1=20.0, n_points=51, chunk_size=8, call_size=8)
+    states, codes = sh.states, sh.code
     ref = sim.solve_batch(batch, "on@0", t1=20.0, n_points=51)
-    assert states is not None and states.shape == (16, 51, 3) and np.all(codes == 0)
+    assert states.shape == (16, 51, 3) and np.all(codes == 0)
     np.testing.assert_allclose(states, ref.states, atol=1e-5)  # different shared steps
