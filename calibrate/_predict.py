@@ -1,0 +1,400 @@
+"""``predict``: forecast runs that have not been made, from a fit with hyperparameter links.
+
+A setting is a dict of training-config fields (``{"rl.lr": 3e-4}``), each the covariate of
+a fitted log-linear link ``log theta = a + c log(h / h_ref)`` (``h_ref``: the geometric mean
+of the pilots' values). For every posterior draw the setting moves the linked parameters
+from their reference values; linked fields a setting leaves out stay at ``h_ref`` (zero
+contribution); random effects are left out (population median). The competence curves of
+all settings × draws are solved by one compiled function (``lax.map`` over settings, each
+a vmap over draws) and reduced there to bands, final competences and the regimes of
+:func:`simulate.classify`, so 10^4 settings × 200 draws never hold every curve in memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._config import ConfigError
+from ._model import CurveModel
+from ._posterior import Posterior
+from ._solvers import fixed_substeps
+
+__all__ = ["Prediction", "link_covariates", "plot_prediction", "predict", "predict_arrays"]
+
+#: Quantile levels of the bands (90 % and 50 % central intervals).
+BAND_LEVELS = (0.05, 0.25, 0.75, 0.95)
+
+
+def link_covariates(post: Posterior) -> dict[str, float]:
+    """Linked training-config fields of a fit and their reference values ``h_ref``.
+
+    Raises:
+        ConfigError: The fit does not carry a linked field's per-run values.
+    """
+    out: dict[str, float] = {}
+    for name in _row_covariates(post.model):
+        if name not in out:
+            hv = post.hyper
+            if hv is None or name not in hv:
+                raise ConfigError(f"the fit does not carry hyperparameter {name!r}")
+            out[name] = float(np.exp(np.mean(np.log(np.asarray(hv[name], float)))))
+    return out
+
+
+def _row_covariates(cm: CurveModel) -> list[str]:
+    """Covariate of each slope row (link names read ``c[rho[X]~lr]``)."""
+    return [n[2:-1].split("]~", 1)[1] for n in cm.link_names]
+
+
+def _setting_matrix(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """Per setting and slope row, ``log(h / h_ref)``: shape ``(S, L)``.
+
+    Raises:
+        ConfigError: No settings, a field without a link, or a value that is not a finite
+            number > 0.
+    """
+    if isinstance(settings, Mapping) or not len(settings):
+        raise ConfigError("predict needs a non-empty sequence of settings (dicts of fields)")
+    refs = link_covariates(post)
+    given = sorted({str(k) for s in settings for k in s})
+    unlinked = [f for f in given if f not in refs]
+    if unlinked:
+        known = [f for f in unlinked if post.hyper is not None and f in post.hyper]
+        hint = (
+            f" ({known} vary in the data but have no link: refit with hierarchy.links)"
+            if known
+            else ""
+        )
+        raise ConfigError(
+            f"the fit has no hyperparameter link for field(s) {unlinked}{hint}; "
+            f"linked fields: {sorted(refs) or 'none'}"
+        )
+    rows = _row_covariates(post.model)
+    x = np.zeros((len(settings), len(rows)))
+    for i, s in enumerate(settings):
+        for f, v in s.items():
+            ok = isinstance(v, int | float | np.number) and not isinstance(v, bool)
+            if not ok or not (math.isfinite(float(v)) and float(v) > 0):
+                raise ConfigError(
+                    f"{f} must be a finite number > 0 (its link is log-linear), got {v!r}"
+                )
+            for r, cov in enumerate(rows):
+                if cov == f:
+                    x[i, r] = math.log(float(v) / refs[f])
+    return x
+
+
+def _draw_index(post: Posterior, max_draws: int, key: jax.Array | None) -> np.ndarray:
+    """A random subset of at most ``max_draws`` posterior draws (flat indices)."""
+    if not (isinstance(max_draws, int) and max_draws >= 1):
+        raise ConfigError(f"max_draws must be an integer >= 1, got {max_draws!r}")
+    n = int(np.prod(post.shape))
+    rng = np.random.default_rng(0 if key is None else int(jax.random.randint(key, (), 0, 2**30)))
+    return rng.choice(n, min(max_draws, n), replace=False)
+
+
+def predict_arrays(
+    cm: CurveModel,
+    u: np.ndarray,
+    slopes: np.ndarray,
+    x: np.ndarray,
+    t: np.ndarray,
+    *,
+    keep_curves: bool = False,
+    batch: int = 4,
+) -> dict[str, np.ndarray]:
+    """The batched predictor: curves of every setting × draw, reduced per setting.
+
+    Args:
+        cm: The fitted model.
+        u: Reference parameters of each draw on the transformed scale, ``(G, D)``.
+        slopes: Natural link slopes of each draw, ``(G, L)``.
+        x: ``log(h / h_ref)`` per setting and slope row, ``(S, L)``.
+        t: Steps at which curves are evaluated (input on from 0), ``(T,)``.
+        keep_curves: Also return every draw's curves (``(S, G, T, N)``; small S only).
+        batch: Settings solved together (a vmap of ``batch × G`` solves).
+
+    Returns:
+        ``mean`` ``(S, T, N)``, ``bands`` ``(S, 4, T, N)`` at :data:`BAND_LEVELS`,
+        ``final`` ``(S, G, N)``, ``codes`` ``(S, G, N)`` (per-node :class:`simulate.Regime`),
+        and ``curves`` if asked.
+    """
+    t = np.asarray(t, dtype=float)
+    out = _predict_compiled(
+        cm,
+        jnp.asarray(u),
+        jnp.asarray(slopes),
+        jnp.asarray(x),
+        tuple(t.tolist()),
+        fixed_substeps(t, cm.config.dt),
+        keep_curves,
+        batch,
+    )
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+@eqx.filter_jit
+def _predict_compiled(cm, u, slopes, x, ts, substeps, keep_curves, batch):
+    import simulate
+
+    t = np.asarray(ts)  # concrete: the quad solver builds its grid from it
+    tj = jnp.asarray(t)
+    idx = jnp.asarray(cm.link_index)
+    levels = jnp.asarray(BAND_LEVELS)
+
+    def node_codes(states, ok):
+        sol = simulate.Solution(
+            t=tj,
+            states=states,
+            inputs=jnp.ones_like(tj),
+            y_final=states[-1],
+            code=jnp.where(ok, 0, 1).astype(jnp.int32),
+            names=cm.network.names,
+            method="ode",
+        )
+        return simulate.classify(sol)[1]
+
+    def one_setting(xs):
+        ug = u.at[:, idx].add(slopes * xs) if idx.size else u
+        A, ok = cm.curves(cm.layout.to_natural(ug), t, substeps)  # (G, T, N)
+        ok = jnp.broadcast_to(ok, A.shape[:1])
+        res = {
+            "mean": A.mean(axis=0),
+            "bands": jnp.quantile(A, levels, axis=0),
+            "final": A[:, -1, :],
+            "codes": jax.vmap(node_codes)(A, ok).astype(jnp.int8),
+        }
+        if keep_curves:
+            res["curves"] = A
+        return res
+
+    return jax.lax.map(one_setting, x, batch_size=batch)
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """Predicted curves and regimes of settings (arrays indexed setting, [draw], step, agent).
+
+    Attributes:
+        settings: The settings, as given.
+        reference: Every linked field's reference value (used where a setting omits it).
+        agents: Agent (node) names.
+        t: Steps of the curves.
+        mean: Posterior mean curves ``(S, T, N)``.
+        bands: Quantile curves ``(S, 4, T, N)`` at :data:`BAND_LEVELS`.
+        final: Final competence per draw ``(S, G, N)``.
+        codes: Per-node regime code per draw ``(S, G, N)`` (:class:`simulate.Regime`).
+        draw_index: The flat posterior draws used ``(G,)``.
+        curves: Every draw's curves ``(S, G, T, N)`` when asked, else None.
+    """
+
+    settings: tuple[dict[str, Any], ...]
+    reference: dict[str, float]
+    agents: tuple[str, ...]
+    t: np.ndarray
+    mean: np.ndarray
+    bands: np.ndarray
+    final: np.ndarray
+    codes: np.ndarray
+    draw_index: np.ndarray
+    curves: np.ndarray | None = None
+
+    def regime_probs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per agent ``(S, N, 7)`` and network ``(S, 7)`` regime probabilities by code;
+        the network's regime per draw is its most severe node's, as in classify."""
+        import simulate
+
+        k = len(simulate.REGIME_NAMES)
+        onehot = self.codes[..., None] == np.arange(k)  # (S, G, N, K)
+        sev = np.asarray(simulate.REGIME_SEVERITY)
+        worst = np.take_along_axis(self.codes, np.argmax(sev[self.codes], -1)[..., None], -1)
+        net = worst[..., 0][..., None] == np.arange(k)
+        return onehot.mean(axis=1), net.mean(axis=1)
+
+    def groups(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Grouped regime probabilities per agent ``(S, N)`` and network ``(S,)``:
+        ``converged`` (converged or overshoot/pulse: settles without oscillating),
+        ``oscillating`` (damped or sustained), ``collapse``, ``unsettled``, ``failed``;
+        they sum to 1."""
+        from simulate import Regime as R
+
+        sets = {
+            "converged": (R.CONVERGED, R.OVERSHOOT),
+            "oscillating": (R.DAMPED, R.SUSTAINED),
+            "collapse": (R.COLLAPSE,),
+            "unsettled": (R.UNSETTLED,),
+            "failed": (R.FAILED,),
+        }
+        per, net = self.regime_probs()
+        return (
+            {g: per[..., list(c)].sum(-1) for g, c in sets.items()},
+            {g: net[..., list(c)].sum(-1) for g, c in sets.items()},
+        )
+
+    def to_dict(self, curves: bool = True) -> dict[str, Any]:
+        """A JSON-ready summary (``curves=False`` leaves the band curves out)."""
+        import simulate
+
+        names = [simulate.REGIME_NAMES[simulate.Regime(i)] for i in range(7)]
+        per, net = self.regime_probs()
+        gp, gn = self.groups()
+        q05, q95 = np.quantile(self.final, [0.05, 0.95], axis=1)
+        fm = self.final.mean(axis=1)
+        rows = []
+        for s, setting in enumerate(self.settings):
+            agents = {}
+            for j, a in enumerate(self.agents):
+                d: dict[str, Any] = {
+                    "final": {"mean": fm[s, j], "q05": q05[s, j], "q95": q95[s, j]},
+                    **{f"p_{g}": gp[g][s, j] for g in gp},
+                    "regimes": dict(zip(names, per[s, j], strict=True)),
+                }
+                if curves:
+                    d["curve"] = {"mean": self.mean[s, :, j]} | {
+                        f"q{round(lv * 100):02d}": self.bands[s, i, :, j]
+                        for i, lv in enumerate(BAND_LEVELS)
+                    }
+                agents[a] = d
+            network = {f"p_{g}": gn[g][s] for g in gn} | {
+                "regimes": dict(zip(names, net[s], strict=True))
+            }
+            rows.append({"setting": setting, "agents": agents, "network": network})
+        return simulate.jsonable(
+            {
+                "reference": self.reference,
+                "draws": int(self.draw_index.size),
+                "horizon_steps": float(self.t[-1]),
+                "steps": self.t if curves else None,
+                "predictions": rows,
+            }
+        )
+
+    def table(self) -> list[str]:
+        """Terminal lines: per setting and agent, final competence and regime probabilities."""
+        gp, _ = self.groups()
+        q05, q95 = np.quantile(self.final, [0.05, 0.95], axis=1)
+        fm = self.final.mean(axis=1)
+        head = f"{'agent':<10}{'final [q05, q95]':>26}{'conv':>7}{'osc':>7}{'coll':>7}{'unset':>7}"
+        lines = []
+        for s, setting in enumerate(self.settings):
+            lines.append(", ".join(f"{k}={v:g}" for k, v in setting.items()) or "(reference)")
+            lines.append(head)
+            for j, a in enumerate(self.agents):
+                fin = f"{fm[s, j]:.3f} [{q05[s, j]:.3f}, {q95[s, j]:.3f}]"
+                ps = "".join(
+                    f"{gp[g][s, j]:>7.2f}"
+                    for g in ("converged", "oscillating", "collapse", "unsettled")
+                )
+                lines.append(f"{a:<10}{fin:>26}{ps}")
+        return lines
+
+
+def predict(
+    post: Posterior,
+    settings: Sequence[Mapping[str, Any]],
+    *,
+    steps: float | None = None,
+    n_points: int = 200,
+    max_draws: int = 200,
+    key: jax.Array | None = None,
+    keep_curves: bool = False,
+) -> Prediction:
+    """Predict the competence curves and regimes of training settings through the links.
+
+    Args:
+        post: A fit whose hierarchy links the settings' fields.
+        settings: Dicts of dotted training-config fields to values, e.g.
+            ``[{"rl.lr": 3e-4}, {"rl.lr": 1e-3}]``; every field must be a link covariate.
+        steps: Horizon in steps, > 0 (default: the data's last step).
+        n_points: Points of each curve on ``[0, steps]`` (>= 8).
+        max_draws: Posterior draws used (a random subset when the fit has more).
+        key: PRNG key for the draw subset (keyword-only).
+        keep_curves: Keep every draw's curves in :attr:`Prediction.curves`.
+
+    Returns:
+        A :class:`Prediction`.
+
+    Raises:
+        ConfigError: No settings, an unlinked field, a value that is not a finite number
+            > 0, a horizon that is not a finite number > 0, or too few points.
+    """
+    cm = post.model
+    x = _setting_matrix(post, settings)
+    if steps is not None and not (
+        isinstance(steps, int | float | np.number)
+        and not isinstance(steps, bool)
+        and math.isfinite(float(steps))
+        and float(steps) > 0
+    ):
+        raise ConfigError(f"the horizon (steps) must be a finite number > 0, got {steps!r}")
+    if not (isinstance(n_points, int) and n_points >= 8):
+        raise ConfigError(f"n_points must be an integer >= 8, got {n_points!r}")
+    idx = _draw_index(post, max_draws, key)
+    u, slopes = _draw_arrays(post, idx)
+    t = np.linspace(0.0, float(cm.ts[-1] if steps is None else steps), n_points)
+    out = predict_arrays(cm, u, slopes, x, t, keep_curves=keep_curves)
+    return Prediction(
+        settings=tuple(dict(s) for s in settings),
+        reference=link_covariates(post),
+        agents=tuple(cm.network.names),
+        t=t,
+        mean=out["mean"],
+        bands=out["bands"],
+        final=out["final"],
+        codes=out["codes"],
+        draw_index=idx,
+        curves=out.get("curves"),
+    )
+
+
+def _draw_arrays(post: Posterior, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reference parameters (transformed scale) ``(G, D)`` and natural slopes ``(G, L)``."""
+    cm = post.model
+    flat = post._flat()
+    u = cm.layout.loc + cm.layout.scale * flat["z"][idx]
+    if "c" in flat:
+        slopes = cm.config.priors.slope_sd * flat["c"][idx]
+    else:
+        slopes = np.zeros((idx.size, 0))
+    return np.asarray(u, float), np.asarray(slopes, float)
+
+
+def plot_prediction(pred: Prediction, path: str | Path) -> Path:
+    """One panel per agent: each setting's mean curve with its 50 % and 90 % bands."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(pred.agents)
+    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.6), squeeze=False, sharey=True)
+    colors = plt.get_cmap("tab10")
+    for j, agent in enumerate(pred.agents):
+        ax = axes[0][j]
+        for s, setting in enumerate(pred.settings):
+            c = colors(s % 10)
+            label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "reference"
+            b = pred.bands[s, :, :, j]
+            ax.fill_between(pred.t, b[0], b[3], color=c, alpha=0.15, lw=0)
+            ax.fill_between(pred.t, b[1], b[2], color=c, alpha=0.3, lw=0)
+            ax.plot(pred.t, pred.mean[s, :, j], color=c, lw=1.5, label=label)
+        ax.set_title(agent)
+        ax.set_xlabel("step")
+        ax.set_ylim(0, 1)
+    axes[0][0].set_ylabel("predicted competence")
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
