@@ -7,6 +7,7 @@ Examples::
     python -m llm_runs train --config cfg.yaml --out runs/x --set rl.algo=grpo --set rl.group=4
     python -m llm_runs train --out runs/i1 --resume          # after a crash / SIGKILL
     python -m llm_runs train --motif my_net.yaml --task math --out runs/mine
+    python -m llm_runs train --motif C1 --feedback -1 --feedback-K 0.5 --out runs/c1_fb
     python -m llm_runs sweep --config sweep.yaml --backend ray
     python -m llm_runs figure runs/c1 runs/i1 --out paper/figures/c1_vs_i1.png
 """
@@ -101,6 +102,24 @@ def _train_config(args: argparse.Namespace, stored: dict[str, Any] | None = None
             raise ConfigError(f"--set expects key=value, got {item!r}")
         k, v = item.split("=", 1)
         set_dotted(data, k, yaml.safe_load(v))
+    return _feedback(TrainConfig.from_dict(data), args)
+
+
+def _feedback(cfg: TrainConfig, args: argparse.Namespace) -> TrainConfig:
+    """``--feedback ±1 [--feedback-K K]``: the network with end-to-end edges from its last
+    agent to every other one, as simulate's ``--feedback`` adds them
+    (:func:`simulate.spec.resolve_spec`), written into ``network.spec``."""
+    sign, K = getattr(args, "feedback", None), getattr(args, "feedback_K", None)
+    if sign is None:
+        if K is not None:
+            raise ConfigError("--feedback-K: only with --feedback -1 or 1")
+        return cfg
+    spec = resolve_spec(
+        cfg.network.network_spec(), feedback=sign, feedback_K=0.5 if K is None else K
+    )
+    data = cfg.to_dict()
+    set_dotted(data, "network.spec", spec.to_dict())
+    set_dotted(data, "network.spec_path", None)
     return TrainConfig.from_dict(data)
 
 
@@ -109,7 +128,11 @@ def _resume_config(args: argparse.Namespace) -> TrainConfig | None:
     from ._runfolder import check_resumable, same_run
 
     stored = check_resumable(args.out)["config"]
-    asked = args.config or args.set or any(getattr(args, f) is not None for f in _FLAGS)
+    asked = (
+        args.config
+        or args.set
+        or any(getattr(args, f) is not None for f in (*_FLAGS, "feedback", "feedback_K"))
+    )
     if not asked:
         return None
     cfg = _train_config(args, stored)
@@ -170,6 +193,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted override")
     t.add_argument("--no-progress", action="store_true")
+    t.add_argument(
+        "--feedback",
+        type=int,
+        choices=(-1, 1),
+        help="add end-to-end feedback edges of this sign from the last agent to the others "
+        "(as simulate's --feedback; written into network.spec)",
+    )
+    t.add_argument(
+        "--feedback-K", dest="feedback_K", type=float, help="threshold of the feedback edges"
+    )
     for flag in _FLAGS:
         kind = {
             "steps": int,

@@ -221,6 +221,13 @@ class RLConfig:
         lr_scale: Per-role multiplier of ``lr`` (role name -> factor > 0; missing roles 1),
             e.g. ``{"X": 0.2}`` so the input agent learns over the whole run.
         kl_coef: Weight of the per-token KL penalty to the frozen base (0: only logged).
+        weight_decay: Decoupled (AdamW) decay of the adapter weights toward zero: each
+            optimizer step multiplies them by ``1 - lr_eff * weight_decay`` (0: none).
+        staleness: Policy lag k: each agent's rollouts are sampled from its adapter as it
+            was k optimizer steps earlier (0: on-policy), and the loss is corrected by the
+            ratio to the current adapter (PPO's clip, else weights truncated at ``is_cap``).
+        is_cap: Cap of the truncated importance weights of ``reinforce``/``grpo`` when
+            ``staleness > 0``.
     """
 
     algo: str = "reinforce"
@@ -239,6 +246,9 @@ class RLConfig:
     entropy_coef: float = 0.0
     baseline_decay: float = 0.9
     grad_clip: float = 1.0
+    weight_decay: float = 0.0
+    staleness: int = 0
+    is_cap: float = 2.0
 
     def validate(self, p: str) -> None:
         _check(self.algo in ALGOS, f"{p}.algo", f"must be one of {ALGOS}")
@@ -263,6 +273,14 @@ class RLConfig:
         for name in ("discount", "baseline_decay"):
             v = getattr(self, name)
             _check(_num(v) and 0 <= v <= 1, f"{p}.{name}", "must be in [0, 1]")
-        for name in ("kl_coef", "entropy_coef"):
+        for name in ("kl_coef", "entropy_coef", "weight_decay"):
             v = getattr(self, name)
             _check(_num(v) and v >= 0, f"{p}.{name}", "must be >= 0")
+        _check(
+            isinstance(self.staleness, int)
+            and not isinstance(self.staleness, bool)
+            and self.staleness >= 0,
+            f"{p}.staleness",
+            "must be an int >= 0",
+        )
+        _check(_num(self.is_cap) and self.is_cap >= 1, f"{p}.is_cap", "must be >= 1")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-__all__ = ["advantages", "assign_credit", "corrupt", "policy_loss"]
+__all__ = ["advantages", "assign_credit", "corrupt", "importance_weights", "policy_loss"]
 
 
 def assign_credit(
@@ -83,6 +83,19 @@ def advantages(
     raise ValueError(f"unknown algorithm {algo!r}")
 
 
+def importance_weights(
+    logp: torch.Tensor, behaviour_logp: torch.Tensor, cap: float
+) -> torch.Tensor:
+    """Truncated per-token importance weights ``min(π/μ, cap)`` (no grad).
+
+    Args:
+        logp: Log-probs under the current adapter π.
+        behaviour_logp: Log-probs under the adapter μ that sampled the tokens.
+        cap: Truncation level (>= 1).
+    """
+    return torch.exp(logp.detach() - behaviour_logp).clamp(max=cap)
+
+
 def policy_loss(
     logp: torch.Tensor,
     old_logp: torch.Tensor,
@@ -93,6 +106,7 @@ def policy_loss(
     entropy_coef: float = 0.0,
     ref_logp: torch.Tensor | None = None,
     kl_coef: float = 0.0,
+    is_cap: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Token-level policy-gradient loss, averaged over tokens then rollouts.
 
@@ -100,6 +114,9 @@ def policy_loss(
     GRPO: one update per batch, so ratio = 1 and the gradient is the score function) or
     PPO's ``min(ratio * adv, clip(ratio, 1 ± clip) * adv)``. Optional entropy bonus and KL
     penalty to the base (k3 estimator ``exp(q) - q - 1``, ``q = ref_logp - logp``).
+    Off-policy (stale) samples without ``clip``: with ``is_cap`` the surrogate is
+    ``min(ratio, is_cap) * adv`` with the weight held constant, so the gradient is the score
+    function times the truncated importance weight.
 
     Args:
         logp: (N, T) log-probs under the current adapter (differentiable).
@@ -110,13 +127,19 @@ def policy_loss(
         entropy_coef: Entropy bonus weight.
         ref_logp: (N, T) base-model log-probs (for the KL).
         kl_coef: KL penalty weight.
+        is_cap: Truncation of the importance weights when ``clip`` is None (None: the
+            plain surrogate).
 
     Returns:
         ``(loss scalar, mean per-token KL or None)``.
     """
     ratio = torch.exp(logp - old_logp)
     a = adv[:, None]
-    surr = ratio * a
+    if clip is None and is_cap is not None:
+        w = importance_weights(logp, old_logp, is_cap)
+        surr = w * torch.exp(logp - logp.detach()) * a
+    else:
+        surr = ratio * a
     if clip is not None:
         surr = torch.minimum(surr, torch.clamp(ratio, 1 - clip, 1 + clip) * a)
     loss = -surr.mean()

@@ -14,6 +14,7 @@ import torch
 from ._edges import EdgeController
 from ._policy import MultiAdapter
 from ._rl import advantages, assign_credit, corrupt, policy_loss
+from ._staleness import AdapterRing, Snapshot, use_snapshot
 from ._tasks import Probe, Problem, Task
 from .config import TrainConfig
 
@@ -28,6 +29,7 @@ class State:
         members: Role → its adapter names (``[role]`` or the pool ``role_0..role_{K-1}``).
         acc: Per agent, lists of per-step metrics since the last evaluation.
         acc_e2e: Training end-to-end rewards (uncorrupted) since the last evaluation.
+        ring: Past adapter snapshots (``rl.staleness``; empty and unused when 0).
     """
 
     cfg: TrainConfig
@@ -41,6 +43,7 @@ class State:
     baseline: dict[str, float] = field(default_factory=dict)
     acc: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     acc_e2e: list[float] = field(default_factory=list)
+    ring: AdapterRing = field(default_factory=lambda: AdapterRing(0))
 
     @property
     def roles(self) -> list[str]:
@@ -58,9 +61,16 @@ def _assign(n: int, k: int) -> np.ndarray:
 
 
 def _generate(
-    st: State, role: str, prompts: list[str], *, greedy: bool, member: int | None = None
+    st: State,
+    role: str,
+    prompts: list[str],
+    *,
+    greedy: bool,
+    member: int | None = None,
+    stale: Snapshot | None = None,
 ) -> list[str]:
-    """Outputs of ``role`` for ``prompts`` (pool members by index, or one ``member``)."""
+    """Outputs of ``role`` for ``prompts`` (pool members by index, or one ``member``),
+    sampled with the adapters of ``stale`` if given (policy lag)."""
     names = st.members[role]
     n_new = st.task.out_len[role]
     assign = _assign(len(prompts), len(names)) if member is None else np.full(len(prompts), member)
@@ -70,9 +80,15 @@ def _generate(
         if idx.size == 0:
             continue
         enc = st.policy.encode([prompts[i] for i in idx])
-        comp = st.policy.generate(
-            name, enc, n_new, greedy=greedy, temperature=st.cfg.rl.temperature, generator=st.gen
-        )
+        with use_snapshot(st.policy, name, stale):
+            comp = st.policy.generate(
+                name,
+                enc,
+                n_new,
+                greedy=greedy,
+                temperature=st.cfg.rl.temperature,
+                generator=st.gen,
+            )
         for i, t in zip(idx, st.policy.decode(comp), strict=True):
             texts[int(i)] = t[:n_new]
     return texts
@@ -103,6 +119,7 @@ def warmup_step(st: State, step: int) -> None:
     cfg, task, pol = st.cfg, st.task, st.policy
     factors = st.edges.factors()
     _set_lr(st, step, factors)
+    st.ring.advance(pol)  # the lag counts every optimizer step
     probs = task.sample(st.rng, cfg.rl.warmup_batch, split="train", shifted=_shifted(cfg, step))
     measured = {}
     for role in st.roles:
@@ -151,14 +168,16 @@ def _shifted(cfg: TrainConfig, step: int) -> bool:
 
 
 def rollout(
-    st: State, problems: list[Problem], *, greedy: bool
+    st: State, problems: list[Problem], *, greedy: bool, stale: Snapshot | None = None
 ) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
-    """Run the X → Y → Z pipeline; returns per-rollout outputs and per-role prompts."""
+    """Run the X → Y → Z pipeline (with the adapters of ``stale`` if given); returns
+    per-rollout outputs and per-role prompts."""
     outs: list[dict[str, str]] = [{} for _ in problems]
     prompts: dict[str, list[str]] = {}
     for role in st.roles:
         prompts[role] = [st.task.prompt(role, p, o) for p, o in zip(problems, outs, strict=True)]
-        for o, t in zip(outs, _generate(st, role, prompts[role], greedy=greedy), strict=True):
+        texts = _generate(st, role, prompts[role], greedy=greedy, stale=stale)
+        for o, t in zip(outs, texts, strict=True):
             o[role] = t
     return outs, prompts
 
@@ -168,9 +187,10 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
     cfg, task, pol, rl = st.cfg, st.task, st.policy, st.cfg.rl
     factors = st.edges.factors()
     _set_lr(st, step, factors)
+    stale = st.ring.advance(pol)  # None: on-policy (rl.staleness 0, or step 0)
     base = task.sample(st.rng, rl.batch, split="train", shifted=_shifted(cfg, step))
     probs = [p for p in base for _ in range(rl.group)]
-    outs, prompts = rollout(st, probs, greedy=False)
+    outs, prompts = rollout(st, probs, greedy=False, stale=stale)
     e2e = np.array([task.verify(p, o[st.roles[-1]]) for p, o in zip(probs, outs, strict=True)])
     local = {}
     for role in st.roles:
@@ -219,8 +239,11 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
                 enc = pol.encode([pr[i] for i in idx])
                 c = comp[torch.as_tensor(idx, device=comp.device)]
                 pol.activate(name)
+                if epoch == 0 and stale is not None:  # behaviour log-probs, before the
+                    with torch.no_grad(), use_snapshot(pol, name, stale):  # graph exists
+                        old[(role, k)] = pol.token_logprobs(enc, c, temperature=rl.temperature)[0]
                 logp, ent, _ = pol.token_logprobs(enc, c, temperature=rl.temperature)
-                if epoch == 0:
+                if epoch == 0 and stale is None:
                     old[(role, k)] = logp.detach()
                 ref = None
                 if rl.kl_coef > 0 or (log_kl and epoch == epochs - 1):
@@ -235,6 +258,7 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
                     entropy_coef=rl.entropy_coef,
                     ref_logp=ref,
                     kl_coef=rl.kl_coef,
+                    is_cap=rl.is_cap if rl.staleness > 0 else None,
                 )
                 pol.backward(name, loss)
                 losses.append(float(loss.detach()))

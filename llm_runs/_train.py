@@ -39,6 +39,7 @@ from ._base_model import get_base
 from ._edges import EdgeController, in_windows, pulse_windows
 from ._policy import MultiAdapter
 from ._runfolder import CKPT_FILE, check_device, embed_spec, open_run_folder, same_run
+from ._staleness import AdapterRing
 from ._steps import State, evaluate, metric_rows, rl_step, warmup_step
 from ._tasks import get_task
 from .config import ConfigError, TrainConfig
@@ -92,7 +93,7 @@ def _setup(cfg: TrainConfig, progress: bool) -> tuple[State, Any]:
         device=cfg.device,
     )
     groups = [{"params": pol.params[n], "role": r} for r in roles for n in members[r]]
-    opt = torch.optim.AdamW(groups, lr=cfg.rl.lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(groups, lr=cfg.rl.lr, weight_decay=cfg.rl.weight_decay)
     gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 1)
     st = State(
         cfg=cfg,
@@ -103,6 +104,7 @@ def _setup(cfg: TrainConfig, progress: bool) -> tuple[State, Any]:
         rng=np.random.default_rng([cfg.seed, 99]),
         gen=gen,
         members=members,
+        ring=AdapterRing(cfg.rl.staleness),
     )
     return st, base
 
@@ -123,6 +125,7 @@ def _save(st: State, path: Path, next_step: int, extra: dict[str, Any]) -> None:
         "baseline": dict(st.baseline),
         "acc": st.acc,
         "acc_e2e": list(st.acc_e2e),
+        "ring": st.ring.state(),
         **extra,
     }
     tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -147,6 +150,7 @@ def _load(st: State, path: Path, run_id: str | None) -> dict[str, Any]:
     st.baseline = dict(state["baseline"])
     st.acc = state["acc"]
     st.acc_e2e = list(state["acc_e2e"])
+    st.ring.load_state(state.get("ring"))
     return state
 
 
