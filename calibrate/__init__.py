@@ -29,6 +29,9 @@ from ._model import solve_at as solve_at
 from ._plots import plot_predictive as plot_predictive
 from ._posterior import Posterior as Posterior
 from ._posterior import load_fit as load_fit
+from ._predict import Prediction as Prediction
+from ._predict import plot_prediction as plot_prediction
+from ._predict import predict as predict
 from ._recommend import recommend as recommend
 from ._select import Selection as Selection
 from ._select import candidates as candidates

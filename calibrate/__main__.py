@@ -4,6 +4,7 @@ Subcommands:
     fit        Fit a network (``--motif``/``--gate``, ``--network spec.json`` or
                ``--motif auto`` for selection) to competence logs.
     recommend  From a saved fit, choose a hyperparameter value for the next run.
+    predict    From a saved fit, forecast the curves and regimes of settings not yet run.
 """
 
 from __future__ import annotations
@@ -73,6 +74,21 @@ def _parser() -> argparse.ArgumentParser:
         "--out", default=None, help="folder for recommendation.json (default: the fit folder)"
     )
     r.add_argument("--seed", type=int, default=0)
+    q = sub.add_parser("predict", help="forecast curves and regimes of settings from a fit")
+    q.add_argument("fit_dir", help="a folder written by `fit` (with links in its hierarchy)")
+    q.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a linked training-config field and its value, e.g. rl.lr=3e-4 (repeat)",
+    )
+    q.add_argument("--steps", type=int, default=None, help="horizon in steps")
+    q.add_argument("--draws", type=int, default=200, help="posterior draws used")
+    q.add_argument("--json", action="store_true", help="print one JSON object")
+    q.add_argument("--plot", default=None, help="figure of the predicted curves (PNG, PDF...)")
+    q.add_argument("--out", default=None, help="folder for prediction.json")
+    q.add_argument("--seed", type=int, default=0)
     return p
 
 
@@ -219,6 +235,52 @@ def _recommend(args: argparse.Namespace) -> int:
     return 0
 
 
+def _predict(args: argparse.Namespace) -> int:
+    import jax
+
+    from simulate._io import check_writable, jsonable, write_json
+
+    from ._config import ConfigError
+
+    if not args.set:
+        raise ConfigError("predict needs at least one --set FIELD=VALUE")
+    setting: dict[str, float] = {}
+    for item in args.set:
+        field, sep, value = item.partition("=")
+        if not sep or not field.strip() or not value.strip():
+            raise ConfigError(f"--set must look like FIELD=VALUE, got {item!r}")
+        try:
+            setting[field.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--set {field.strip()}: {value!r} is not a number") from None
+    out = check_writable(args.out) if args.out else None
+    if args.plot:
+        check_writable(Path(args.plot).resolve().parent, what="--plot")
+    jax.config.update("jax_enable_x64", True)
+    from ._posterior import load_fit
+    from ._predict import predict
+
+    pred = predict(
+        load_fit(args.fit_dir),
+        [setting],
+        steps=args.steps,
+        max_draws=args.draws,
+        key=jax.random.key(args.seed),
+    )
+    if args.json:
+        print(json.dumps(jsonable(pred.to_dict()), allow_nan=False))
+    else:
+        print("\n".join(pred.table()))
+    if out is not None:
+        path = write_json(out / "prediction.json", pred.to_dict())
+        print(f"prediction written to {path}", file=sys.stderr)
+    if args.plot:
+        from ._predict import plot_prediction
+
+        print(f"figure written to {plot_prediction(pred, args.plot)}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 with one ``error:`` line for bad input)."""
     import jax
@@ -230,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            return _fit(args) if args.cmd == "fit" else _recommend(args)
+            run = {"fit": _fit, "recommend": _recommend, "predict": _predict}[args.cmd]
+            return run(args)
     except AgentmotifsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -16,39 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from ._compiled import batched_curves
+import simulate
+
 from ._config import ConfigError
 from ._posterior import Posterior, load_fit
+from ._predict import predict
 
 __all__ = ["recommend", "recommend_from_dir"]
-
-
-def _oscillates(A: np.ndarray, t: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
-    """Per set of curves ``(..., T, N)`` at steps ``t`` (input on throughout): True if
-    simulate's regime classifier labels any node a damped or sustained oscillation."""
-    import simulate
-
-    osc = jnp.asarray([int(simulate.Regime.DAMPED), int(simulate.Regime.SUSTAINED)])
-    tj = jnp.asarray(t, float)
-
-    def one(states):
-        sol = simulate.Solution(
-            t=tj,
-            states=states,
-            inputs=jnp.ones_like(tj),
-            y_final=states[-1],
-            code=jnp.zeros((), jnp.int32),
-            names=names,
-            method="ode",
-        )
-        _, nodes = simulate.classify(sol)
-        return jnp.any(jnp.isin(nodes, osc))
-
-    flat = jnp.asarray(A.reshape(-1, *A.shape[-2:]))
-    return np.asarray(jax.jit(jax.vmap(one))(flat)).reshape(A.shape[:-2])
 
 
 def recommend(
@@ -102,26 +78,14 @@ def recommend(
             )
     if steps is not None and not (math.isfinite(float(steps)) and float(steps) > 0):
         raise ConfigError(f"the horizon (steps) must be a finite number > 0, got {steps!r}")
-    lay = cm.layout
-    flat = post._flat()
-    n = flat["z"].shape[0]
-    rng = np.random.default_rng(0 if key is None else int(jax.random.randint(key, (), 0, 2**30)))
-    idx = rng.choice(n, min(max_draws, n), replace=False)
-    u = lay.loc + lay.scale * flat["z"][idx]  # (S, D), reference hyperparameters
-    sd = cm.config.priors.slope_sd
-    theta = []
-    for g in values:
-        ug = u.copy()
-        for r in rows:
-            ug[:, cm.link_index[r]] += sd * flat["c"][idx, r] * np.log(g / h_ref)
-        theta.append(np.asarray(lay.to_natural(jnp.asarray(ug))))
-    theta = np.stack(theta, axis=1)  # (S, G, D)
-    horizon = float(cm.ts[-1] if steps is None else steps)
-    t = np.linspace(0.0, horizon, 200)
-    A = np.asarray(batched_curves(cm, jnp.asarray(theta), t))  # (S, G, T, N)
-    out = A[..., -1]  # output node = last node (Z of an FFL)
-    final = out[..., -1]
-    osc = _oscillates(A, t, cm.network.names)  # (S, G): any node oscillates
+    # one idea, one place: the batched predictor of calibrate.predict
+    pred = predict(
+        post, [{param: float(g)} for g in values], steps=steps, max_draws=max_draws, key=key
+    )
+    horizon = float(pred.t[-1])
+    final = pred.final[:, :, -1].T  # (draws, values): output node = last node (Z of an FFL)
+    oscillating = [int(simulate.Regime.DAMPED), int(simulate.Regime.SUSTAINED)]
+    osc = np.asarray(np.isin(pred.codes, oscillating).any(axis=-1)).T  # (draws, values)
     table = []
     for j, g in enumerate(values):
         table.append(
