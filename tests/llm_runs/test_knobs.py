@@ -128,7 +128,7 @@ def test_staleness_samples_from_the_adapter_k_steps_old(micro_cfg, monkeypatch):
     st = _state(micro_cfg, staleness=k, lr=0.05, entropy_coef=0.5)
     pol = st.policy
     names = {id(p): n for n, p in pol.model.named_parameters()}
-    seen: list[tuple[str, dict[str, torch.Tensor]]] = []
+    seen: list[tuple[str, dict]] = []
     orig = type(pol).generate
 
     def spy(self, agent, enc, n_new, **kw):
