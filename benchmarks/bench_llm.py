@@ -7,11 +7,15 @@
 3. Memory of K = 1, 4, 8 adapters on one base vs K separate model copies (each with its
    adapter): bytes of parameters + gradients + AdamW state after one training step
    (exact tensor accounting), and on CUDA the peak allocated memory.
+4. ``--staleness 0,4,16`` (instead of 1-3): RL steps/s of a real joint training step
+   (``llm_runs`` math task, 3 agents) with policy lag k, the step time's ratio to k = 0
+   (goal <= 1.1x) and the ring's extra memory (k snapshots of the adapters' parameters).
 
 Usage::
 
     python benchmarks/bench_llm.py                      # tiny preset on CPU
     python benchmarks/bench_llm.py --device cuda --preset small --batch 128
+    python benchmarks/bench_llm.py --staleness 0,4,16 --preset micro   # policy-lag cost
 """
 
 from __future__ import annotations
@@ -159,6 +163,51 @@ def bench_memory(preset: str, device: str, batch: int) -> list[dict[str, float]]
     return rows
 
 
+def bench_staleness(
+    ks: list[int], preset: str, device: str, batch: int, steps: int, cache: str | None
+) -> list[dict[str, float]]:
+    """Seconds per RL step of the joint 3-agent run with policy lag ``k``, ring memory."""
+    from llm_runs._steps import rl_step
+    from llm_runs._train import _setup
+    from llm_runs.config import TrainConfig
+
+    rows = []
+    for k in ks:
+        cfg = TrainConfig.from_dict(
+            {
+                "model": {"preset": preset, "base_cache": cache},
+                "rl": {"batch": batch, "warmup_steps": 0, "staleness": k},
+                "device": device,
+                "threads": torch.get_num_threads(),
+            }
+        )
+        st, _ = _setup(cfg, progress=False)
+        for s in range(k + 1):  # fill the ring first (and warm up)
+            rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
+        _sync(device)
+        t0 = time.perf_counter()
+        for s in range(k + 1, k + 1 + steps):
+            rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
+        _sync(device)
+        dt = (time.perf_counter() - t0) / steps
+        adapter = sum(p.numel() * p.element_size() for ps in st.policy.params.values() for p in ps)
+        rows.append(
+            {"k": k, "s_per_step": dt, "ring_bytes": st.ring.n_bytes(), "adapter_bytes": adapter}
+        )
+    return rows
+
+
+def _print_staleness(rows: list[dict[str, float]]) -> None:
+    t0 = next((r["s_per_step"] for r in rows if r["k"] == 0), rows[0]["s_per_step"])
+    for r in rows:
+        print(
+            f"staleness k={int(r['k']):3d}: {1 / r['s_per_step']:7.2f} steps/s | step time "
+            f"{r['s_per_step'] / t0:.2f}x k=0 (goal <= 1.10x) | ring {r['ring_bytes'] / 2**20:.3f}"
+            f" MB = {r['ring_bytes'] / r['adapter_bytes']:.0f} x adapters "
+            f"({r['adapter_bytes'] / 2**20:.3f} MB)"
+        )
+
+
 def main() -> None:
     """Run all three benchmarks and print a table plus a JSON line."""
     ap = argparse.ArgumentParser(description=__doc__)
@@ -172,10 +221,30 @@ def main() -> None:
         default=1,
         help="torch CPU threads (1: on a loaded 2-core machine 2 threads ran 4x slower)",
     )
+    ap.add_argument(
+        "--staleness",
+        help="comma-separated policy lags k (e.g. 0,4,16): time real RL steps with each "
+        "instead of benchmarks 1-3 (the base is pretrained into --base-cache if missing)",
+    )
+    ap.add_argument("--base-cache", help="folder of cached pretrained bases")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.staleness:
+        try:
+            ks = [int(v) for v in args.staleness.split(",")]
+        except ValueError:
+            ap.error(f"--staleness: comma-separated ints, got {args.staleness!r}")
+        if not ks or min(ks) < 0:
+            ap.error("--staleness: lags must be ints >= 0")
+        rows = bench_staleness(
+            ks, args.preset, args.device, args.batch, args.steps, args.base_cache
+        )
+        print(f"== bench_llm staleness ({args.preset}, {args.device}, batch {args.batch})")
+        _print_staleness(rows)
+        print(json.dumps({"staleness": rows}))
+        return
     tr = bench_train(args.preset, args.device, args.batch, args.steps)
     print(f"== bench_llm ({args.preset}, {args.device}, batch {args.batch} per agent)")
     print(
