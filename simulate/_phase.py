@@ -24,6 +24,7 @@ from ._errors import ConfigError, OutputError
 from ._io import atomic_dir, check_writable, write_json
 from ._jaxsetup import use_float64
 from ._kinetics import Model, Schedule
+from ._options import SolveOptions, resolve
 from ._params import make_model
 from ._sweep import METRIC_KEYS, NUM_REGIMES, Axis, SweepOptions, run_cells
 from .spec import GATES, MOTIFS, NetworkSpec, SpecError, ffl_spec, resolve_spec
@@ -220,14 +221,12 @@ def _check_settings(**kw: Any) -> None:
     t1 = kw["t1"]
     if not (isinstance(t1, int | float) and math.isfinite(t1) and t1 > 0):
         raise ConfigError(f"t1 must be a finite end time > 0 (the sweep starts at 0), got {t1}")
-    for name, least in (("n_points", 2), ("steps", 1), ("replicates", 1), ("chunk_size", 1)):
+    for name, least in (("steps", 1), ("replicates", 1), ("chunk_size", 1)):
         if int(kw[name]) < least:
             raise ConfigError(f"{name} must be >= {least}, got {kw[name]}")
-    for name in ("rtol", "atol"):
-        if not (math.isfinite(kw[name]) and kw[name] > 0):
-            raise ConfigError(f"{name} must be a finite number > 0, got {kw[name]}")
-    if kw["dtype"] not in ("float64", "float32"):
-        raise ConfigError(f"dtype must be 'float64' or 'float32', got {kw['dtype']!r}")
+    # n_points, rtol, atol, dtype: checked by SolveOptions (an OptionsError is a ConfigError)
+    if kw["solver"] != "tsit5":
+        raise ConfigError(f"phase_diagram solves with solver 'tsit5', got {kw['solver']!r}")
 
 
 def phase_diagram(
@@ -247,17 +246,18 @@ def phase_diagram(
     method: str | None = None,
     schedule: Schedule | str = "on@0",
     t1: float = 20.0,
-    n_points: int = 200,
     steps: int = 400,
     replicates: int = 1,
     seed: int = 0,
-    rtol: float = 1e-6,
-    atol: float = 1e-8,
-    dtype: str = "float64",
+    options: SolveOptions | None = None,
     chunk_size: int = 1024,
     stability: bool = True,
     boundaries: bool = True,
     progress: bool = True,
+    n_points: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    dtype: str | None = None,
 ) -> PhaseResult:
     """Regime map of every panel over ``x`` (and ``y``).
 
@@ -277,34 +277,39 @@ def phase_diagram(
         method: ``ode``/``sde``/``map``; default: ``sde`` if noisy, ``map`` if ``eta`` is
             swept, else ``ode``.
         schedule: Input schedule shared by all cells.
-        t1: End time (time units); ``n_points`` saved points feed the classifier.
-        n_points: Saved points per trajectory (``ode``/``sde``).
+        t1: End time (time units); ``options.n_points`` saved points feed the classifier.
         steps: Map steps (``map``).
         replicates: Noise replicates per cell (``sde``); regimes become probabilities.
         seed: PRNG seed.
-        rtol: ODE relative tolerance.
-        atol: ODE absolute tolerance.
-        dtype: ``"float64"`` (turns on JAX's 64-bit mode if it is off) or ``"float32"``
-            (about 2-3x faster; use rtol >= 1e-6). ``info["dtype"]`` records what was used.
+        options: How every cell is solved: save points (``ode``/``sde``), tolerances, step
+            budget and dtype (``"float64"`` turns on JAX's 64-bit mode if it is off;
+            ``"float32"`` is about 2-3x faster, use rtol >= 1e-6); default
+            :class:`~simulate.SolveOptions` ``()``, the default of every solve entry point.
+            The solver must be ``tsit5``. ``info["dtype"]`` records what was used and
+            ``info["options"]`` the options.
         chunk_size: Cells per shared-step solve; bounds memory.
         stability: Linearise each cell at its steady state (for boundary lines).
         boundaries: For 1-D sweeps, locate stability boundaries by bisection.
         progress: tqdm bar over chunks.
+        n_points: Override of ``options.n_points`` (kept for compatibility, as are the
+            next three: a value given here replaces the option's).
+        rtol: Override of ``options.rtol``.
+        atol: Override of ``options.atol``.
+        dtype: Override of ``options.dtype``.
 
     Returns:
         A :class:`PhaseResult`; call :meth:`PhaseResult.save` to write the output folder.
     """
     t_start = time.perf_counter()
+    opts_solve = resolve(options, n_points=n_points, rtol=rtol, atol=atol, dtype=dtype)
     _check_settings(
         t1=t1,
-        n_points=n_points,
         steps=steps,
         replicates=replicates,
-        rtol=rtol,
-        atol=atol,
         chunk_size=chunk_size,
-        dtype=dtype,
+        solver=opts_solve.solver,
     )
+    dtype = opts_solve.dtype
     if dtype == "float64":
         use_float64(True)  # JAX computes in float32 unless 64-bit mode is on
     axes = [x] if y is None else [x, y]
@@ -337,12 +342,13 @@ def phase_diagram(
     opts = SweepOptions(
         method=method,
         t1=t1,
-        n_points=n_points,
+        n_points=opts_solve.n_points,
         steps=steps,
-        rtol=rtol,
-        atol=atol,
+        rtol=opts_solve.rtol,
+        atol=opts_solve.atol,
         dtype=dtype,
         stability=stability,
+        max_steps=opts_solve.max_steps,
     )
     t_cells = time.perf_counter()
     cells = run_cells(
@@ -380,10 +386,11 @@ def phase_diagram(
         "eta": eta,
         "sigma": sigma,
         "t1": t1,
-        "n_points": n_points,
+        "n_points": opts_solve.n_points,
         "steps": steps,
-        "rtol": rtol,
-        "atol": atol,
+        "rtol": opts_solve.rtol,
+        "atol": opts_solve.atol,
+        "options": opts_solve.to_dict(),
         "dtype": str(np.asarray(cells["steady"]).dtype),  # what the solver actually used
         "n_cells": int(P * ny * nx * R),
         "failed_cells": int(np.sum(cells["code"] != 0)),

@@ -72,7 +72,7 @@ def test_phase_1d_matches_single_solves():
     for p, motif in enumerate(["C1", "I1"]):
         for i, g in enumerate(x.values):
             m = sim.make_model(motif, "alon", {"beta": 3.0, "gamma": float(g)})
-            sol = sim.solve(m, "on@0", t1=20.0, n_points=200, rtol=1e-6, atol=1e-8)
+            sol = sim.solve(m, "on@0", t1=20.0, n_points=200)  # the same default options
             regime, _ = sim.classify(sol, bounded=False)
             assert res.arrays["regime"][p, 0, i] == int(regime)
             np.testing.assert_allclose(res.arrays["steady"][p, 0, i], sol.states[-1], atol=1e-6)
