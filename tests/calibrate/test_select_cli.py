@@ -143,3 +143,40 @@ def test_cli_runs_nuts_chains_in_parallel(tmp_path):
     assert chain_method(cal.FitConfig(chain_method="sequential")) == "sequential"
     with pytest.raises(cal.ConfigError, match="chain_method"):
         cal.FitConfig(chain_method="threads")
+
+
+def test_cli_selection_reports_set_identified_signs_and_kfold(tmp_path, capsys):
+    """`fit --motif A,B,...`: a progress bar across the candidates, the indistinguishable
+    set and identified signs on the console and in selection.json, a console warning for a
+    Pareto k > 0.7 and that candidate's elpd from exact K-fold CV; the saved fits keep
+    their own names (the fits share one compiled program)."""
+    from calibrate.__main__ import main
+
+    truth = {**SEL_TRUTH, "rho[X]": 0.03, "rho[Y]": 0.04, "rho[Z]": 0.05, "b": 0.05, "n": 3.0}
+    data = cal.synthetic_curves(
+        "C1-AND", truth, key=jax.random.key(2), steps=np.arange(0, 300, 50), runs=1, n_eval=20
+    )
+    data.table.to_csv(tmp_path / "d.csv", index=False)
+    cfg = cal.FitConfig(chains=1, samples=300, map_starts=2, map_steps=150, dt=5.0)
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg.to_dict()))
+    out = tmp_path / "sel"
+    args = ["--motif", "C1,I3,I4", "--gate", "AND", "--method", "laplace"]
+    args += ["--config", str(tmp_path / "cfg.json"), "--chains", "1", "--samples", "300"]
+    rc = main(["fit", str(tmp_path / "d.csv"), *args, "--dt", "5", "--out", str(out)])
+    assert rc == 0
+    cap = capsys.readouterr()
+    saved = json.loads((out / "selection.json").read_text())
+    rows = {r["label"]: r for r in saved["ranking"]}
+    high = [lb for lb, r in rows.items() if r["pareto_k_max"] > 0.7]
+    assert high, "this data set has a high Pareto k (I4-AND: 0.83 when written)"
+    for lb in high:
+        assert rows[lb]["elpd_method"] == "kfold" and rows[lb]["elpd"] == rows[lb]["elpd_kfold"]
+        assert f"WARNING: {lb}: Pareto k up to" in cap.err and "5-fold CV" in cap.err
+    assert "motif selection" in cap.err  # the progress bar
+    assert "C1-AND" in saved["indistinguishable"] and len(saved["indistinguishable"]) >= 2
+    assert "* indistinguishable" in cap.out and "identified by the data:" in cap.out
+    assert set(saved["identified"]) == {"X->Y", "X->Z", "Y->Z", "gate"}
+    for lb in rows:
+        net = json.loads((out / "fits" / lb / "network.json").read_text())
+        assert net["name"] == lb
+    assert (out / "fits" / "C1-AND" / "predictive.png").is_file()
