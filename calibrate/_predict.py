@@ -211,11 +211,11 @@ class Prediction:
     def regime_probs(self) -> tuple[np.ndarray, np.ndarray]:
         """Per agent ``(S, N, 7)`` and network ``(S, 7)`` regime probabilities by code;
         the network's regime per draw is its most severe node's, as in classify."""
-        import simulate
+        from simulate._analysis import REGIME_NAMES, REGIME_SEVERITY
 
-        k = len(simulate.REGIME_NAMES)
+        k = len(REGIME_NAMES)
         onehot = self.codes[..., None] == np.arange(k)  # (S, G, N, K)
-        sev = np.asarray(simulate.REGIME_SEVERITY)
+        sev = np.asarray(REGIME_SEVERITY)
         worst = np.take_along_axis(self.codes, np.argmax(sev[self.codes], -1)[..., None], -1)
         net = worst[..., 0][..., None] == np.arange(k)
         return onehot.mean(axis=1), net.mean(axis=1)
