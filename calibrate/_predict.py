@@ -69,11 +69,8 @@ def _setting_matrix(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> n
     unlinked = [f for f in given if f not in refs]
     if unlinked:
         known = [f for f in unlinked if post.hyper is not None and f in post.hyper]
-        hint = (
-            f" ({known} vary in the data but have no link: refit with hierarchy.links)"
-            if known
-            else ""
-        )
+        hint = f" ({known} vary in the data but have no link: refit with hierarchy.links)"
+        hint = hint if known else ""
         raise ConfigError(
             f"the fit has no hyperparameter link for field(s) {unlinked}{hint}; "
             f"linked fields: {sorted(refs) or 'none'}"
