@@ -51,8 +51,8 @@ class _Flat:
         return np.concatenate([np.ravel(np.asarray(params[n])) for n in self.names])
 
 
-
 FlatParams = _Flat  # public name (benchmarks build their own samplers on it)
+
 
 def _neg_value_and_grad(cm: CurveModel):
     flat = _Flat(cm)

@@ -44,6 +44,7 @@ def check_output_folder(out: str | Path, *, what: str = "--out") -> Path:
         )
     return path
 
+
 SOLVER_ERROR_MAX = 1e-3  # largest tolerated |curves - reference solve| at the MAP
 
 

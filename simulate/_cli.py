@@ -114,8 +114,8 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
     import jax
 
     from ._params import make_model
-    from ._trajectory_plot import plot_trajectory
     from ._solve import solve
+    from ._trajectory_plot import plot_trajectory
 
     if args.plot:
         _check_file_out(args.plot, "--plot")

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 from ._analysis import REGIME_NAMES, Regime, classify, equilibrate, metrics
 from ._io import write_json
 from ._params import make_model
-from ._trajectory_plot import plot_preset_grid
 from ._solve import Schedule, Solution, solve
+from ._trajectory_plot import plot_preset_grid
 from .spec import ffl_spec, preset_names
 
 __all__ = ["run_demo", "solve_presets"]

@@ -120,7 +120,7 @@ def _same(a, b):
 
 
 def test_staleness_samples_from_the_adapter_k_steps_old(micro_cfg, monkeypatch):
-    torch = _torch()
+    _torch()
     from llm_runs._steps import rl_step
 
     k = 2
