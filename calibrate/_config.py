@@ -25,10 +25,16 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulate._errors import ConfigError as ConfigError
 from simulate._io import read_text
+
+if TYPE_CHECKING:
+    from simulate._options import SolveOptions
+
+#: Step budget of one adaptive likelihood solve (``FitConfig.solve_options``).
+LIKELIHOOD_MAX_STEPS = 4096
 
 __all__ = ["ConfigError", "FitConfig", "Hierarchy", "Link", "Priors"]
 
@@ -323,6 +329,20 @@ class FitConfig:
             object.__setattr__(self, "priors", Priors(**self.priors))
         if isinstance(self.hierarchy, Mapping):
             object.__setattr__(self, "hierarchy", Hierarchy(**self.hierarchy))
+
+    def solve_options(self) -> SolveOptions:
+        """The :class:`simulate.SolveOptions` of the adaptive (``tsit5``) likelihood: this
+        config's ``rtol``/``atol``, the forward-mode adjoint if ``forward_mode`` is set,
+        and a step budget of :data:`LIKELIHOOD_MAX_STEPS` per solve."""
+        from simulate._options import SolveOptions
+
+        return SolveOptions(
+            rtol=self.rtol,
+            atol=self.atol,
+            solver="tsit5",
+            max_steps=LIKELIHOOD_MAX_STEPS,
+            adjoint="forward" if self.forward_mode else "recursive",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""

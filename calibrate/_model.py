@@ -151,7 +151,7 @@ class CurveModel(eqx.Module):
             model = self.with_params(theta)
             if method == "rk4":
                 return solve_rk4(model, grid, substeps=m)
-            return solve_at(model, grid, rtol=cfg.rtol, atol=cfg.atol, forward=cfg.forward_mode)
+            return solve_at(model, grid, options=cfg.solve_options())
 
         return jax.vmap(one)(theta_runs)
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import simulate
+from simulate._options import SolveOptions, resolve
+from simulate._solve import diffrax_ode
 
 __all__ = ["finite_levels", "fixed_substeps", "solve_at", "solve_rk4"]
 
@@ -26,36 +27,53 @@ def solve_at(
     model: simulate.Model,
     ts: jax.Array,
     *,
-    rtol: float = 1e-6,
-    atol: float = 1e-8,
-    max_steps: int = 4096,
-    forward: bool = False,
+    options: SolveOptions | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    max_steps: int | None = None,
+    forward: bool | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """Competences of ``model`` at arbitrary increasing steps ``ts >= 0`` (input on from 0).
 
-    ``forward=True`` differentiates the solve in forward mode (``diffrax.ForwardMode``),
-    cheaper than reverse mode for a few parameters and a small state; then only
+    The solve is simulate's one diffrax set-up (:func:`simulate._solve.diffrax_ode`) from
+    step 0, saved at ``ts``. ``options`` (default :class:`simulate.SolveOptions` ``()``,
+    the default of every solve entry point; a fit derives its own with
+    :meth:`calibrate.FitConfig.solve_options`) sets the solver, tolerances, step budget,
+    initial step and adjoint; its ``n_points`` and ``dtype`` are not used (``ts`` and the
+    model's arrays set them). ``adjoint="forward"`` differentiates the solve in forward
+    mode, cheaper than reverse mode for a few parameters and a small state; then only
     forward-mode derivatives (``jax.jacfwd``) are available.
+
+    Args:
+        model: The model.
+        ts: Increasing save steps ``>= 0``.
+        options: Solve options.
+        rtol: Override of ``options.rtol`` (kept for compatibility, as are the next two).
+        atol: Override of ``options.atol``.
+        max_steps: Override of ``options.max_steps``.
+        forward: Override of ``options.adjoint``: True ``"forward"``, False ``"recursive"``.
 
     Returns:
         ``(A, ok)``: levels of shape ``(T, N)`` and a success flag.
     """
+    adjoint = None if forward is None else ("forward" if forward else "recursive")
+    opts = resolve(options, rtol=rtol, atol=atol, max_steps=max_steps, adjoint=adjoint)
     x = model.input_value(jnp.asarray(1.0))
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(lambda t, y, args: model.rhs(y, x)),
-        diffrax.Tsit5(),
-        0.0,
-        ts[-1],
-        None,
+    ys, ok = diffrax_ode(
+        lambda t, y, args: model.rhs(y, x),
         model.initial_state(),
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        max_steps=max_steps,
-        throw=False,
-        adjoint=diffrax.ForwardMode() if forward else diffrax.RecursiveCheckpointAdjoint(),
+        ts,
+        opts.solver,
+        opts.rtol,
+        opts.atol,
+        None,  # constant input: no jumps
+        opts.max_steps,
+        opts.dt0,
+        adjoint=opts.adjoint,
+        t0=0.0,
     )
-    A, finite = finite_levels(sol.ys[:, : model.size])  # type: ignore[index]
-    return A, (sol.result == diffrax.RESULTS.successful) & finite
+    A, finite = finite_levels(ys[:, : model.size])
+    return A, ok & finite
 
 
 def fixed_substeps(ts: np.ndarray, dt: float) -> int:

@@ -139,6 +139,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
         method=args.method,
         solver=args.solver,
         key=jax.random.key(args.seed),
+        dtype="float32" if getattr(args, "float32", False) else "float64",
     )
     summary = simulate_summary(model, sol, name=spec.name)
     if args.plot:

@@ -1,0 +1,181 @@
+"""SolveOptions: one options object and one default for every solve entry point."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import calibrate as cal
+import simulate as sim
+from simulate._options import DEFAULT_OPTIONS, resolve
+
+jax.config.update("jax_enable_x64", True)
+
+TIGHT = sim.SolveOptions(n_points=41, rtol=1e-10, atol=1e-12)
+
+
+def _models(betas=(1.5, 3.0, 6.0)) -> list[sim.Model]:
+    return [sim.make_model("C1", "alon", {"beta": b}) for b in betas]
+
+
+def _scipy(model: sim.Model, ts: np.ndarray) -> np.ndarray:
+    """Node levels by scipy's DOP853 at rtol 1e-12 (input on from 0, constant)."""
+    x = model.input_value(jnp.asarray(1.0))
+    rhs = jax.jit(lambda y: model.rhs(y, x))
+    out = solve_ivp(
+        lambda t, y: np.asarray(rhs(jnp.asarray(y))),
+        (ts[0], ts[-1]),
+        np.asarray(model.initial_state()),
+        t_eval=ts,
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-14,
+    )
+    assert out.success
+    ys = jnp.asarray(out.y.T)
+    return np.asarray(jax.vmap(lambda y: model.levels(y, x))(ys))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("n_points", 1),
+        ("n_points", 2.5),
+        ("n_points", True),
+        ("rtol", 0.0),
+        ("rtol", float("nan")),
+        ("atol", -1e-8),
+        ("atol", float("inf")),
+        ("atol", "1e-8"),
+        ("solver", "rk4"),
+        ("dtype", "float16"),
+        ("adjoint", "backward"),
+        ("max_steps", 0),
+        ("dt0", 0.0),
+    ],
+)
+def test_invalid_option_names_the_field(field, value):
+    with pytest.raises(sim.OptionsError, match=field if field != "solver" else "solver") as e:
+        sim.SolveOptions(**{field: value})
+    assert isinstance(e.value, sim.ConfigError) and isinstance(e.value, sim.SpecError)
+    assert isinstance(e.value, sim.AgentmotifsError)
+
+
+def test_json_round_trip_and_replace():
+    opts = sim.SolveOptions(n_points=11, rtol=1e-7, dtype="float32", dt0=0.01, adjoint="forward")
+    back = sim.SolveOptions.from_dict(json.loads(opts.to_json()))
+    assert back == opts and hash(back) == hash(opts)
+    assert sim.SolveOptions.from_dict(json.loads(DEFAULT_OPTIONS.to_json())) == DEFAULT_OPTIONS
+    assert sim.SolveOptions.from_dict({"rtol": 1e-4}) == DEFAULT_OPTIONS.replace(rtol=1e-4)
+    with pytest.raises(sim.OptionsError, match="rtl"):
+        sim.SolveOptions.from_dict({"rtl": 1e-4})
+    with pytest.raises(sim.OptionsError, match="rtl"):
+        opts.replace(rtl=1.0)
+    with pytest.raises(sim.OptionsError, match="n_points"):
+        opts.replace(n_points=1)
+    assert opts.merged(rtol=None, atol=1e-9) == opts.replace(atol=1e-9)
+
+
+def test_one_default_everywhere():
+    """Every entry point takes ``options=None`` (-> the one default) and the old keyword
+    arguments only as overrides (default None, i.e. not given)."""
+    assert sim.SolveOptions() == DEFAULT_OPTIONS and resolve(None) is DEFAULT_OPTIONS
+    overrides = {"n_points", "rtol", "atol", "solver", "max_steps", "dtype", "dt0", "forward"}
+    for fn in (sim.solve, sim.solve_batch, sim.solve_sharded, sim.phase_diagram, cal.solve_at):
+        params = inspect.signature(fn).parameters
+        assert params["options"].default is None, fn.__name__
+        for name in overrides & set(params):
+            assert params[name].default is None, (fn.__name__, name)
+    models = _models((2.0, 4.0))
+    stacked = sim.stack_models(models)
+    n = DEFAULT_OPTIONS.n_points
+    assert sim.solve(models[0]).t.shape == (n,)
+    assert sim.solve_batch(stacked).t.shape == (2, n)
+    assert sim.solve_sharded(stacked).states.shape == (2, n, 3)
+    res = sim.phase_diagram(
+        "C1", "AND", sim.grid("beta", 1.0, 2.0, 2), boundaries=False, progress=False
+    )
+    assert res.info["options"] == DEFAULT_OPTIONS.to_dict()
+
+
+def test_entry_points_agree_with_each_other_and_scipy():
+    models = _models()
+    stacked = sim.stack_models(models)
+    ts = np.linspace(0.0, 20.0, TIGHT.n_points)
+    single = np.stack([np.asarray(sim.solve(m, "on@0", options=TIGHT).states) for m in models])
+    batch = sim.solve_batch(stacked, "on@0", options=TIGHT)
+    sharded = sim.solve_sharded(stacked, "on@0", options=TIGHT, chunk_size=2)
+    assert isinstance(sharded, sim.Solution) and isinstance(batch, sim.Solution)
+    assert np.all(np.asarray(batch.code) == 0) and np.all(sharded.code == 0)
+    for leaf in ("t", "inputs", "code"):
+        np.testing.assert_array_equal(getattr(sharded, leaf), np.asarray(getattr(batch, leaf)))
+    ref = np.stack([_scipy(m, ts) for m in models])
+    for got in (single, np.asarray(batch.states), sharded.states):
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-8)
+    # chunks of 2 cells take other shared steps than the batch of 3: agree to the tolerance
+    np.testing.assert_allclose(sharded.states, np.asarray(batch.states), rtol=0, atol=1e-9)
+
+
+def test_old_keywords_are_overrides():
+    m = _models((3.0,))[0]
+    opts = sim.SolveOptions(n_points=21, rtol=1e-6, atol=1e-8)
+    a = sim.solve(m, options=opts)
+    b = sim.solve(m, n_points=21, rtol=1e-6, atol=1e-8)
+    c = sim.solve(m, options=sim.SolveOptions(rtol=1e-3), n_points=21, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(a.states, b.states)
+    np.testing.assert_array_equal(a.states, c.states)
+    with pytest.raises(sim.SpecError, match="solver"):
+        sim.solve(m, solver="rk4")
+    with pytest.raises(sim.SpecError, match="kvaerno5"):
+        sim.solve_batch(sim.stack_models([m]), options=sim.SolveOptions(solver="kvaerno5"))
+
+
+def test_float32_option_and_lean_sharded_result():
+    stacked = sim.stack_models(_models((2.0, 5.0)))
+    f32 = sim.SolveOptions(n_points=21, rtol=1e-6, atol=1e-8, dtype="float32")
+    sol = sim.solve_batch(stacked, options=f32)
+    assert sol.states.dtype == jnp.float32
+    ref = sim.solve_batch(stacked, options=f32.replace(dtype="float64"))
+    np.testing.assert_allclose(sol.states, ref.states, atol=1e-5)
+    lean = sim.solve_sharded(stacked, options=f32, keep_states=False)
+    assert lean.states.shape == (2, 0, 3) and np.all(lean.code == 0)
+
+
+def test_calibrate_curves_equal_simulate_solve_at_the_same_options():
+    """calibrate's adaptive (tsit5) likelihood and simulate.solve: one diffrax set-up."""
+    cfg = cal.FitConfig(solver="tsit5", rtol=1e-7, atol=1e-9, forward_mode=True)
+    opts = cfg.solve_options()
+    assert (opts.rtol, opts.atol, opts.solver, opts.adjoint) == (1e-7, 1e-9, "tsit5", "forward")
+    m = sim.make_model("C1", "competence")
+    ts = jnp.linspace(0.0, 30.0, 31)
+    A, ok = cal.solve_at(m, ts, options=opts)
+    sol = sim.solve(m, "on@0", t1=30.0, options=opts.replace(n_points=31))
+    assert bool(ok) and int(sol.code) == 0
+    np.testing.assert_allclose(A, np.asarray(sol.states)[:, : m.size], rtol=0, atol=1e-12)
+    # the old keywords give the same curves
+    A_old, _ = cal.solve_at(m, ts, rtol=1e-7, atol=1e-9, forward=True, max_steps=4096)
+    np.testing.assert_array_equal(A, A_old)
+    # and forward-mode derivatives flow through the shared set-up
+    rho = float(sim.get_param(m, "rho[Y]"))
+    g = jax.jacfwd(lambda r: cal.solve_at(sim.set_param(m, "rho[Y]", r), ts, options=opts)[0])(
+        jnp.asarray(rho)
+    )
+    assert np.all(np.isfinite(np.asarray(g)))
+
+
+def test_options_import_without_jax():
+    code = (
+        "import sys, simulate; o = simulate.SolveOptions(rtol=1e-6); "
+        "assert 'jax' not in sys.modules, 'jax imported'; print(o.to_json())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["rtol"] == 1e-6
