@@ -1,14 +1,10 @@
 """calibrate — Bayesian fitting of network coupling parameters to competence logs."""
 
-from ._compiled import neg_log_joint_and_grad as neg_log_joint_and_grad
-from ._compiled import unflatten as unflatten
 from ._config import ConfigError as ConfigError
 from ._config import FitConfig as FitConfig
 from ._config import Hierarchy as Hierarchy
 from ._config import Link as Link
 from ._config import Priors as Priors
-from ._coords import SamplingCoords as SamplingCoords
-from ._coords import draws_to_z as draws_to_z
 from ._data import CurveData as CurveData
 from ._data import DataError as DataError
 from ._data import DataWarning as DataWarning
@@ -17,22 +13,26 @@ from ._data import read_run_folder as read_run_folder
 from ._data import read_table as read_table
 from ._data import read_tensorboard as read_tensorboard
 from ._data import validate_table as validate_table
+from ._density import neg_log_joint_and_grad as neg_log_joint_and_grad
+from ._density import unflatten as unflatten
 from ._fit import FlatParams as FlatParams
 from ._fit import fit as fit
 from ._fit import fit_model as fit_model
 from ._fit import laplace as laplace
 from ._fit import map_fit as map_fit
+from ._fit_plot import plot_predictive as plot_predictive
 from ._model import CurveModel as CurveModel
 from ._model import Layout as Layout
 from ._model import build_model as build_model
 from ._model import solve_at as solve_at
-from ._plots import plot_predictive as plot_predictive
 from ._posterior import Posterior as Posterior
 from ._posterior import load_fit as load_fit
 from ._predict import Prediction as Prediction
 from ._predict import plot_prediction as plot_prediction
 from ._predict import predict as predict
 from ._recommend import recommend as recommend
+from ._reparam import SamplingCoords as SamplingCoords
+from ._reparam import draws_to_z as draws_to_z
 from ._select import Selection as Selection
 from ._select import candidates as candidates
 from ._select import select as select

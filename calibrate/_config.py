@@ -236,7 +236,7 @@ class FitConfig:
         dense_mass: Dense mass matrix (recommended for correlated pairs).
         laplace_mass: Start NUTS adaptation from the Laplace covariance at the MAP.
         reparam: NUTS samples in coordinates that straighten the basal corner, the edge
-            thresholds and the learned rates (see :class:`calibrate._coords.SamplingCoords`);
+            thresholds and the learned rates (see :class:`calibrate._reparam.SamplingCoords`);
             exact, the posterior is unchanged.
         pool_adaptation: NUTS warm-up pools the chains' draws for every mass-matrix
             estimate (parallel or vectorised chains; see :mod:`calibrate._sampler`).

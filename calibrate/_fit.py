@@ -19,18 +19,18 @@ from numpyro.infer.initialization import init_to_value
 import simulate
 from simulate.spec import NetworkSpec
 
-from ._compiled import (
+from ._config import FitConfig
+from ._data import CurveData
+from ._density import (
     batched_loglik,
     neg_log_joint_and_grad,
     solver_error,
     unflatten,
     warm_solver_error,
 )
-from ._config import FitConfig
-from ._coords import SamplingCoords, start_energies
-from ._data import CurveData
 from ._model import CurveModel, build_model
 from ._posterior import Posterior
+from ._reparam import SamplingCoords, start_energies
 from ._sampler import compile_chains, run_chains
 
 __all__ = ["chain_method", "fit", "fit_model", "laplace", "map_fit"]

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ._compiled import batched_loglik
+from ._density import batched_loglik
 from ._model import CurveModel
 
 __all__ = ["fold_ids", "kfold_pointwise", "masked_model"]

@@ -17,9 +17,9 @@ import simulate
 from simulate._errors import OutputError
 from simulate._io import atomic_dir, check_writable, write_json
 
-from ._compiled import batched_curves, batched_loglik, batched_run_params
 from ._config import ConfigError, FitConfig
 from ._data import CurveData
+from ._density import batched_curves, batched_loglik, batched_run_params
 from ._model import CurveModel, build_model
 
 __all__ = ["Posterior", "check_output_folder", "load_fit"]
@@ -364,7 +364,7 @@ class Posterior:
             if self.run_configs:
                 write_json(tmp / "run_configs.json", self.run_configs)
             if figure:
-                from ._plots import plot_predictive
+                from ._fit_plot import plot_predictive
 
                 plot_predictive(self, tmp / "predictive.png")
         return diag

@@ -152,7 +152,7 @@ def compile_chains(
 
     Args:
         potential: NUTS's potential energy of one flat vector ``(P,)`` (e.g.
-            :meth:`calibrate._coords.SamplingCoords.potential`).
+            :meth:`calibrate._reparam.SamplingCoords.potential`).
         size: ``P``.
         cfg: Fit options (chains, warm-up, samples, mass, target acceptance, tree depth,
             ``pool_adaptation``).

@@ -144,7 +144,7 @@ class Selection:
         with atomic_dir(out) as tmp:
             write_json(tmp / "selection.json", self.to_dict())
             if figure:
-                from ._plots import plot_selection
+                from ._fit_plot import plot_selection
 
                 rows = [{**r, "elpd_loo": r["elpd"]} for r in self.ranking]  # the ranked elpd
                 plot_selection(rows, tmp / "selection.png")

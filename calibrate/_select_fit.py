@@ -19,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import minimize
 
-from ._compiled import batched_loglik, solver_error, unflatten
 from ._data import CurveData
+from ._density import batched_loglik, solver_error, unflatten
 from ._fit import _neg_value_and_grad, laplace
 from ._model import CurveModel
 from ._posterior import Posterior, _az

@@ -166,7 +166,7 @@ def test_a_failed_save_leaves_the_old_folder_whole(saved_fit, tmp_path, monkeypa
     def boom(*a, **k):
         raise RuntimeError("killed mid-save")
 
-    monkeypatch.setattr("calibrate._plots.plot_predictive", boom)
+    monkeypatch.setattr("calibrate._fit_plot.plot_predictive", boom)
     with pytest.raises(RuntimeError, match="mid-save"):
         post.save(out)
     assert _snapshot(out) == before
@@ -187,7 +187,7 @@ def test_sigkill_mid_save_leaves_the_old_folder_whole(saved_fit, tmp_path):
         import os, signal
         import jax
         jax.config.update("jax_enable_x64", True)
-        import calibrate as cal, calibrate._plots as plots
+        import calibrate as cal, calibrate._fit_plot as plots
         post = cal.load_fit({str(out)!r})
         post.samples = {{k: v + 0.01 for k, v in post.samples.items()}}
         plots.plot_predictive = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)

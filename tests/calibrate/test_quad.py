@@ -215,7 +215,7 @@ def test_long_grids_join_segments_by_a_scan():
 def test_solver_check_reference_and_its_fallback():
     """The check compares with RK4 at 1/8 of the step while every rate is slow on that
     step, and with the tight adaptive solve once one is not."""
-    from calibrate._compiled import _adaptive_error, solver_error
+    from calibrate._density import _adaptive_error, solver_error
 
     data = cal.synthetic_curves("C1", {"rho": 0.05, "n": 2.0}, key=jax.random.key(0), steps=TS)
     cm = cal.build_model(data, "C1", cal.FitConfig(solver="quad", dt=5.0))

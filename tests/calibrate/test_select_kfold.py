@@ -12,7 +12,7 @@ from scipy.stats import binom
 
 import calibrate as cal
 import calibrate._select as sel_mod
-from calibrate._compiled import batched_curves, neg_log_joint_and_grad
+from calibrate._density import batched_curves, neg_log_joint_and_grad
 from calibrate._kfold import fold_ids, kfold_pointwise, masked_model
 from calibrate._model import build_model
 from calibrate._select_fit import laplace_candidate

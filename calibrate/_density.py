@@ -1,4 +1,5 @@
-"""Compiled helpers over a :class:`CurveModel` (one compile per model structure)."""
+"""The log density of a fit and its batched evaluations (curves, log-likelihoods, run
+parameters), compiled once per model structure."""
 
 from __future__ import annotations
 

@@ -8,14 +8,14 @@ from numpyro.infer import MCMC, NUTS
 from scipy import stats
 
 import calibrate as cal
-from calibrate._coords import (
+from calibrate._fit import _Flat
+from calibrate._reparam import (
     CORNER_LEVEL,
     EDGE_LEVEL,
     SamplingCoords,
     draws_to_z,
     start_energies,
 )
-from calibrate._fit import _Flat
 from tests.calibrate.test_fit import TRUTH
 
 LR = np.array([0.01, 0.02, 0.04])
@@ -120,7 +120,7 @@ def test_closed_forms_of_the_sampled_coordinates():
 def test_start_energies_are_the_potential_and_its_gradient(motif):
     """The chain rule through to_z from the model's own objective gives NUTS's potential
     and its gradient (oracle: autodiff of the potential itself)."""
-    from calibrate._compiled import neg_log_joint_and_grad
+    from calibrate._density import neg_log_joint_and_grad
 
     cm = _model(motif)
     sc = SamplingCoords.build(cm)

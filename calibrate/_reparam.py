@@ -57,7 +57,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._compiled import unflatten
+from ._density import unflatten
 from ._model import CurveModel
 
 __all__ = ["CORNER_LEVEL", "EDGE_LEVEL", "SamplingCoords", "draws_to_z", "start_energies"]
