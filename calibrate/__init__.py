@@ -20,6 +20,7 @@ from ._fit import fit as fit
 from ._fit import fit_model as fit_model
 from ._fit import laplace as laplace
 from ._fit import map_fit as map_fit
+from ._fit_plot import plot_prediction as plot_prediction
 from ._fit_plot import plot_predictive as plot_predictive
 from ._model import CurveModel as CurveModel
 from ._model import Layout as Layout
@@ -28,7 +29,6 @@ from ._model import solve_at as solve_at
 from ._posterior import Posterior as Posterior
 from ._posterior import load_fit as load_fit
 from ._predict import Prediction as Prediction
-from ._predict import plot_prediction as plot_prediction
 from ._predict import predict as predict
 from ._recommend import recommend as recommend
 from ._reparam import SamplingCoords as SamplingCoords

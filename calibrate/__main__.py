@@ -275,7 +275,7 @@ def _predict(args: argparse.Namespace) -> int:
         path = write_json(out / "prediction.json", pred.to_dict())
         print(f"prediction written to {path}", file=sys.stderr)
     if args.plot:
-        from ._predict import plot_prediction
+        from ._fit_plot import plot_prediction
 
         print(f"figure written to {plot_prediction(pred, args.plot)}", file=sys.stderr)
     return 0

@@ -10,8 +10,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ._posterior import Posterior
+    from ._predict import Prediction
 
-__all__ = ["plot_predictive", "plot_selection"]
+__all__ = ["plot_prediction", "plot_predictive", "plot_selection"]
 
 
 def _plt():
@@ -94,5 +95,37 @@ def plot_selection(ranking: Sequence[dict[str, Any]], path: str | Path) -> Path:
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_prediction(pred: Prediction, path: str | Path) -> Path:
+    """One panel per agent: each setting's mean curve with its 50 % and 90 % bands."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(pred.agents)
+    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.6), squeeze=False, sharey=True)
+    colors = plt.get_cmap("tab10")
+    for j, agent in enumerate(pred.agents):
+        ax = axes[0][j]
+        for s, setting in enumerate(pred.settings):
+            c = colors(s % 10)
+            label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "reference"
+            b = pred.bands[s, :, :, j]
+            ax.fill_between(pred.t, b[0], b[3], color=c, alpha=0.15, lw=0)
+            ax.fill_between(pred.t, b[1], b[2], color=c, alpha=0.3, lw=0)
+            ax.plot(pred.t, pred.mean[s, :, j], color=c, lw=1.5, label=label)
+        ax.set_title(agent)
+        ax.set_xlabel("step")
+        ax.set_ylim(0, 1)
+    axes[0][0].set_ylabel("predicted competence")
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
     return path

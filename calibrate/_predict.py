@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import equinox as eqx
@@ -28,7 +27,7 @@ from ._model import CurveModel
 from ._posterior import Posterior
 from ._solvers import fixed_substeps
 
-__all__ = ["Prediction", "link_covariates", "plot_prediction", "predict", "predict_arrays"]
+__all__ = ["Prediction", "curve_regimes", "link_covariates", "predict", "predict_arrays"]
 
 #: Quantile levels of the bands (90 % and 50 % central intervals).
 BAND_LEVELS = (0.05, 0.25, 0.75, 0.95)
@@ -140,25 +139,41 @@ def predict_arrays(
 
 
 @eqx.filter_jit
-def _predict_compiled(cm, u, slopes, x, ts, substeps, keep_curves, batch):
+def curve_regimes(t: jax.Array, states: jax.Array, ok: jax.Array, names: tuple[str, ...]):
+    """Per-node regime codes of one predicted curve set (input on throughout), by
+    :func:`simulate.classify` — the toolkit's one definition of a regime.
+
+    Args:
+        t: Steps, shape ``(T,)``.
+        states: Competences, shape ``(T, N)``.
+        ok: Whether the solve succeeded (scalar bool).
+        names: Node names (``N``).
+
+    Returns:
+        Codes of :class:`simulate.Regime`, shape ``(N,)``.
+    """
     import simulate
 
+    sol = simulate.Solution(
+        t=t,
+        states=states,
+        inputs=jnp.ones_like(t),
+        y_final=states[-1],
+        code=jnp.where(ok, 0, 1).astype(jnp.int32),
+        names=names,
+        method="ode",
+    )
+    return simulate.classify(sol)[1]
+
+
+def _predict_compiled(cm, u, slopes, x, ts, substeps, keep_curves, batch):
     t = np.asarray(ts)  # concrete: the quad solver builds its grid from it
     tj = jnp.asarray(t)
     idx = jnp.asarray(cm.link_index)
     levels = jnp.asarray(BAND_LEVELS)
 
     def node_codes(states, ok):
-        sol = simulate.Solution(
-            t=tj,
-            states=states,
-            inputs=jnp.ones_like(tj),
-            y_final=states[-1],
-            code=jnp.where(ok, 0, 1).astype(jnp.int32),
-            names=cm.network.names,
-            method="ode",
-        )
-        return simulate.classify(sol)[1]
+        return curve_regimes(tj, states, ok, cm.network.names)
 
     def one_setting(xs):
         ug = u.at[:, idx].add(slopes * xs) if idx.size else u
@@ -363,35 +378,3 @@ def _draw_arrays(post: Posterior, idx: np.ndarray) -> tuple[np.ndarray, np.ndarr
     else:
         slopes = np.zeros((idx.size, 0))
     return np.asarray(u, float), np.asarray(slopes, float)
-
-
-def plot_prediction(pred: Prediction, path: str | Path) -> Path:
-    """One panel per agent: each setting's mean curve with its 50 % and 90 % bands."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    n = len(pred.agents)
-    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.6), squeeze=False, sharey=True)
-    colors = plt.get_cmap("tab10")
-    for j, agent in enumerate(pred.agents):
-        ax = axes[0][j]
-        for s, setting in enumerate(pred.settings):
-            c = colors(s % 10)
-            label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "reference"
-            b = pred.bands[s, :, :, j]
-            ax.fill_between(pred.t, b[0], b[3], color=c, alpha=0.15, lw=0)
-            ax.fill_between(pred.t, b[1], b[2], color=c, alpha=0.3, lw=0)
-            ax.plot(pred.t, pred.mean[s, :, j], color=c, lw=1.5, label=label)
-        ax.set_title(agent)
-        ax.set_xlabel("step")
-        ax.set_ylim(0, 1)
-    axes[0][0].set_ylabel("predicted competence")
-    axes[0][0].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path

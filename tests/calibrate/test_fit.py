@@ -3,6 +3,7 @@
 import json
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -283,7 +284,15 @@ def test_loglik_equals_numpyro_log_prob():
 def test_recommend_oscillation_is_simulates_classifier():
     """recommend's p_oscillation uses simulate.classify (one definition of oscillation):
     a decaying cosine about a level oscillates, a saturating rise or a single pulse does not."""
-    from calibrate._recommend import _oscillates
+    import simulate
+    from calibrate._predict import curve_regimes
+
+    osc = {int(simulate.Regime.DAMPED), int(simulate.Regime.SUSTAINED)}
+
+    def _oscillates(A, t, names):
+        ok = jnp.asarray(True)
+        codes = [np.asarray(curve_regimes(jnp.asarray(t), jnp.asarray(a), ok, names)) for a in A]
+        return [bool(osc & set(c.tolist())) for c in codes]
 
     t = np.linspace(0.0, 300.0, 200)
     damped = 0.6 + 0.3 * np.exp(-t / 80) * np.cos(t / 6)
