@@ -70,6 +70,7 @@ def test_per_draw_curves_are_the_model_solved_with_the_link_applied_by_hand(lr_f
     np.testing.assert_allclose(pred.bands[0], q, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_held_out_lr_is_bracketed_and_monotone_runs_converge(lr_fit):
     """Interpolation to lr 5.5e-4 (not a pilot): the true final competences lie in the 90 %
     band; regime probabilities sum to 1, and this FFL (monotone rise) converges."""

@@ -4,6 +4,7 @@ import json
 
 import jax
 import numpy as np
+import pytest
 
 import calibrate as cal
 import simulate
@@ -28,6 +29,7 @@ def _truth(motif="C1", gate="AND"):
     return {"X->Y": sym[s[1, 0]], "X->Z": sym[s[2, 0]], "Y->Z": sym[s[2, 1]], "gate": gate}
 
 
+@pytest.mark.slow
 def test_learning_rate_family_identifies_the_signs():
     """Runs that move (X learning at 4 rates, linked to lr): the truth is in the set, and
     the edge signs and gate it identifies are the true ones."""
