@@ -167,8 +167,7 @@ def bench_staleness(
     ks: list[int], preset: str, device: str, batch: int, steps: int, cache: str | None
 ) -> list[dict[str, float]]:
     """Seconds per RL step of the joint 3-agent run with policy lag ``k``, ring memory."""
-    from llm_runs._steps import rl_step
-    from llm_runs._train import _setup
+    from llm_runs import rl_step, setup_training
     from llm_runs.config import TrainConfig
 
     rows = []
@@ -181,7 +180,7 @@ def bench_staleness(
                 "threads": torch.get_num_threads(),
             }
         )
-        st, _ = _setup(cfg, progress=False)
+        st, _ = setup_training(cfg, progress=False)
         for s in range(k + 1):  # fill the ring first (and warm up)
             rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
         _sync(device)

@@ -15,10 +15,12 @@ if TYPE_CHECKING:
     from ._base_model import get_base as get_base
     from ._competence_plot import competence_figure as competence_figure
     from ._policy import MultiAdapter as MultiAdapter
+    from ._steps import rl_step as rl_step
     from ._sweep import run_sweep as run_sweep
     from ._tasks import get_task as get_task
     from ._tasks import register_task as register_task
     from ._tokenizer import CharTokenizer as CharTokenizer
+    from ._train import setup_training as setup_training
     from ._train import train as train
 
 from . import config as config
@@ -47,6 +49,8 @@ _LAZY = {
     "build_model": ("._base_model", "build_model"),
     "MultiAdapter": ("._policy", "MultiAdapter"),
     "CharTokenizer": ("._tokenizer", "CharTokenizer"),
+    "setup_training": ("._train", "setup_training"),
+    "rl_step": ("._steps", "rl_step"),
 }
 
 
