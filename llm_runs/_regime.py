@@ -39,7 +39,7 @@ def observed_regime(run: str | Path | RunLog, *, strict: bool = False) -> dict[s
     log = run if isinstance(run, RunLog) else read_run(run, strict=strict)
     wide = log.competence()
     agents = [a for a in log.manifest["agents"] if a in wide.columns]
-    collapse = simulate.REGIME_NAMES[int(simulate.Regime.COLLAPSE)]
+    collapse = simulate.REGIME_NAMES[simulate.Regime.COLLAPSE]
     if log.status == "diverged":
         return {
             "regime": collapse,
@@ -68,8 +68,11 @@ def observed_regime(run: str | Path | RunLog, *, strict: bool = False) -> dict[s
     regime, nodes = simulate.classify(sol)
     names = simulate.REGIME_NAMES
     return {
-        "regime": names[int(regime)],
-        "node_regimes": {a: names[int(r)] for a, r in zip(agents, np.asarray(nodes), strict=True)},
+        "regime": names[simulate.Regime(int(regime))],
+        "node_regimes": {
+            a: names[simulate.Regime(int(r))]
+            for a, r in zip(agents, np.asarray(nodes).tolist(), strict=True)
+        },
         "steps": int(t[-1]),
         "diverged": False,
     }
