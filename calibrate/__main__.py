@@ -93,9 +93,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace):
-    from simulate._io import read_text
+    from simulate._io import read_json_object
 
-    from ._config import ConfigError, FitConfig
+    from ._config import FitConfig
 
     base = FitConfig.load(args.config).to_dict() if args.config else FitConfig().to_dict()
     base.update(
@@ -107,13 +107,7 @@ def _config(args: argparse.Namespace):
     )
     base.update({k: v for k, v in (("solver", args.solver), ("dt", args.dt)) if v is not None})
     if args.hierarchy:
-        text = read_text(args.hierarchy, what="--hierarchy file")
-        try:
-            hier = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ConfigError(f"--hierarchy file {args.hierarchy!r} is not JSON ({err})") from None
-        if not isinstance(hier, dict):
-            raise ConfigError(f"--hierarchy file {args.hierarchy!r} must hold a JSON object")
+        hier = read_json_object(args.hierarchy, what="--hierarchy file")
         h = FitConfig.from_dict({"hierarchy": hier})
         base["hierarchy"] = h.to_dict()["hierarchy"]
     return FitConfig.from_dict(base)

@@ -27,8 +27,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from simulate._errors import AgentmotifsError
 from simulate._errors import ConfigError as ConfigError
-from simulate._io import read_text
+from simulate._io import read_json_object
 
 if TYPE_CHECKING:
     from simulate._options import SolveOptions
@@ -371,11 +372,8 @@ class FitConfig:
     @classmethod
     def load(cls, path: str | Path) -> FitConfig:
         """Read from a JSON file."""
-        text = read_text(path, what="config file")
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ConfigError(f"{path}: cannot read config ({err})") from None
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{path}: a config must be a JSON object")
+            data = read_json_object(path, what="config file")
+        except AgentmotifsError as err:
+            raise ConfigError(str(err)) from None
         return cls.from_dict(data)

@@ -31,7 +31,15 @@ def _umask() -> int:
     return mask
 
 
-__all__ = ["atomic_dir", "check_writable", "jsonable", "read_text", "write_json", "write_text"]
+__all__ = [
+    "atomic_dir",
+    "check_writable",
+    "jsonable",
+    "read_json_object",
+    "read_text",
+    "write_json",
+    "write_text",
+]
 
 
 def jsonable(value: Any) -> Any:
@@ -144,3 +152,19 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
         ) from None
     except OSError as err:
         raise AgentmotifsError(f"{what} {str(p)!r} cannot be read: {err.strerror}") from None
+
+
+def read_json_object(path: str | Path, *, what: str = "file") -> dict[str, Any]:
+    """Read a user-given UTF-8 JSON file that must hold an object; one-line errors.
+
+    Raises:
+        AgentmotifsError: missing, unreadable, not UTF-8, not JSON, or not an object.
+    """
+    text = read_text(path, what=what)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise AgentmotifsError(f"{what} {str(path)!r} is not JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise AgentmotifsError(f"{what} {str(path)!r} must hold a JSON object")
+    return data
