@@ -1,0 +1,269 @@
+"""Predicted vs observed regime map of real joint training (issue: real training crosses the
+regimes the simulator predicts).
+
+Design (fixed in ``config.json`` before any run): a grid of two training knobs, ``rl.lr`` x
+``rl.staleness``, each setting trained with several seeds (C1-AND network, math task). A
+quarter of the settings (the grid's corners) are pilots: they are run first and fitted
+jointly by ``calibrate fit`` through hyperparameter links (rho and delta on both knobs).
+``calibrate.predict`` then forecasts every other setting, and the forecasts are stored in
+``predictions.json`` **before** those settings are run. Finally the held-out settings are
+run, labelled with ``llm_runs.observed_regime`` (simulate's classifier), and compared with
+the forecasts and with a nearest-neighbour baseline fitted on the same pilots.
+
+Every phase resumes: finished runs are kept, interrupted ones continue from their
+checkpoint, the fit and the predictions are made once.
+
+    python paper/regime_map.py                 # full size (16 settings x 2 seeds)
+    python paper/regime_map.py --quick --out /tmp/rm --runs /tmp/rm/runs   # a smoke test
+
+Results: ``paper/results/regime_map/`` (config.json, predictions.json, observed.json,
+summary.json, table.md, regime_map.png); run folders under ``runs/regime_map/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _regime_report as report
+
+import simulate
+
+
+@dataclasses.dataclass(frozen=True)
+class MapConfig:
+    """The experiment's design; stored as ``config.json`` before anything runs.
+
+    Attributes:
+        lrs: Learning rates (``rl.lr``), ascending.
+        staleness: Policy lags (``rl.staleness``, optimizer steps), ascending.
+        seeds: Training seeds of every setting.
+        pilots: Grid cells ``(lr index, staleness index)`` run and fitted first.
+        steps: Training steps per run.
+        eval_every: Evaluation interval (steps).
+        motif, gate, task, preset: Network and base of every run.
+        extra: Further ``--set KEY=VALUE`` overrides of every run.
+        draws: Posterior draws used by the forecasts.
+        boundary_points: Learning rates per staleness row of the forecast boundary scan.
+    """
+
+    lrs: tuple[float, ...] = (1e-3, 2e-3, 4e-3, 8e-3)
+    staleness: tuple[int, ...] = (0, 2, 4, 8)
+    seeds: tuple[int, ...] = (0, 1)
+    pilots: tuple[tuple[int, int], ...] = ((0, 0), (0, 3), (3, 0), (3, 3))
+    steps: int = 200
+    eval_every: int = 10
+    motif: str = "C1"
+    gate: str = "AND"
+    task: str = "math"
+    preset: str = "tiny"
+    extra: tuple[str, ...] = ()
+    draws: int = 200
+    boundary_points: int = 48
+
+    def __post_init__(self) -> None:
+        if list(self.lrs) != sorted(self.lrs) or min(self.lrs) <= 0:
+            raise ValueError("lrs must be positive and ascending")
+        if list(self.staleness) != sorted(self.staleness) or min(self.staleness) < 0:
+            raise ValueError("staleness must be >= 0 and ascending")
+        cells = {(i, j) for i in range(len(self.lrs)) for j in range(len(self.staleness))}
+        pil = [tuple(p) for p in self.pilots]
+        if not set(pil) <= cells or len(set(pil)) != len(pil) or len(pil) >= len(cells):
+            raise ValueError("pilots must be distinct grid cells, fewer than the grid")
+        object.__setattr__(self, "pilots", tuple(pil))
+
+    def cells(self) -> list[tuple[int, int]]:
+        """Every grid cell, row-major over (lr, staleness)."""
+        return [(i, j) for i in range(len(self.lrs)) for j in range(len(self.staleness))]
+
+    def setting(self, cell: tuple[int, int]) -> dict[str, float]:
+        """The training fields of a cell."""
+        return {"rl.lr": float(self.lrs[cell[0]]), "rl.staleness": int(self.staleness[cell[1]])}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            k: list(map(list, v)) if k == "pilots" else v
+            for k, v in dataclasses.asdict(self).items()
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MapConfig:
+        d = {
+            k: tuple(map(tuple, v)) if k == "pilots" else tuple(v) if isinstance(v, list) else v
+            for k, v in d.items()
+        }
+        return cls(**d)
+
+
+QUICK = MapConfig(
+    lrs=(1e-3, 8e-3),
+    staleness=(0, 2),
+    seeds=(0,),
+    pilots=((0, 0), (1, 1)),
+    steps=20,
+    eval_every=5,
+    preset="micro",
+    draws=32,
+    boundary_points=8,
+)
+LINKS = {
+    "links": [
+        {"param": "rho", "covariate": "rl.lr"},
+        {"param": "delta", "covariate": "rl.lr"},
+        {"param": "rho", "covariate": "rl.staleness", "transform": "log1p"},
+        {"param": "delta", "covariate": "rl.staleness", "transform": "log1p"},
+    ]
+}
+
+
+def run_name(cfg: MapConfig, cell: tuple[int, int], seed: int) -> str:
+    s = cfg.setting(cell)
+    return f"lr{s['rl.lr']:g}_k{s['rl.staleness']}_s{seed}"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _train(cfg: MapConfig, cell: tuple[int, int], seed: int, runs: Path, code: str | None) -> str:
+    """Train (or resume, or skip) one run (``code``: source tree to train with); returns
+    its folder name."""
+    name = run_name(cfg, cell, seed)
+    out = (runs / name).resolve()
+    man = out / "manifest.json"
+    if man.is_file() and json.loads(man.read_text()).get("status") in ("finished", "diverged"):
+        return name
+    s = cfg.setting(cell)
+    base = [sys.executable, "-m", "llm_runs", "train", "--out", str(out), "--no-progress"]
+    args = [
+        *base,
+        "--motif", cfg.motif, "--gate", cfg.gate, "--task", cfg.task, "--preset", cfg.preset,
+        "--steps", str(cfg.steps), "--seed", str(seed), "--eval-every", str(cfg.eval_every),
+        "--threads", "1", "--set", f"rl.lr={s['rl.lr']!r}",
+        "--set", f"rl.staleness={s['rl.staleness']}",
+    ]  # fmt: skip
+    for kv in cfg.extra:
+        args += ["--set", kv]
+    if man.is_file():
+        args = [*base, "--resume"]
+    log = runs / "logs" / f"{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as fh:
+        rc = subprocess.call(args, stdout=fh, stderr=subprocess.STDOUT, cwd=code)
+    if rc != 0:
+        raise RuntimeError(f"training {name} failed (exit {rc}); see {log}")
+    return name
+
+
+def run_cells(
+    cfg: MapConfig, cells: list[tuple[int, int]], runs: Path, workers: int, code: str | None
+) -> None:
+    jobs = [(c, s) for c in cells for s in cfg.seeds]
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        futs = [ex.submit(_train, cfg, c, s, runs, code) for c, s in jobs]
+        for k, f in enumerate(futs, 1):
+            name = f.result()
+            print(f"  [{k}/{len(jobs)}] {name}  ({time.time() - t0:.0f} s)", flush=True)
+
+
+def fit_pilots(cfg: MapConfig, runs: Path, out: Path) -> Path:
+    fit_dir = out / "fit"
+    if (fit_dir / "posterior.json").is_file() or fit_dir.is_dir():
+        return fit_dir
+    links = out / "links.json"
+    simulate.write_json(links, LINKS)
+    inputs = [str(runs / run_name(cfg, c, s)) for c in cfg.pilots for s in cfg.seeds]
+    args = [sys.executable, "-m", "calibrate", "fit", *inputs, "--motif", cfg.motif,
+            "--gate", cfg.gate, "--hierarchy", str(links), "--method", "laplace",
+            "--out", str(fit_dir), "--no-progress"]  # fmt: skip
+    rc = subprocess.call(args)
+    if rc != 0:
+        raise RuntimeError(f"calibrate fit failed (exit {rc})")
+    return fit_dir
+
+
+def make_predictions(cfg: MapConfig, fit_dir: Path, runs: Path, out: Path) -> dict[str, Any]:
+    """Forecast every held-out cell (and the boundary scan); stored once, before those runs."""
+    path = out / "predictions.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    import calibrate
+
+    post = calibrate.load_fit(fit_dir)
+    held = [c for c in cfg.cells() if c not in cfg.pilots]
+    n_eval = report.probe_size(runs / run_name(cfg, cfg.pilots[0], cfg.seeds[0]))
+    pred = calibrate.predict(post, [cfg.setting(c) for c in held], steps=float(cfg.steps),
+                             max_draws=cfg.draws, keep_curves=False)  # fmt: skip
+    cells = report.prediction_cells(pred, held, n_eval)
+    scan = report.boundary_scan(post, cfg, calibrate.predict)
+    doc = {"created": _now(), "fit": str(fit_dir), "n_eval": n_eval, "cells": cells,
+           "boundary_scan": scan, "t": pred.t.tolist(), "agents": list(pred.agents)}  # fmt: skip
+    simulate.write_json(path, doc)
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
+    ap.add_argument("--out", default="paper/results/regime_map", help="results folder")
+    ap.add_argument("--runs", default="runs/regime_map", help="run folders")
+    ap.add_argument("--workers", type=int, default=2, help="training processes at once")
+    ap.add_argument(
+        "--code", help="train with the llm_runs of this source tree (a pinned checkout)"
+    )
+    ap.add_argument("--stop-after", choices=["pilots", "predict"], help="stop after a phase")
+    a = ap.parse_args(argv)
+    cfg = QUICK if a.quick else MapConfig()
+    out, runs = Path(a.out), Path(a.runs)
+    out.mkdir(parents=True, exist_ok=True)
+    runs.mkdir(parents=True, exist_ok=True)
+    cfg_path = out / "config.json"
+    stored = {"design": cfg.to_dict(), "links": LINKS, "runs": str(runs)}
+    if cfg_path.is_file():
+        old = json.loads(cfg_path.read_text())
+        if old["design"] != json.loads(json.dumps(stored["design"])):
+            print(f"error: {cfg_path} holds another design; use another --out", file=sys.stderr)
+            return 2
+    else:
+        simulate.write_json(cfg_path, stored | {"created": _now()})
+    times_path = out / "timings.json"
+    times = json.loads(times_path.read_text()) if times_path.is_file() else {}
+
+    def phase(name: str, fn, *args):
+        t0 = time.time()
+        res = fn(*args)
+        times[name] = times.get(name, 0.0) + time.time() - t0
+        simulate.write_json(times_path, times)
+        return res
+
+    print(f"pilots: {len(cfg.pilots)} settings x {len(cfg.seeds)} seeds", flush=True)
+    phase("pilots_s", run_cells, cfg, list(cfg.pilots), runs, a.workers, a.code)
+    if a.stop_after == "pilots":
+        return 0
+    fit_dir = phase("fit_s", fit_pilots, cfg, runs, out)
+    preds = phase("predict_s", make_predictions, cfg, fit_dir, runs, out)
+    print(f"predictions stored {preds['created']} in {out / 'predictions.json'}", flush=True)
+    if a.stop_after == "predict":
+        return 0
+    held = [c for c in cfg.cells() if c not in cfg.pilots]
+    print(f"held-out: {len(held)} settings x {len(cfg.seeds)} seeds", flush=True)
+    phase("heldout_s", run_cells, cfg, held, runs, a.workers, a.code)
+    summary = report.analyse(cfg, runs, out, preds, times, run_name)
+    print(json.dumps({k: summary[k] for k in report.HEADLINE}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("JAX_ENABLE_X64", "1")
+    raise SystemExit(main())
