@@ -57,7 +57,7 @@ class MapConfig:
         boundary_points: Learning rates per staleness row of the forecast boundary scan.
     """
 
-    lrs: tuple[float, ...] = (1e-3, 2e-3, 4e-3, 8e-3)
+    lrs: tuple[float, ...] = (1e-3, 2.5e-3, 6e-3, 1.5e-2)
     staleness: tuple[int, ...] = (0, 2, 4, 8)
     seeds: tuple[int, ...] = (0, 1)
     pilots: tuple[tuple[int, int], ...] = ((0, 0), (0, 3), (3, 0), (3, 3))
