@@ -15,7 +15,7 @@ import inspect
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import torch
 
@@ -138,6 +138,32 @@ class MultiAdapter:
         return [self.tok.decode(row) for row in comp.tolist()]
 
     # -- sampling ---------------------------------------------------------------------------
+    @overload
+    def generate(
+        self,
+        agent: str,
+        enc: Encoded,
+        n_new: int,
+        *,
+        greedy: bool = True,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+        with_logp: Literal[False] = False,
+    ) -> torch.Tensor: ...
+
+    @overload
+    def generate(
+        self,
+        agent: str,
+        enc: Encoded,
+        n_new: int,
+        *,
+        greedy: bool = True,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+        with_logp: Literal[True],
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
     @torch.no_grad()
     def generate(
         self,
@@ -148,15 +174,30 @@ class MultiAdapter:
         greedy: bool = True,
         temperature: float = 1.0,
         generator: torch.Generator | None = None,
-    ) -> torch.Tensor:
+        with_logp: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Sample ``n_new`` tokens per prompt with ``agent``'s adapter (KV cache).
 
+        Args:
+            agent: Adapter to sample with.
+            enc: Encoded prompts, (N, P).
+            n_new: Tokens to generate.
+            greedy: Argmax decoding instead of sampling.
+            temperature: Sampling temperature (logits are divided by it).
+            generator: Random generator of the sampling.
+            with_logp: Also return each generated token's log-probability under the
+                sampling policy, ``log_softmax(logits / temperature)`` of the very logits it
+                was drawn from (what :meth:`token_logprobs` computes for these tokens with a
+                separate forward, without one).
+
         Returns:
-            Completion token ids, shape (N, n_new).
+            Completion token ids, shape (N, n_new); with ``with_logp`` the pair
+            ``(ids, logp)``, ``logp`` float32 of the same shape.
         """
         self.activate(agent)
         mask, pos = enc.mask, enc.pos
-        out_tokens = []
+        out_tokens: list[torch.Tensor] = []
+        out_logp: list[torch.Tensor] = []
         with self.autocast():
             out = self.model(
                 input_ids=enc.ids, attention_mask=mask, position_ids=pos, use_cache=True
@@ -169,6 +210,9 @@ class MultiAdapter:
                     probs = torch.softmax(logits / temperature, -1)
                     nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
                 out_tokens.append(nxt)
+                if with_logp:
+                    logsm = torch.log_softmax(logits / temperature, -1)
+                    out_logp.append(logsm.gather(-1, nxt[:, None]).squeeze(-1))
                 if t == n_new - 1:
                     break
                 mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
@@ -181,7 +225,8 @@ class MultiAdapter:
                     use_cache=True,
                     **past,
                 )
-        return torch.stack(out_tokens, 1)
+        ids = torch.stack(out_tokens, 1)
+        return (ids, torch.stack(out_logp, 1)) if with_logp else ids
 
     # -- scoring ------------------------------------------------------------------------
     def token_logprobs(

@@ -4,8 +4,11 @@ Asynchronous RL trainers sample rollouts with weights a few optimizer steps old.
 ``k`` each training step ``s`` samples from ``θ_max(0, s-k)`` (every agent's adapter as it
 was ``k`` steps earlier) and corrects the loss by the ratio to the current adapter. The
 ring holds exactly ``k`` snapshots between steps, each a clone of the LoRA parameters of
-every adapter (never the base). Swapping a snapshot in copies it into the adapter's
-parameters in place and copies the current values back afterwards (bit-exact).
+every adapter (never the base): the one copy per step that a lag needs, since the optimizer
+updates the parameters in place. Swapping a snapshot in points the adapter's parameters at
+the snapshot's tensors and back afterwards (by reference: no copies, bit-exact restore).
+The behaviour log-probs of the sampled tokens come from the sampling pass itself
+(``MultiAdapter.generate(..., with_logp=True)``), not from a second forward.
 """
 
 from __future__ import annotations
@@ -74,20 +77,19 @@ class AdapterRing:
 def use_snapshot(policy: MultiAdapter, name: str, snap: Snapshot | None) -> Iterator[Any]:
     """Within the block, adapter ``name`` holds its parameters of ``snap`` (None: as is).
 
-    Do not run a differentiable forward of ``name`` before entering: the in-place copies
-    would invalidate its graph. The current values are restored bit for bit on exit.
+    The parameters' data are swapped by reference (no copies): nothing in the block may
+    write to them (sampling and no-grad scoring only). On exit each parameter gets back the
+    very tensor it held (bit for bit; optimizer state and gradients are untouched).
     """
     if snap is None:
         yield
         return
     params = policy.params[name]
-    saved = [p.detach().clone() for p in params]
-    with torch.no_grad():
-        for p, t in zip(params, snap[name], strict=True):
-            p.copy_(t)
+    saved = [p.data for p in params]
+    for p, t in zip(params, snap[name], strict=True):
+        p.data = t
     try:
         yield
     finally:
-        with torch.no_grad():
-            for p, t in zip(params, saved, strict=True):
-                p.copy_(t)
+        for p, t in zip(params, saved, strict=True):
+            p.data = t

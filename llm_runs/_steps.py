@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ._edges import EdgeController
-from ._policy import MultiAdapter
+from ._policy import Encoded, MultiAdapter
 from ._rl import advantages, assign_credit, corrupt, policy_loss
 from ._staleness import AdapterRing, Snapshot, use_snapshot
 from ._tasks import Probe, Problem, Task
@@ -56,6 +56,10 @@ class State:
                 d.setdefault(k, []).append(float(v))
 
 
+#: Per role, the sampled token ids (N, T) and their log-probs under the sampling adapter.
+Behaviour = dict[str, tuple[torch.Tensor, torch.Tensor]]
+
+
 def _assign(n: int, k: int) -> np.ndarray:
     return np.arange(n) % k
 
@@ -68,30 +72,75 @@ def _generate(
     greedy: bool,
     member: int | None = None,
     stale: Snapshot | None = None,
+    behaviour: Behaviour | None = None,
 ) -> list[str]:
     """Outputs of ``role`` for ``prompts`` (pool members by index, or one ``member``),
-    sampled with the adapters of ``stale`` if given (policy lag)."""
+    sampled with the adapters of ``stale`` if given (policy lag); with ``behaviour`` the
+    sampled ids and their log-probs from the sampling pass are stored there under ``role``."""
     names = st.members[role]
     n_new = st.task.out_len[role]
     assign = _assign(len(prompts), len(names)) if member is None else np.full(len(prompts), member)
     texts: list[str] = [""] * len(prompts)
+    dev = st.policy.device
+    if behaviour is not None:
+        shape = (len(prompts), n_new)
+        behaviour[role] = (
+            torch.zeros(shape, dtype=torch.long, device=dev),
+            torch.zeros(shape, dtype=torch.float32, device=dev),
+        )
     for k, name in enumerate(names):
         idx = np.nonzero(assign == k)[0]
         if idx.size == 0:
             continue
         enc = st.policy.encode([prompts[i] for i in idx])
+        kw: dict[str, Any] = {
+            "greedy": greedy,
+            "temperature": st.cfg.rl.temperature,
+            "generator": st.gen,
+        }
         with use_snapshot(st.policy, name, stale):
-            comp = st.policy.generate(
-                name,
-                enc,
-                n_new,
-                greedy=greedy,
-                temperature=st.cfg.rl.temperature,
-                generator=st.gen,
-            )
+            if behaviour is None:
+                comp = st.policy.generate(name, enc, n_new, **kw)
+            else:
+                comp, logp = st.policy.generate(name, enc, n_new, with_logp=True, **kw)
+                ids_all, logp_all = behaviour[role]
+                rows = torch.as_tensor(idx, device=dev)
+                ids_all[rows], logp_all[rows] = comp, logp
         for i, t in zip(idx, st.policy.decode(comp), strict=True):
             texts[int(i)] = t[:n_new]
     return texts
+
+
+def _behaviour_logp(
+    st: State,
+    name: str,
+    stale: Snapshot,
+    enc: Encoded,
+    comp: torch.Tensor,
+    sampled: tuple[torch.Tensor, torch.Tensor],
+    idx: np.ndarray,
+) -> torch.Tensor:
+    """Log-probs of ``comp`` (N, T) under adapter ``name`` of the snapshot ``stale``.
+
+    Taken from the sampling pass (``sampled``: the role's sampled ids and log-probs, rows
+    ``idx``) for every row whose scored tokens are the sampled ones; the rare rows that
+    decoding and re-encoding changed (a special token sampled mid-output, a tokenizer that
+    does not round-trip) get a no-grad forward under the snapshot. Call it before any
+    differentiable forward of ``name`` in the step.
+    """
+    rows = torch.as_tensor(idx, device=comp.device)
+    width = comp.shape[1]
+    ids, logp = sampled[0][rows, :width], sampled[1][rows, :width]
+    same = (ids == comp).all(1)
+    if bool(same.all()):
+        return logp
+    bad = torch.nonzero(~same).squeeze(1)
+    sub = Encoded(enc.ids[bad], enc.mask[bad], enc.pos[bad])
+    with torch.no_grad(), use_snapshot(st.policy, name, stale):
+        fix = st.policy.token_logprobs(sub, comp[bad], temperature=st.cfg.rl.temperature)[0]
+    logp = logp.clone()
+    logp[bad] = fix
+    return logp
 
 
 def _lr(st: State, step: int, role: str, factors: dict[str, dict[str, float]]) -> float:
@@ -168,15 +217,20 @@ def _shifted(cfg: TrainConfig, step: int) -> bool:
 
 
 def rollout(
-    st: State, problems: list[Problem], *, greedy: bool, stale: Snapshot | None = None
+    st: State,
+    problems: list[Problem],
+    *,
+    greedy: bool,
+    stale: Snapshot | None = None,
+    behaviour: Behaviour | None = None,
 ) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
     """Run the X → Y → Z pipeline (with the adapters of ``stale`` if given); returns
-    per-rollout outputs and per-role prompts."""
+    per-rollout outputs and per-role prompts (and fills ``behaviour`` if given)."""
     outs: list[dict[str, str]] = [{} for _ in problems]
     prompts: dict[str, list[str]] = {}
     for role in st.roles:
         prompts[role] = [st.task.prompt(role, p, o) for p, o in zip(problems, outs, strict=True)]
-        texts = _generate(st, role, prompts[role], greedy=greedy, stale=stale)
+        texts = _generate(st, role, prompts[role], greedy=greedy, stale=stale, behaviour=behaviour)
         for o, t in zip(outs, texts, strict=True):
             o[role] = t
     return outs, prompts
@@ -190,7 +244,8 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
     stale = st.ring.advance(pol)  # None: on-policy (rl.staleness 0, or step 0)
     base = task.sample(st.rng, rl.batch, split="train", shifted=_shifted(cfg, step))
     probs = [p for p in base for _ in range(rl.group)]
-    outs, prompts = rollout(st, probs, greedy=False, stale=stale)
+    sampled: Behaviour | None = None if stale is None else {}
+    outs, prompts = rollout(st, probs, greedy=False, stale=stale, behaviour=sampled)
     e2e = np.array([task.verify(p, o[st.roles[-1]]) for p, o in zip(probs, outs, strict=True)])
     local = {}
     for role in st.roles:
@@ -239,9 +294,8 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
                 enc = pol.encode([pr[i] for i in idx])
                 c = comp[torch.as_tensor(idx, device=comp.device)]
                 pol.activate(name)
-                if epoch == 0 and stale is not None:  # behaviour log-probs, before the
-                    with torch.no_grad(), use_snapshot(pol, name, stale):  # graph exists
-                        old[(role, k)] = pol.token_logprobs(enc, c, temperature=rl.temperature)[0]
+                if epoch == 0 and stale is not None and sampled is not None:
+                    old[(role, k)] = _behaviour_logp(st, name, stale, enc, c, sampled[role], idx)
                 logp, ent, _ = pol.token_logprobs(enc, c, temperature=rl.temperature)
                 if epoch == 0 and stale is None:
                     old[(role, k)] = logp.detach()

@@ -168,6 +168,80 @@ def test_staleness_samples_from_the_adapter_k_steps_old(micro_cfg, monkeypatch):
     )
 
 
+def _moved_state(micro_cfg, k=2, steps=3):
+    """A lagged state after a few steps: snapshots in the ring differ from the adapters."""
+    from llm_runs._steps import rl_step
+
+    st = _state(micro_cfg, staleness=k, lr=0.05, entropy_coef=0.5, temperature=0.7)
+    for s in range(steps):
+        rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
+    return st
+
+
+def test_sampling_pass_logp_equals_a_separate_forward_under_the_snapshot(micro_cfg):
+    torch = _torch()
+    from llm_runs._staleness import use_snapshot
+
+    st = _moved_state(micro_cfg)
+    pol, snap = st.policy, st.ring.snaps[0]
+    assert not _same(
+        {"X": {str(i): t for i, t in enumerate(snap["X"])}},
+        {"X": {str(i): p.detach() for i, p in enumerate(pol.params["X"])}},
+    )
+    before = pol.adapter_state()
+    enc = pol.encode(["12+34=", "7+5=", "99+1=", "3+3="] * 4)
+    for temp in (1.0, 0.7):
+        g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+        with use_snapshot(pol, "X", snap):
+            ids, logp = pol.generate(
+                "X", enc, 5, greedy=False, temperature=temp, generator=g1, with_logp=True
+            )
+            plain = pol.generate("X", enc, 5, greedy=False, temperature=temp, generator=g2)
+            with torch.no_grad():
+                want, _, _ = pol.token_logprobs(enc, ids, temperature=temp)
+        assert torch.equal(ids, plain)  # scoring does not change what is sampled
+        assert logp.dtype == torch.float32 and logp.shape == ids.shape
+        assert torch.allclose(logp, want, rtol=0, atol=1e-5), float((logp - want).abs().max())
+        with torch.no_grad():  # and it is the snapshot's, not the current adapter's
+            now, _, _ = pol.token_logprobs(enc, ids, temperature=temp)
+        assert float((now - want).abs().max()) > 1e-3
+    assert _same(pol.adapter_state(), before)  # the swap restored the adapters bit for bit
+
+
+def test_rl_step_behaviour_logp_match_the_snapshot_forward(micro_cfg, monkeypatch):
+    """Every behaviour log-prob the loss gets, on sampled rows and re-encoded ones alike."""
+    torch = _torch()
+    from llm_runs import _steps
+    from llm_runs._staleness import use_snapshot
+
+    st = _moved_state(micro_cfg)
+    pol = st.policy
+    orig = _steps._behaviour_logp
+    checked = []
+
+    def check(st_, name, stale, enc, comp, sampled, idx):
+        with torch.no_grad(), use_snapshot(pol, name, stale):
+            want, _, _ = pol.token_logprobs(enc, comp, temperature=0.7)
+        got = orig(st_, name, stale, enc, comp, sampled, idx)
+        assert torch.allclose(got, want, rtol=0, atol=1e-5), float((got - want).abs().max())
+        checked.append(name)
+        # a row whose scored tokens are not the sampled ones (e.g. a special token dropped
+        # by decoding) is scored by a forward, never given the sampled row's log-probs
+        other = comp.clone()
+        other[0] = (other[0] + 1 - 3) % (pol.tok.vocab_size - 3) + 3
+        got2 = orig(st_, name, stale, enc, other, sampled, idx)
+        with torch.no_grad(), use_snapshot(pol, name, stale):
+            want2, _, _ = pol.token_logprobs(enc, other, temperature=0.7)
+        assert torch.allclose(got2, want2, rtol=0, atol=1e-5)
+        assert torch.equal(got2[1:], got[1:])
+        return got
+
+    monkeypatch.setattr(_steps, "_behaviour_logp", check)
+    for s in range(3, 6):
+        _steps.rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
+    assert set(checked) == set(st.roles) and len(checked) == 3 * len(st.roles)
+
+
 def test_importance_weights_one_on_policy_and_capped():
     torch = _torch()
     from llm_runs._rl import importance_weights, policy_loss
