@@ -22,6 +22,8 @@ from ._fit import laplace as laplace
 from ._fit import map_fit as map_fit
 from ._fit_plot import plot_prediction as plot_prediction
 from ._fit_plot import plot_predictive as plot_predictive
+from ._knobs import KNOB_LINKS as KNOB_LINKS
+from ._knobs import default_links as default_links
 from ._model import CurveModel as CurveModel
 from ._model import Layout as Layout
 from ._model import build_model as build_model

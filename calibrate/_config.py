@@ -12,7 +12,7 @@ Priors (weakly informative, on interpretable scales; every one overridable)::
     n[e]     log-normal, median 2, log-sd 0.4             Hill coefficient
     phi      log-normal, median 50, log-sd 1.0            beta-binomial concentration
     tau[p]   log-normal, median 0.1, log-sd 0.75          sd of per-run random effects (log scale)
-    c[p]     normal(0, 1)                                 log-linear hyperparameter slopes
+    c[p]     normal(0, 1)                                 hyperparameter link slopes
 
 Every parameter is sampled as a standard normal ``z`` and mapped as
 ``theta = median-transform + sd * z`` (non-centred), which gives NUTS a unit-scale geometry.
@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from simulate._errors import AgentmotifsError
 from simulate._errors import ConfigError as ConfigError
 from simulate._io import read_json_object
+
+from ._knobs import TRANSFORMS
 
 if TYPE_CHECKING:
     from simulate._options import SolveOptions
@@ -80,7 +82,7 @@ class Priors:
         phi_sd: Log-sd of phi.
         re_median: Median sd of per-run random effects (log scale of the parameter).
         re_sd: Log-sd of that sd.
-        slope_sd: Sd of the normal prior on log-linear link slopes.
+        slope_sd: Sd of the normal prior on link slopes.
         overrides: Per-parameter ``{"rho[X]": [median, sd]}`` overriding the above.
     """
 
@@ -136,23 +138,28 @@ class Priors:
 
 @dataclasses.dataclass(frozen=True)
 class Link:
-    """A log-linear hyperparameter link ``log theta_r = a + c log(h_r / h_ref)``.
+    """A hyperparameter link ``u_r = a + c (T(h_r) - mean_runs T(h))``, ``u`` the log/logit scale.
 
     Attributes:
         param: Base parameter (``rho``, ``delta``, ``b``... or ``K``, ``n``).
         covariate: Hyperparameter column (per run), e.g. ``lr`` or ``coupling``.
         targets: Nodes or edges (``X->Y``) linked; empty = every one of that base.
+        transform: ``T``: ``log`` (default; ``h > 0``), ``log1p`` (``log(1 + h)``, ``h >= 0``:
+            knobs that can be 0, e.g. ``rl.staleness``) or ``linear`` (see ``_knobs``).
     """
 
     param: str
     covariate: str
     targets: tuple[str, ...] = ()
+    transform: str = "log"
 
     def __post_init__(self) -> None:
         if self.param not in NODE_PARAMS + EDGE_PARAMS:
             raise ConfigError(f"link.param must be one of {NODE_PARAMS + EDGE_PARAMS}")
         if not isinstance(self.covariate, str) or not self.covariate:
             raise ConfigError("link.covariate must name a hyperparameter column")
+        if self.transform not in TRANSFORMS:
+            raise ConfigError(f"link.transform must be one of {TRANSFORMS}, got {self.transform!r}")
         object.__setattr__(self, "targets", tuple(str(t) for t in self.targets))
 
 
@@ -163,7 +170,7 @@ class Hierarchy:
     Attributes:
         random_effects: Base parameters with a per-run (per-seed) random effect on the
             log/logit scale, e.g. ``("rho",)``.
-        links: Log-linear maps from run hyperparameters to parameters.
+        links: Maps from run hyperparameters to parameters (:class:`Link`).
     """
 
     random_effects: tuple[str, ...] = ()
@@ -177,6 +184,19 @@ class Hierarchy:
         links = tuple(lk if isinstance(lk, Link) else Link(**lk) for lk in self.links)
         object.__setattr__(self, "random_effects", re)
         object.__setattr__(self, "links", links)
+        self.transforms  # noqa: B018 (checks: one transform per covariate)
+
+    @property
+    def transforms(self) -> dict[str, str]:
+        """Link transform of each linked covariate (one per covariate)."""
+        out: dict[str, str] = {}
+        for lk in self.links:
+            if out.setdefault(lk.covariate, lk.transform) != lk.transform:
+                raise ConfigError(
+                    f"hierarchy.links: {lk.covariate!r} is linked with transforms "
+                    f"{out[lk.covariate]!r} and {lk.transform!r}; use one per covariate"
+                )
+        return out
 
     @property
     def empty(self) -> bool:

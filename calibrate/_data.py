@@ -178,15 +178,17 @@ class CurveData:
         t = self.table
         return np.round(t["competence"].to_numpy() * t["n_eval"].to_numpy()).astype(np.int64)
 
-    def hyper_values(self, column: str) -> np.ndarray:
-        """Values of a hyperparameter column, one per run (in :attr:`runs` order)."""
+    def hyper_values(self, column: str, *, positive: bool = True) -> np.ndarray:
+        """Values of a hyperparameter column, one per run (in :attr:`runs` order), all
+        finite and, unless ``positive=False``, > 0."""
         if column not in self.hyper.columns:
             raise DataError(
                 f"hyperparameter {column!r} is not in the data; columns: {list(self.hyper.columns)}"
             )
         vals = pd.to_numeric(self.hyper.loc[self.runs, column], errors="coerce").to_numpy(float)
-        if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
-            raise DataError(f"hyperparameter {column!r} must be a positive number in every run")
+        if not np.all(np.isfinite(vals)) or (positive and np.any(vals <= 0)):
+            what = "a positive number" if positive else "a number"
+            raise DataError(f"hyperparameter {column!r} must be {what} in every run")
         return vals
 
     def subset(self, runs: Sequence[str]) -> CurveData:

@@ -26,6 +26,7 @@ from simulate.spec import NetworkSpec
 
 from ._config import ConfigError, FitConfig
 from ._data import CurveData, DataError
+from ._knobs import check_values, transform_values
 from ._network import Layout, make_layout, resolve_network
 from ._quad import QuadGrid, feedforward_order, solve_quad
 from ._solvers import fixed_substeps, solve_at, solve_rk4
@@ -61,7 +62,8 @@ class CurveModel(eqx.Module):
         re_group: Per random-effect column, the index of its sd (one sd per base).
         re_bases: Base names with random effects.
         link_index: Per slope, the index into the parameter vector.
-        link_x: Per slope, the centred log covariate of each run, shape ``(L, R)``.
+        link_x: Per slope, the centred transformed covariate ``T(h) - mean T(h)`` of each
+            run (``T`` the link's transform: log, log1p or linear), shape ``(L, R)``.
         link_names: Per slope, a label ``c[rho[X]~lr]``.
         log_choose: Sum of the log binomial coefficients ``log C(n_eval, k)`` (a constant
             of the binomial log-likelihood, computed once).
@@ -251,6 +253,7 @@ def build_model(
         DataError: An agent in the data is not a node of the network, a node has no data
             (it would be fitted from its priors alone), or < 2 distinct steps.
         ConfigError: A link or random effect names an unknown parameter or column.
+        DataError: A linked column has a value outside its link transform's domain.
     """
     config = config or FitConfig()
     net, name = resolve_network(network, gate, nodes)
@@ -296,7 +299,8 @@ def build_model(
                 re_group.append(g)
     link_index, link_x, link_names = [], [], []
     for lk in h.links:
-        x = np.log(data.hyper_values(lk.covariate))
+        hv = data.hyper_values(lk.covariate, positive=lk.transform == "log")
+        x = transform_values(lk.transform, check_values(lk.transform, hv, lk.covariate, DataError))
         x = x - x.mean()
         tg = lk.targets or tuple(
             tt for b, tt in zip(layout.bases, layout.targets, strict=True) if b == lk.param

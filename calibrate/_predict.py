@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._config import ConfigError
+from ._knobs import check_value, reference_value, transform_values
 from ._model import CurveModel
 from ._posterior import Posterior
 from ._solvers import fixed_substeps
@@ -34,18 +35,21 @@ BAND_LEVELS = (0.05, 0.25, 0.75, 0.95)
 
 
 def link_covariates(post: Posterior) -> dict[str, float]:
-    """Linked training-config fields of a fit and their reference values ``h_ref``.
+    """Linked training-config fields of a fit and their reference values
+    ``h_ref = T^-1(mean T(h))`` over the pilots (``T`` the link's transform: the geometric
+    mean for ``log``, ``exp(mean log(1 + h)) - 1`` for ``log1p``, the mean for ``linear``).
 
     Raises:
         ConfigError: The fit does not carry a linked field's per-run values.
     """
+    transforms = post.model.config.hierarchy.transforms
     out: dict[str, float] = {}
     for name in _row_covariates(post.model):
         if name not in out:
             hv = post.hyper
             if hv is None or name not in hv:
                 raise ConfigError(f"the fit does not carry hyperparameter {name!r}")
-            out[name] = float(np.exp(np.mean(np.log(np.asarray(hv[name], float)))))
+            out[name] = reference_value(transforms[name], hv[name])
     return out
 
 
@@ -55,11 +59,12 @@ def _row_covariates(cm: CurveModel) -> list[str]:
 
 
 def _setting_matrix(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    """Per setting and slope row, ``log(h / h_ref)``: shape ``(S, L)``.
+    """Per setting and slope row, ``T(h) - mean_pilots T(h)`` (``log(h / h_ref)`` for a
+    ``log`` link): shape ``(S, L)``.
 
     Raises:
-        ConfigError: No settings, a field without a link, or a value that is not a finite
-            number > 0.
+        ConfigError: No settings, a field without a link, or a value outside its link
+            transform's domain (``log``: a finite number > 0; ``log1p``: >= 0).
     """
     if isinstance(settings, Mapping) or not len(settings):
         raise ConfigError("predict needs a non-empty sequence of settings (dicts of fields)")
@@ -74,18 +79,17 @@ def _setting_matrix(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> n
             f"the fit has no hyperparameter link for field(s) {unlinked}{hint}; "
             f"linked fields: {sorted(refs) or 'none'}"
         )
+    transforms = post.model.config.hierarchy.transforms
+    hv = post.hyper or {}  # link_covariates checked that it holds every linked field
+    centre = {f: float(np.mean(transform_values(transforms[f], hv[f]))) for f in refs}
     rows = _row_covariates(post.model)
     x = np.zeros((len(settings), len(rows)))
     for i, s in enumerate(settings):
         for f, v in s.items():
-            ok = isinstance(v, int | float | np.number) and not isinstance(v, bool)
-            if not ok or not (math.isfinite(float(v)) and float(v) > 0):
-                raise ConfigError(
-                    f"{f} must be a finite number > 0 (its link is log-linear), got {v!r}"
-                )
+            tv = transform_values(transforms[f], check_value(transforms[f], v, f))
             for r, cov in enumerate(rows):
                 if cov == f:
-                    x[i, r] = math.log(float(v) / refs[f])
+                    x[i, r] = float(tv) - centre[f]
     return x
 
 
