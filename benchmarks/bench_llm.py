@@ -9,7 +9,8 @@
    (exact tensor accounting), and on CUDA the peak allocated memory.
 4. ``--staleness 0,4,16`` (instead of 1-3): RL steps/s of a real joint training step
    (``llm_runs`` math task, 3 agents) with policy lag k, the step time's ratio to k = 0
-   (goal <= 1.1x) and the ring's extra memory (k snapshots of the adapters' parameters).
+   (goal <= 1.1x; wall and process CPU time, the runs taking turns step by step) and the
+   ring's extra memory (k snapshots of the adapters' parameters).
 
 Usage::
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import statistics
 import time
 from typing import Any
 
@@ -166,11 +168,16 @@ def bench_memory(preset: str, device: str, batch: int) -> list[dict[str, float]]
 def bench_staleness(
     ks: list[int], preset: str, device: str, batch: int, steps: int, cache: str | None
 ) -> list[dict[str, float]]:
-    """Seconds per RL step of the joint 3-agent run with policy lag ``k``, ring memory."""
+    """Seconds per RL step of the joint 3-agent run with policy lag ``k``, ring memory.
+
+    One run per ``k`` is set up and its ring filled first; then the runs take turns, one
+    step each per round for ``steps`` rounds, so that a load change on a shared machine hits
+    every ``k`` alike. Per ``k``: the median wall and process-CPU seconds of its steps.
+    """
     from llm_runs import rl_step, setup_training
     from llm_runs.config import TrainConfig
 
-    rows = []
+    runs = {}
     for k in ks:
         cfg = TrainConfig.from_dict(
             {
@@ -183,25 +190,41 @@ def bench_staleness(
         st, _ = setup_training(cfg, progress=False)
         for s in range(k + 1):  # fill the ring first (and warm up)
             rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
-        _sync(device)
-        t0 = time.perf_counter()
-        for s in range(k + 1, k + 1 + steps):
-            rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
-        _sync(device)
-        dt = (time.perf_counter() - t0) / steps
+        runs[k] = st
+    wall: dict[int, list[float]] = {k: [] for k in ks}
+    cpu: dict[int, list[float]] = {k: [] for k in ks}
+    for r in range(steps):
+        for k in ks:
+            _sync(device)
+            t0, c0 = time.perf_counter(), time.process_time()
+            rl_step(runs[k], k + 1 + r, pulse=False, pulse_mode="flip", log_kl=False)
+            _sync(device)
+            wall[k].append(time.perf_counter() - t0)
+            cpu[k].append(time.process_time() - c0)
+    rows = []
+    for k in ks:
+        st = runs[k]
         adapter = sum(p.numel() * p.element_size() for ps in st.policy.params.values() for p in ps)
         rows.append(
-            {"k": k, "s_per_step": dt, "ring_bytes": st.ring.n_bytes(), "adapter_bytes": adapter}
+            {
+                "k": k,
+                "s_per_step": statistics.median(wall[k]),
+                "cpu_s_per_step": statistics.median(cpu[k]),
+                "ring_bytes": st.ring.n_bytes(),
+                "adapter_bytes": adapter,
+            }
         )
     return rows
 
 
 def _print_staleness(rows: list[dict[str, float]]) -> None:
-    t0 = next((r["s_per_step"] for r in rows if r["k"] == 0), rows[0]["s_per_step"])
+    ref = next((r for r in rows if r["k"] == 0), rows[0])
+    t0, c0 = ref["s_per_step"], ref["cpu_s_per_step"]
     for r in rows:
         print(
             f"staleness k={int(r['k']):3d}: {1 / r['s_per_step']:7.2f} steps/s | step time "
-            f"{r['s_per_step'] / t0:.2f}x k=0 (goal <= 1.10x) | ring {r['ring_bytes'] / 2**20:.3f}"
+            f"{r['s_per_step'] / t0:.2f}x k=0 (goal <= 1.10x), CPU time "
+            f"{r['cpu_s_per_step'] / c0:.2f}x | ring {r['ring_bytes'] / 2**20:.3f}"
             f" MB = {r['ring_bytes'] / r['adapter_bytes']:.0f} x adapters "
             f"({r['adapter_bytes'] / 2**20:.3f} MB)"
         )
