@@ -1,6 +1,6 @@
 """``recommend``: choose a hyperparameter for the next run from a fitted posterior.
 
-With a log-linear link ``log theta = a + c log(h / h_ref)`` in the fit, each candidate
+With a link ``log theta = a + c (T(h) - mean T(h_pilots))`` in the fit, each candidate
 value ``h`` maps every posterior draw to parameters; simulate's competence kinetics then
 predict the curves over the horizon. The recommendation maximises the posterior mean
 final competence of the output node (the pipeline's end-to-end proxy) among values whose
@@ -21,6 +21,7 @@ import numpy as np
 import simulate
 
 from ._config import ConfigError
+from ._knobs import check_value, transform_values
 from ._posterior import Posterior, load_fit
 from ._predict import predict
 
@@ -42,7 +43,8 @@ def recommend(
     Args:
         post: A fit whose hierarchy has a link on ``param``.
         param: Hyperparameter (link covariate); default: the first link's.
-        grid: Candidate values (default: 15 log-spaced values over 1/3x..3x the data range).
+        grid: Candidate values (default: 15 values, log-spaced over 1/3x..3x the data range
+            for a ``log`` link, else evenly spaced in ``T(h)`` over the range widened by half).
         steps: Horizon in steps, > 0 (default: the data's last step).
         max_draws: Posterior draws used per value.
         max_p_osc: Largest acceptable posterior probability of oscillation.
@@ -53,8 +55,8 @@ def recommend(
         ``config`` is an llm_runs-style nested dict (``{"rl": {"lr": value}}``).
 
     Raises:
-        ConfigError: No link on ``param``, a grid value that is not a finite number > 0
-            (the link is log-linear), or a horizon that is not a finite number > 0.
+        ConfigError: No link on ``param``, a grid value outside the link transform's domain
+            (``log``: a finite number > 0), or a horizon that is not a finite number > 0.
     """
     cm = post.model
     links = cm.config.hierarchy.links
@@ -64,18 +66,22 @@ def recommend(
     rows = [i for i, n in enumerate(cm.link_names) if n.endswith(f"~{param}]")]
     if not rows:
         raise ConfigError(f"no link on {param!r}; links: {[lk.covariate for lk in links]}")
-    data_h = np.exp(np.asarray(post.model.link_x[rows[0]]))  # h / geometric mean
-    h_ref = float(np.exp(np.mean(np.log(_hyper(post, param)))))
-    if grid is None:
-        values = h_ref * np.geomspace(data_h.min() / 3, data_h.max() * 3, 15)
+    transform = cm.config.hierarchy.transforms[param]
+    h = _hyper(post, param)
+    if grid is None and transform == "log":
+        values = np.geomspace(h.min() / 3, h.max() * 3, 15)
+    elif grid is None:  # log1p / linear: the pilots' range and half of it each side
+        lo, hi = transform_values(transform, [h.min(), h.max()])
+        lo = max(lo - (hi - lo) / 2, 0.0) if transform == "log1p" else lo - (hi - lo) / 2
+        x = np.linspace(lo, hi + (hi - lo) / 2, 15)
+        values = np.expm1(x) if transform == "log1p" else x
     else:
         values = np.asarray(sorted(float(g) for g in grid))
-        bad = [float(g) for g in values if not (math.isfinite(g) and g > 0)]
-        if bad or not values.size:
-            raise ConfigError(
-                f"grid values of {param!r} must be finite numbers > 0 (the link is "
-                f"log-linear), got {bad or 'none'}"
-            )
+        if not values.size:
+            raise ConfigError(f"the grid of {param!r} is empty")
+        values = np.asarray(
+            [check_value(transform, float(g), f"grid values of {param!r}") for g in values]
+        )
     if steps is not None and not (math.isfinite(float(steps)) and float(steps) > 0):
         raise ConfigError(f"the horizon (steps) must be a finite number > 0, got {steps!r}")
     # one idea, one place: the batched predictor of calibrate.predict
