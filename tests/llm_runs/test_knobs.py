@@ -168,10 +168,11 @@ def test_staleness_samples_from_the_adapter_k_steps_old(micro_cfg, monkeypatch):
     )
 
 
-def _moved_state(micro_cfg, k=2, steps=3):
+def _moved_state(micro_cfg, k=2, steps=3, pool=1):
     """A lagged state after a few steps: snapshots in the ring differ from the adapters."""
     from llm_runs._steps import rl_step
 
+    micro_cfg["pool_size"] = pool
     st = _state(micro_cfg, staleness=k, lr=0.05, entropy_coef=0.5, temperature=0.7)
     for s in range(steps):
         rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
@@ -208,13 +209,14 @@ def test_sampling_pass_logp_equals_a_separate_forward_under_the_snapshot(micro_c
     assert _same(pol.adapter_state(), before)  # the swap restored the adapters bit for bit
 
 
-def test_rl_step_behaviour_logp_match_the_snapshot_forward(micro_cfg, monkeypatch):
+@pytest.mark.parametrize("pool", [1, 2])
+def test_rl_step_behaviour_logp_match_the_snapshot_forward(micro_cfg, monkeypatch, pool):
     """Every behaviour log-prob the loss gets, on sampled rows and re-encoded ones alike."""
     torch = _torch()
     from llm_runs import _steps
     from llm_runs._staleness import use_snapshot
 
-    st = _moved_state(micro_cfg)
+    st = _moved_state(micro_cfg, pool=pool)
     pol = st.policy
     orig = _steps._behaviour_logp
     checked = []
@@ -239,7 +241,9 @@ def test_rl_step_behaviour_logp_match_the_snapshot_forward(micro_cfg, monkeypatc
     monkeypatch.setattr(_steps, "_behaviour_logp", check)
     for s in range(3, 6):
         _steps.rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
-    assert set(checked) == set(st.roles) and len(checked) == 3 * len(st.roles)
+    names = [n for ns in st.members.values() for n in ns]
+    assert len(names) == pool * len(st.roles)
+    assert set(checked) == set(names) and len(checked) == 3 * len(names)
 
 
 def test_importance_weights_one_on_policy_and_capped():
