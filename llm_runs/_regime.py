@@ -2,7 +2,10 @@
 
 A run's competence curves are measured on finite probe sets, so they carry sampling noise; they
 are labelled with :func:`simulate.classify`'s noise-aware rule (the one it applies to gradient-
-noise SDE paths: an oscillation needs an autocorrelation trough then peak, not band crossings).
+noise SDE paths: an oscillation needs an autocorrelation trough then peak, not band crossings),
+and, since the measurement noise is known (binomial on each agent's ``n_eval`` probes), a
+fluctuation variance above it (``classify``'s ``noise_sd``; without it pure binomial noise on a
+flat curve of 21 evaluations was labelled an oscillation in about 9 % of agents).
 A run that diverged (``status: "diverged"`` in its manifest) is a collapse: its parameters or
 metrics became non-finite, which no competence curve can recover from.
 """
@@ -56,6 +59,12 @@ def observed_regime(run: str | Path | RunLog, *, strict: bool = False) -> dict[s
     states = np.asarray(wide[agents].to_numpy(float))
     if not np.all(np.isfinite(states)):
         raise RunLogError(f"{log.path}: competence values must be finite to label a regime")
+    # measurement noise of each agent's competence: binomial on its n_eval probes, at the
+    # level of the second half of the curve (where the classifier looks for oscillation)
+    n_eval = log.frame("agent").groupby("agent")["n_eval"].median().reindex(agents)
+    late = states[len(states) // 2 :].mean(axis=0)
+    p = np.clip(late, 0.5 / n_eval.to_numpy(float), 1 - 0.5 / n_eval.to_numpy(float))
+    noise_sd = np.sqrt(p * (1 - p) / n_eval.to_numpy(float))
     sol = simulate.Solution(
         t=jnp.asarray(t),
         states=jnp.asarray(states),
@@ -65,7 +74,7 @@ def observed_regime(run: str | Path | RunLog, *, strict: bool = False) -> dict[s
         names=tuple(agents),
         method="sde",  # noisy measurements: the noise-aware rule
     )
-    regime, nodes = simulate.classify(sol)
+    regime, nodes = simulate.classify(sol, noise_sd=jnp.asarray(noise_sd))
     names = simulate.REGIME_NAMES
     return {
         "regime": names[simulate.Regime(int(regime))],

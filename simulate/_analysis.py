@@ -60,6 +60,15 @@ REGIME_NAMES = {
 REGIME_SEVERITY = (0, 1, 2, 4, 5, 6, 3)
 
 
+def above_noise(sd: Array, n: Array, noise_sd: Array, z: float = 1.645) -> Array:
+    """Whether fluctuations of sd ``sd`` over ``n`` samples exceed measurement noise of sd
+    ``noise_sd``: ``n sd^2 / noise_sd^2`` above the chi-square(n - 1) quantile at ``z``
+    (Wilson-Hilferty approximation; 1.645 = the one-sided 5 % level)."""
+    k = jnp.maximum(n - 1.0, 1.0)
+    q = k * (1.0 - 2.0 / (9.0 * k) + z * jnp.sqrt(2.0 / (9.0 * k))) ** 3
+    return n * sd**2 > q * jnp.maximum(noise_sd, 1e-12) ** 2
+
+
 @eqx.filter_jit
 def classify(
     sol: Solution,
@@ -74,6 +83,7 @@ def classify(
     acf_threshold: float = 0.35,
     acf_sustained: float = 0.5,
     noise_band: float = 4.0,
+    noise_sd: Array | None = None,
 ) -> tuple[Array, Array]:
     """Regime of a trajectory, judged on the part after the last input switch.
 
@@ -119,6 +129,10 @@ def classify(
         noise_band: Noisy solutions: an overshoot must exceed the band by this many
             fluctuation sds, and the settling band is at least that wide, so noise
             excursions are neither overshoots nor keep a collapse unsettled.
+        noise_sd: Noisy solutions: known measurement-noise sd of each node, shape ``(N,)``
+            (e.g. ``sqrt(A(1-A)/n_eval)`` for a competence measured on ``n_eval`` probes).
+            An oscillation must then also fluctuate more than measurement noise alone, by a
+            one-sided chi-square test at the 5 % level on the late window's variance.
 
     Returns:
         (network regime, per-node regimes, shape ``(N,)``), as ints of :class:`Regime`.
@@ -135,6 +149,8 @@ def classify(
         nz = jax.vmap(lambda y: noise_features(y, w, acf_threshold), in_axes=1)(sol.states)
         noise = noise_band * nz["sd"]
         osc = nz["osc"] & (nz["sd"] > h)
+        if noise_sd is not None:
+            osc = osc & above_noise(nz["sd"], nz["n"], jnp.asarray(noise_sd))
         sustained = osc & (nz["peak"] >= acf_sustained)
         damped = osc & ~sustained
         y_end, y0 = nz["level"], feats["y_start"]

@@ -144,7 +144,8 @@ def noise_features(y, w, acf_threshold):
     and may dip below zero, but it does not come back up; an oscillation's ACF has a trough
     and then a peak near one period. Returns ``osc`` (a trough below ``-acf_threshold``
     followed by a peak above ``acf_threshold`` at a lag under half the samples), ``peak``
-    (the largest such ACF value), ``sd`` (fluctuation sd) and ``level`` (mean level).
+    (the largest such ACF value), ``sd`` (fluctuation sd), ``level`` (mean level) and
+    ``n`` (samples in that half).
     """
     T = y.shape[0]
     idx = jnp.arange(T)
@@ -160,4 +161,5 @@ def noise_features(y, w, acf_threshold):
     trough_seen = jax.lax.cummin(acf) < -acf_threshold
     usable = trough_seen & (idx < n // 2) & (idx > 0)
     peak = jnp.max(jnp.where(usable, acf, -jnp.inf))
-    return {"osc": peak > acf_threshold, "peak": peak, "sd": jnp.sqrt(var / n), "level": level}
+    sd = jnp.sqrt(var / n)
+    return {"osc": peak > acf_threshold, "peak": peak, "sd": sd, "level": level, "n": n}

@@ -86,3 +86,23 @@ def test_too_short_a_log_is_an_error(tmp_path):
             w.write([{"kind": "agent", "step": s, "agent": "X", "competence": 0.5, "n_eval": 8}])
     with pytest.raises(llm_runs.RunLogError, match="at least 4"):
         llm_runs.observed_regime(folder)
+
+
+def test_probe_noise_on_a_short_flat_run_is_not_an_oscillation(tmp_path):
+    """A 200-step run evaluated every 10 steps whose agents sit at a constant competence,
+    measured on 64 probes: labelled converged (the binomial noise level is known), in at
+    least 18 of 20 replicates of three agents."""
+    global STEPS
+    saved, STEPS = STEPS, np.arange(0, 201, 10)
+    try:
+        labels = []
+        for rep in range(20):
+            levels = {"X": 0.94, "Y": 0.9, "Z": 0.5}
+            curves = {
+                a: _noisy(np.full(STEPS.size, p), 100 * rep + i)
+                for i, (a, p) in enumerate(levels.items())
+            }
+            labels.append(llm_runs.observed_regime(_write(tmp_path / f"r{rep}", curves))["regime"])
+    finally:
+        STEPS = saved
+    assert sum(lab == "converged" for lab in labels) >= 18, labels
