@@ -19,7 +19,7 @@ AGENT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c")
 
 def _map(ax, cfg, labels: dict[tuple, str], text: dict[tuple, str], title: str) -> None:
     for (i, j), lab in labels.items():
-        ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, color=COLORS[lab], alpha=0.85))
+        ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, fc=COLORS[lab], lw=0, alpha=0.85))
         ax.text(i, j, text.get((i, j), ""), ha="center", va="center", fontsize=7)
     for i, j in cfg.pilots:
         ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, fill=False, lw=2.2, ec="black"))
