@@ -2,11 +2,19 @@
 
 Fits a small learning-rate family (3 C1 runs, the link ``log rho = a + c log(lr/lr_ref)``,
 Laplace) and predicts 10^4 log-spaced learning rates with 200 draws each: 2 x 10^6 curves
-solved, reduced to bands, final competences and simulate.classify regimes. Prints the cold
-time (first call: compile + run) and the warm time (second call, goal < 10 s), and the
-solves per second. Times on a shared machine vary several-fold with its load: say so.
+solved, reduced to final competences and simulate.classify regimes, with and without the
+per-step bands. Prints the cold time (first call: compile + run) and the warm time (second
+call, goal < 10 s). The previous implementation (one eager ``lax.map`` of 4 settings per
+step over ``CurveModel.curves`` with the quad grid's segment sums, bands always) is timed on
+``--baseline-settings`` settings and scaled linearly; its results on those settings are
+compared with the new ones (regime codes, final competences, bands). With ``--coarse N``
+the regime labels are also computed from N-point curves and their agreement with the
+``--points`` curves is printed. JAX gets two CPU devices (``jax_num_cpu_devices``) so the
+settings are sharded over both cores. Times on a shared machine vary several-fold with
+its load: the load average is printed with every figure.
 
 Usage: python benchmarks/bench_predict.py [--settings N] [--draws N] [--points N]
+    [--baseline-settings N] [--coarse N]
 """
 
 from __future__ import annotations
@@ -14,19 +22,73 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_num_cpu_devices", 2)
 
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import calibrate as cal  # noqa: E402
+from calibrate._predict import (  # noqa: E402
+    BAND_LEVELS,
+    _draw_arrays,
+    _draw_index,
+    _setting_matrix,
+    curve_regimes,
+)
+from calibrate._solvers import fixed_substeps  # noqa: E402
 
 TRUTH = {
     "rho[X]": 0.03, "rho[Y]": 0.05, "rho[Z]": 0.06, "delta": 0.002, "b[Y]": 0.05,
     "b[Z]": 0.05, "A0": 0.05, "K[X->Y]": 0.4, "K[X->Z]": 0.5, "K[Y->Z]": 0.5, "n": 2.0,
 }  # fmt: skip
+R = TypeVar("R")
+
+
+def baseline(post, settings, draws: int, points: int) -> dict[str, np.ndarray]:
+    """The implementation before issue 18 §5's speed work, as it was (for the timing and
+    the agreement check)."""
+    cm = post.model
+    x = jnp.asarray(_setting_matrix(post, settings))
+    u, slopes = (jnp.asarray(a) for a in _draw_arrays(post, _draw_index(post, draws, None)))
+    t = np.linspace(0.0, float(cm.ts[-1]), points)
+    tj, idx, levels = jnp.asarray(t), jnp.asarray(cm.link_index), jnp.asarray(BAND_LEVELS)
+    substeps = fixed_substeps(t, cm.config.dt)
+
+    def one_setting(xs):
+        ug = u.at[:, idx].add(slopes * xs)
+        A, ok = cm.curves(cm.layout.to_natural(ug), t, substeps)
+        ok = jnp.broadcast_to(ok, A.shape[:1])
+        codes = jax.vmap(lambda s, o: curve_regimes(tj, s, o, cm.network.names))(A, ok)
+        return {
+            "mean": A.mean(axis=0),
+            "bands": jnp.quantile(A, levels, axis=0),
+            "final": A[:, -1, :],
+            "codes": codes.astype(jnp.int8),
+        }
+
+    out = jax.lax.map(one_setting, x, batch_size=4)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def _timed(fn: Callable[[], R], reps: int = 2) -> tuple[list[float], R]:
+    t0 = time.perf_counter()
+    out = fn()
+    times = [time.perf_counter() - t0]
+    for _ in range(reps - 1):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return times, out
+
+
+def _load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
 
 
 def main() -> None:
@@ -34,6 +96,8 @@ def main() -> None:
     ap.add_argument("--settings", type=int, default=10_000)
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--points", type=int, default=200)
+    ap.add_argument("--baseline-settings", type=int, default=100)
+    ap.add_argument("--coarse", type=int, default=0, help="also label from N-point curves")
     a = ap.parse_args()
     lrs = [1e-4, 3e-4, 1e-3]
     run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in lrs]
@@ -47,18 +111,55 @@ def main() -> None:
     )  # fmt: skip
     post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
     settings = [{"rl.lr": float(v)} for v in np.geomspace(3e-5, 3e-3, a.settings)]
-    times = []
-    for _ in range(2):
-        t0 = time.perf_counter()
-        pred = cal.predict(post, settings, max_draws=a.draws, n_points=a.points)
-        times.append(time.perf_counter() - t0)
-    n = a.settings * pred.draw_index.size
+    G = min(a.draws, int(np.prod(post.shape)))
+    n = a.settings * G
     print(
-        f"predict {a.settings} settings x {pred.draw_index.size} draws x {a.points} points "
-        f"({n:,} curves) on {jax.devices()[0].platform} ({os.cpu_count()} cpus, load "
-        f"{os.getloadavg()[0]:.1f}): cold {times[0]:.1f} s, warm {times[1]:.1f} s "
-        f"({n / times[1]:,.0f} curves/s warm; goal < 10 s warm)"
+        f"predict {a.settings} settings x {G} draws x {a.points} points ({n:,} curves) on "
+        f"{len(jax.devices())} {jax.devices()[0].platform} devices ({os.cpu_count()} cpus)"
     )
+    res = {}
+    for bands in (True, False):
+        times, pred = _timed(
+            lambda b=bands: cal.predict(
+                post, settings, max_draws=a.draws, n_points=a.points, bands=b
+            )
+        )
+        res[bands] = pred
+        print(
+            f"  new, bands={bands!s:5}: cold {times[0]:.1f} s, warm {times[1]:.1f} s "
+            f"({n / times[1]:,.0f} curves/s warm; {_load()}; goal < 10 s warm)"
+        )
+    if a.baseline_settings:
+        sub = settings[:: max(1, a.settings // a.baseline_settings)][: a.baseline_settings]
+        times, old = _timed(lambda: baseline(post, sub, a.draws, a.points))
+        scale = a.settings / len(sub)
+        print(
+            f"  old (eager lax.map, segment sums, bands), {len(sub)} settings: cold "
+            f"{times[0]:.1f} s, warm {times[1]:.1f} s -> {times[1] * scale:.0f} s scaled to "
+            f"{a.settings} ({_load()})"
+        )
+        new = cal.predict(post, sub, max_draws=a.draws, n_points=a.points)
+        assert new.mean is not None and new.bands is not None
+        same = float(np.mean(new.codes == old["codes"]))
+        print(
+            f"  agreement with old on those settings: regime codes {same:.6f} identical, "
+            f"max |final diff| {np.max(np.abs(new.final - old['final'])):.1e}, max |band diff| "
+            f"{np.max(np.abs(new.bands - old['bands'])):.1e}, max |mean diff| "
+            f"{np.max(np.abs(new.mean - old['mean'])):.1e}"
+        )
+    if a.coarse:
+        times, coarse = _timed(
+            lambda: cal.predict(post, settings, max_draws=a.draws, n_points=a.coarse, bands=False)
+        )
+        fine = res[False]
+        agree = float(np.mean(coarse.codes == fine.codes))
+        diff = np.argwhere(coarse.codes != fine.codes)
+        print(
+            f"  {a.coarse}-point curves, bands=False: warm {times[1]:.1f} s ({_load()}); "
+            f"regime codes identical to the {a.points}-point ones for {agree:.6f} of "
+            f"setting x draw x agent ({len(diff)} differ); max |final diff| "
+            f"{np.max(np.abs(coarse.final - fine.final)):.1e}"
+        )
 
 
 if __name__ == "__main__":

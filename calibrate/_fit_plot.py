@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._config import ConfigError
+
 if TYPE_CHECKING:
     from ._posterior import Posterior
     from ._predict import Prediction
@@ -106,6 +108,8 @@ def plot_prediction(pred: Prediction, path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if pred.mean is None or pred.bands is None:
+        raise ConfigError("the prediction has no bands to plot: predict with bands=True")
     n = len(pred.agents)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.6), squeeze=False, sharey=True)
     colors = plt.get_cmap("tab10")

@@ -17,21 +17,19 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ._config import ConfigError
 from ._knobs import check_value, reference_value, transform_values
 from ._model import CurveModel
 from ._posterior import Posterior
+from ._predict_fast import BAND_LEVELS as BAND_LEVELS
+from ._predict_fast import curve_regimes as curve_regimes
+from ._predict_fast import predict_batch
 from ._solvers import fixed_substeps
 
 __all__ = ["Prediction", "curve_regimes", "link_covariates", "predict", "predict_arrays"]
-
-#: Quantile levels of the bands (90 % and 50 % central intervals).
-BAND_LEVELS = (0.05, 0.25, 0.75, 0.95)
 
 
 def link_covariates(post: Posterior) -> dict[str, float]:
@@ -110,7 +108,9 @@ def predict_arrays(
     t: np.ndarray,
     *,
     keep_curves: bool = False,
-    batch: int = 4,
+    batch: int | None = None,
+    bands: bool = True,
+    shard: bool = True,
 ) -> dict[str, np.ndarray]:
     """The batched predictor: curves of every setting × draw, reduced per setting.
 
@@ -121,79 +121,30 @@ def predict_arrays(
         x: ``log(h / h_ref)`` per setting and slope row, ``(S, L)``.
         t: Steps at which curves are evaluated (input on from 0), ``(T,)``.
         keep_curves: Also return every draw's curves (``(S, G, T, N)``; small S only).
-        batch: Settings solved together (a vmap of ``batch × G`` solves).
+        batch: Settings solved together (a vmap of ``batch × G`` solves; default about
+            2000 solves).
+        bands: Also the per-step mean and quantile bands (most of the cost of thousands
+            of settings: a sort of the draws at every step).
+        shard: Split the settings over all devices of JAX's default backend.
 
     Returns:
-        ``mean`` ``(S, T, N)``, ``bands`` ``(S, 4, T, N)`` at :data:`BAND_LEVELS`,
         ``final`` ``(S, G, N)``, ``codes`` ``(S, G, N)`` (per-node :class:`simulate.Regime`),
-        and ``curves`` if asked.
+        ``mean`` ``(S, T, N)`` and ``bands`` ``(S, 4, T, N)`` at :data:`BAND_LEVELS` if
+        ``bands``, and ``curves`` if asked.
     """
     t = np.asarray(t, dtype=float)
-    out = _predict_compiled(
+    return predict_batch(
         cm,
-        jnp.asarray(u),
-        jnp.asarray(slopes),
-        jnp.asarray(x),
-        tuple(t.tolist()),
+        np.asarray(u, dtype=float),
+        np.asarray(slopes, dtype=float),
+        np.asarray(x, dtype=float),
+        t,
         fixed_substeps(t, cm.config.dt),
-        keep_curves,
-        batch,
+        keep_curves=keep_curves,
+        bands=bands,
+        batch=batch,
+        shard=shard,
     )
-    return {k: np.asarray(v) for k, v in out.items()}
-
-
-@eqx.filter_jit
-def curve_regimes(t: jax.Array, states: jax.Array, ok: jax.Array, names: tuple[str, ...]):
-    """Per-node regime codes of one predicted curve set (input on throughout), by
-    :func:`simulate.classify` — the toolkit's one definition of a regime.
-
-    Args:
-        t: Steps, shape ``(T,)``.
-        states: Competences, shape ``(T, N)``.
-        ok: Whether the solve succeeded (scalar bool).
-        names: Node names (``N``).
-
-    Returns:
-        Codes of :class:`simulate.Regime`, shape ``(N,)``.
-    """
-    import simulate
-
-    sol = simulate.Solution(
-        t=t,
-        states=states,
-        inputs=jnp.ones_like(t),
-        y_final=states[-1],
-        code=jnp.where(ok, 0, 1).astype(jnp.int32),
-        names=names,
-        method="ode",
-    )
-    return simulate.classify(sol)[1]
-
-
-def _predict_compiled(cm, u, slopes, x, ts, substeps, keep_curves, batch):
-    t = np.asarray(ts)  # concrete: the quad solver builds its grid from it
-    tj = jnp.asarray(t)
-    idx = jnp.asarray(cm.link_index)
-    levels = jnp.asarray(BAND_LEVELS)
-
-    def node_codes(states, ok):
-        return curve_regimes(tj, states, ok, cm.network.names)
-
-    def one_setting(xs):
-        ug = u.at[:, idx].add(slopes * xs) if idx.size else u
-        A, ok = cm.curves(cm.layout.to_natural(ug), t, substeps)  # (G, T, N)
-        ok = jnp.broadcast_to(ok, A.shape[:1])
-        res = {
-            "mean": A.mean(axis=0),
-            "bands": jnp.quantile(A, levels, axis=0),
-            "final": A[:, -1, :],
-            "codes": jax.vmap(node_codes)(A, ok).astype(jnp.int8),
-        }
-        if keep_curves:
-            res["curves"] = A
-        return res
-
-    return jax.lax.map(one_setting, x, batch_size=batch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,8 +156,8 @@ class Prediction:
         reference: Every linked field's reference value (used where a setting omits it).
         agents: Agent (node) names.
         t: Steps of the curves.
-        mean: Posterior mean curves ``(S, T, N)``.
-        bands: Quantile curves ``(S, 4, T, N)`` at :data:`BAND_LEVELS`.
+        mean: Posterior mean curves ``(S, T, N)`` (None if predicted with ``bands=False``).
+        bands: Quantile curves ``(S, 4, T, N)`` at :data:`BAND_LEVELS` (None likewise).
         final: Final competence per draw ``(S, G, N)``.
         codes: Per-node regime code per draw ``(S, G, N)`` (:class:`simulate.Regime`).
         draw_index: The flat posterior draws used ``(G,)``.
@@ -217,8 +168,8 @@ class Prediction:
     reference: dict[str, float]
     agents: tuple[str, ...]
     t: np.ndarray
-    mean: np.ndarray
-    bands: np.ndarray
+    mean: np.ndarray | None
+    bands: np.ndarray | None
     final: np.ndarray
     codes: np.ndarray
     draw_index: np.ndarray
@@ -257,8 +208,11 @@ class Prediction:
         )
 
     def to_dict(self, curves: bool = True) -> dict[str, Any]:
-        """A JSON-ready summary (``curves=False`` leaves the band curves out)."""
+        """A JSON-ready summary (``curves=False``, or a prediction without bands, leaves the
+        band curves out)."""
         import simulate
+
+        curves = curves and self.mean is not None and self.bands is not None
 
         names = [simulate.REGIME_NAMES[simulate.Regime(i)] for i in range(7)]
         per, net = self.regime_probs()
@@ -274,7 +228,7 @@ class Prediction:
                     **{f"p_{g}": gp[g][s, j] for g in gp},
                     "regimes": dict(zip(names, per[s, j], strict=True)),
                 }
-                if curves:
+                if curves and self.mean is not None and self.bands is not None:
                     d["curve"] = {"mean": self.mean[s, :, j]} | {
                         f"q{round(lv * 100):02d}": self.bands[s, i, :, j]
                         for i, lv in enumerate(BAND_LEVELS)
@@ -323,6 +277,7 @@ def predict(
     max_draws: int = 200,
     key: jax.Array | None = None,
     keep_curves: bool = False,
+    bands: bool = True,
 ) -> Prediction:
     """Predict the competence curves and regimes of training settings through the links.
 
@@ -335,6 +290,10 @@ def predict(
         max_draws: Posterior draws used (a random subset when the fit has more).
         key: PRNG key for the draw subset (keyword-only).
         keep_curves: Keep every draw's curves in :attr:`Prediction.curves`.
+        bands: Compute the per-step mean curves and 50/90 % bands. False leaves them out
+            (:attr:`Prediction.mean` and ``bands`` None) and keeps final competences and
+            regimes: for thousands of settings, where the bands (a sort of the draws at
+            every step) cost more than the solves.
 
     Returns:
         A :class:`Prediction`.
@@ -357,14 +316,14 @@ def predict(
     idx = _draw_index(post, max_draws, key)
     u, slopes = _draw_arrays(post, idx)
     t = np.linspace(0.0, float(cm.ts[-1] if steps is None else steps), n_points)
-    out = predict_arrays(cm, u, slopes, x, t, keep_curves=keep_curves)
+    out = predict_arrays(cm, u, slopes, x, t, keep_curves=keep_curves, bands=bool(bands))
     return Prediction(
         settings=tuple(dict(s) for s in settings),
         reference=link_covariates(post),
         agents=tuple(cm.network.names),
         t=t,
-        mean=out["mean"],
-        bands=out["bands"],
+        mean=out.get("mean"),
+        bands=out.get("bands"),
         final=out["final"],
         codes=out["codes"],
         draw_index=idx,

@@ -1,0 +1,172 @@
+"""The compiled batch predictor behind :func:`calibrate.predict` (one program per shape).
+
+Every setting's curves (a vmap over draws) are solved and reduced inside one compiled
+program that is cached across calls (keyed by the model's structure, the steps and the
+options), so a second call with new settings or draws only runs it. When JAX exposes
+several devices (on CPU: ``jax.config.update("jax_num_cpu_devices", 2)`` before JAX starts)
+the settings are sharded over them with ``jax.shard_map``; on each device ``lax.map``
+walks its settings in chunks of about 2000 solves. The model's Hill regulation is written
+for its one sign structure (:func:`simulate.with_log_hill` with ``fixed_structure``), the
+same values as the fit's (up to rounding) with fewer operations.
+
+Measured (``benchmarks/bench_predict.py``, see docs/benchmarks.md): the per-step quantile
+bands (a sort of the draws at every step) cost more than the solves themselves, so a call
+for thousands of settings that needs only final competences and regimes should pass
+``bands=False``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import simulate
+
+from ._model import CurveModel
+from ._quad import QuadGrid, solve_quad
+
+__all__ = ["BAND_LEVELS", "SOLVES_PER_CHUNK", "curve_regimes", "predict_batch"]
+
+#: Quantile levels of the bands (90 % and 50 % central intervals).
+BAND_LEVELS = (0.05, 0.25, 0.75, 0.95)
+
+#: Solves per ``lax.map`` step (settings per step = this // draws, at least 1).
+SOLVES_PER_CHUNK = 2000
+
+
+@eqx.filter_jit
+def curve_regimes(t: jax.Array, states: jax.Array, ok: jax.Array, names: tuple[str, ...]):
+    """Per-node regime codes of one predicted curve set (input on throughout), by
+    :func:`simulate.classify` — the toolkit's one definition of a regime.
+
+    Args:
+        t: Steps, shape ``(T,)``.
+        states: Competences, shape ``(T, N)``.
+        ok: Whether the solve succeeded (scalar bool).
+        names: Node names (``N``).
+
+    Returns:
+        Codes of :class:`simulate.Regime`, shape ``(N,)``.
+    """
+    sol = simulate.Solution(
+        t=t,
+        states=states,
+        inputs=jnp.ones_like(t),
+        y_final=states[-1],
+        code=jnp.where(ok, 0, 1).astype(jnp.int32),
+        names=names,
+        method="ode",
+    )
+    return simulate.classify(sol)[1]
+
+
+def predict_batch(
+    cm: CurveModel,
+    u: np.ndarray,
+    slopes: np.ndarray,
+    x: np.ndarray,
+    t: np.ndarray,
+    substeps: int,
+    *,
+    keep_curves: bool = False,
+    bands: bool = True,
+    batch: int | None = None,
+    shard: bool = True,
+) -> dict[str, np.ndarray]:
+    """Solve and reduce every setting × draw (see :func:`calibrate._predict.predict_arrays`).
+
+    Args:
+        cm: The fitted model.
+        u: Reference parameters per draw, transformed scale, ``(G, D)``.
+        slopes: Natural link slopes per draw, ``(G, L)``.
+        x: ``log(h / h_ref)`` per setting and slope row, ``(S, L)``.
+        t: Steps of the curves ``(T,)`` (concrete).
+        substeps: RK4 steps per interval of ``t`` (the ``rk4`` solver).
+        keep_curves: Also return every draw's curves ``(S, G, T, N)``.
+        bands: Compute the per-step mean and quantile bands (else ``mean`` and ``bands``
+            are left out: final competences and regime codes only).
+        batch: Settings per ``lax.map`` step (default: :data:`SOLVES_PER_CHUNK` // draws).
+        shard: Split the settings over all devices of the default backend.
+
+    Returns:
+        ``final`` ``(S, G, N)``, ``codes`` ``(S, G, N)`` int8, and ``mean`` ``(S, T, N)``
+        and ``bands`` ``(S, 4, T, N)`` if ``bands``, ``curves`` if ``keep_curves``.
+    """
+    S, G = x.shape[0], u.shape[0]
+    if batch is None:
+        batch = max(1, SOLVES_PER_CHUNK // max(G, 1))
+    n_dev = len(jax.devices()) if shard else 1
+    n_dev = max(1, min(n_dev, S))
+    pad = -S % n_dev  # shard_map needs equal shares: pad with reference settings
+    xp = np.concatenate([x, np.zeros((pad, x.shape[1]))]) if pad else x
+    fast = eqx.tree_at(lambda c: c.base, cm, simulate.with_log_hill(cm.base, fixed_structure=True))
+    out = _compiled(
+        fast,
+        jnp.asarray(u),
+        jnp.asarray(slopes),
+        jnp.asarray(xp),
+        tuple(np.asarray(t, dtype=float).tolist()),
+        int(substeps),
+        bool(keep_curves),
+        bool(bands),
+        int(min(batch, -(-xp.shape[0] // n_dev))),
+        n_dev,
+    )
+    return {k: np.asarray(v)[:S] for k, v in out.items()}
+
+
+def _curves(model: CurveModel, theta: jax.Array, t: np.ndarray, substeps: int):
+    """:meth:`CurveModel.curves` at steps ``t``; ``quad`` with its recurrence as a scan
+    over cells (the same values to rounding, faster in a wide vmap)."""
+    if model.config.solver == "quad":
+        grid = QuadGrid.build(t, model.config.dt)
+        return jax.vmap(lambda th: solve_quad(model.with_params(th), grid, scan=True))(theta)
+    return model.curves(theta, t, substeps)
+
+
+@eqx.filter_jit
+def _compiled(cm, u, slopes, x, ts, substeps, keep_curves, bands, batch, n_dev):
+    t = np.asarray(ts)  # concrete: the quad solver builds its grid from it
+    tj = jnp.asarray(t)
+    idx = jnp.asarray(cm.link_index)
+    levels = jnp.asarray(BAND_LEVELS)
+    dyn, static = eqx.partition(cm, eqx.is_array)
+
+    def node_codes(states, ok):
+        return curve_regimes(tj, states, ok, cm.network.names)
+
+    def run(dyn, u, slopes, xs):
+        model = eqx.combine(dyn, static)
+
+        def one_setting(xv):
+            ug = u.at[:, idx].add(slopes * xv) if idx.size else u
+            A, ok = _curves(model, model.layout.to_natural(ug), t, substeps)  # (G, T, N)
+            ok = jnp.broadcast_to(ok, A.shape[:1])
+            res = {
+                "final": A[:, -1, :],
+                "codes": jax.vmap(node_codes)(A, ok).astype(jnp.int8),
+            }
+            if bands:
+                res["mean"] = A.mean(axis=0)
+                res["bands"] = jnp.quantile(A, levels, axis=0)
+            if keep_curves:
+                res["curves"] = A
+            return res
+
+        return jax.lax.map(one_setting, xs, batch_size=batch)
+
+    if n_dev > 1:
+        from jax.sharding import Mesh
+        from jax.sharding import PartitionSpec as P
+
+        mesh = Mesh(np.asarray(jax.devices()[:n_dev]), ("settings",))
+        run = jax.shard_map(
+            run,
+            mesh=mesh,
+            in_specs=(P(), P(), P(), P("settings")),
+            out_specs=P("settings"),
+            check_vma=False,
+        )
+    return run(dyn, u, slopes, x)
