@@ -65,6 +65,16 @@ def _parser() -> argparse.ArgumentParser:
         help="error on NaN rows; non-zero exit on failed diagnostics",
     )
     f.add_argument("--no-progress", action="store_true", help="no progress bar")
+    f.add_argument(
+        "--figures",
+        choices=["best", "all", "none"],
+        default="best",
+        help="with --motif auto or a motif list: which saved fits get predictive.png and "
+        "keep the pointwise log-likelihood in posterior.nc (best: the fits the data "
+        "cannot tell apart, default; all: every fit; none: no figures, the set keeps its "
+        "log-likelihood). The other fits are saved without both; their elpd is in "
+        "selection.json",
+    )
     r = sub.add_parser("recommend", help="choose a hyperparameter for the next run from a fit")
     r.add_argument("fit_dir", help="a folder written by `fit` (with a link in its hierarchy)")
     r.add_argument("--param", default=None, help="linked hyperparameter (default: the first)")
@@ -169,10 +179,24 @@ def _fit(args: argparse.Namespace) -> int:
         )
         for w in sel.warnings:
             print(f"WARNING: {w}", file=sys.stderr)
-        sel.save(out, fits=True)
+        tm = sel.timing
+        kf = len(sel.kfold.get("candidates", []))
+        print(
+            f"selection: {len(sel.posteriors)} fits"
+            + (f" (then K-fold CV of {kf}: {tm['kfold_s']:.1f} s)" if kf else "")
+            + f" in {tm['total_s']:.1f} s wall, {tm['cpu_s']:.1f} s CPU, "
+            f"{tm['workers']} worker(s)"
+        )
+        sel.save(out, fits=True, figures=args.figures)
+        n_full = len(sel.complete_fits(args.figures))
+        print(
+            f"saving: {len(sel.posteriors)} fits ({n_full} complete"
+            + (", with figures" if args.figures != "none" else "")
+            + f") in {tm['save_s']:.1f} s wall, {tm['save_cpu_s']:.1f} s CPU"
+        )
         print("\n".join(sel.report()))
-        print(f"selection written to {out / 'selection.json'} ({sel.timing['total_s']:.0f} s)")
-        diags = [p.diagnostics() for p in sel.posteriors.values()]
+        print(f"selection written to {out / 'selection.json'}")
+        diags = sel.fit_diagnostics.values()
         return 1 if args.strict and not all(d["ok"] for d in diags) else 0
     network = args.network or f"{args.motif}-{args.gate}"
     post = fit(data, network, cfg, key=key, nodes=nodes, progress=not args.no_progress, log=print)

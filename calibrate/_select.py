@@ -11,7 +11,11 @@ is identified when all of them agree on it.
 
 Speed: every candidate of one wiring (all 16 FFL presets) is fitted through one compiled
 likelihood, gradient and pointwise log-likelihood (signs and gates are array data, see
-:class:`calibrate.CurveModel`); only the first candidate compiles.
+:class:`calibrate.CurveModel`); only the first candidate compiles, and the others are then
+fitted ``workers`` at a time (one per CPU core, at most 4: each fit runs mostly on one
+core). The fits are independent, so the result does not depend on ``workers``. Saving
+draws the predictive figure and keeps the pointwise log-likelihood only for the
+indistinguishable set unless asked (``figures="all"``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +43,13 @@ from ._fit import fit_model
 from ._kfold import kfold_pointwise
 from ._model import CurveModel, build_model
 from ._posterior import Posterior, _az
-from ._select_fit import laplace_candidate
+from ._select_fit import Bar, default_workers, laplace_candidate
 
-__all__ = ["KHAT_MAX", "Selection", "candidates", "select"]
+__all__ = ["FIGURES", "KHAT_MAX", "Selection", "candidates", "select"]
 
 Candidate = tuple[str, str, "simulate.Network | NetworkSpec | str"]
 KHAT_MAX = 0.7  # PSIS-LOO is unreliable for a point with a larger Pareto k (Vehtari et al.)
+FIGURES = ("best", "all", "none")  # which saved fits are complete (see Selection.save)
 
 
 def candidates(
@@ -79,7 +85,9 @@ class Selection:
             indistinguishable candidates agree; None where they do not.
         warnings: One-line warnings (high Pareto k and what was done about it).
         kfold: The K-fold settings and the labels that used it.
-        timing: Seconds: ``fits_s``, ``kfold_s``, ``total_s``.
+        timing: Seconds: ``fits_s``, ``kfold_s``, ``total_s`` (wall), ``cpu_s`` (CPU time
+            of all threads), ``workers``; :meth:`save` adds ``save_s`` and ``save_cpu_s``.
+        fit_diagnostics: Label -> each saved fit's diagnostics (filled by :meth:`save`).
     """
 
     ranking: list[dict[str, Any]]
@@ -90,6 +98,7 @@ class Selection:
     kfold: dict[str, Any] = dataclasses.field(default_factory=dict)
     timing: dict[str, float] = dataclasses.field(default_factory=dict)
     band: float = ELPD_BAND
+    fit_diagnostics: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def best(self) -> dict[str, Any]:
@@ -136,21 +145,59 @@ class Selection:
         )
         return lines
 
-    def save(self, out: str | Path, *, figure: bool = True, fits: bool = False) -> Path:
+    def complete_fits(self, figures: str = "best") -> list[str]:
+        """Labels of the fits :meth:`save` writes complete: the indistinguishable set
+        (``best``, ``none``) or every candidate (``all``)."""
+        if figures not in FIGURES:
+            raise ConfigError(f"figures must be one of {', '.join(FIGURES)}, got {figures!r}")
+        return list(self.posteriors) if figures == "all" else list(self.indistinguishable)
+
+    def save(
+        self, out: str | Path, *, figure: bool = True, fits: bool = False, figures: str = "best"
+    ) -> Path:
         """Write the folder ``out`` as a whole (built under a temporary name, then swapped
-        in): ``selection.json``, ``selection.png`` (``figure``) and each fit in
-        ``fits/LABEL`` (``fits``). Returns the path of ``selection.json``."""
+        in): ``selection.json``, ``selection.png`` and (``fits``) each fit in
+        ``fits/LABEL``.
+
+        A fit of :meth:`complete_fits` is saved as :meth:`Posterior.save` writes it, with
+        ``predictive.png`` (unless ``figures="none"``); any other fit without the figure
+        and without the pointwise log-likelihood group in ``posterior.nc`` (17 MB of
+        4 x 1000 draws x 600 points; ``selection.json`` holds its elpd). Everything else
+        (summary, diagnostics, draws, data: what ``predict`` and ``recommend`` read) is
+        saved for every fit. The time taken is added to :attr:`timing` (``save_s``,
+        ``save_cpu_s``) and each fit's diagnostics to :attr:`fit_diagnostics`.
+
+        Args:
+            out: The folder (replaced if it exists).
+            figure: False: no figure at all (as ``figures="none"``).
+            fits: Also save each candidate's fit.
+            figures: ``best`` (default): figures of the indistinguishable set; ``all``:
+                every fit complete, with its figure; ``none``: no figures.
+
+        Returns:
+            The path of ``selection.json``.
+
+        Raises:
+            ConfigError: ``figures`` is not one of :data:`FIGURES`.
+        """
+        figures = figures if figure else "none"
+        complete = set(self.complete_fits(figures))
+        t0, c0 = time.perf_counter(), time.process_time()
         out = Path(out)
         with atomic_dir(out) as tmp:
-            write_json(tmp / "selection.json", self.to_dict())
-            if figure:
+            if figures != "none":
                 from ._fit_plot import plot_selection
 
                 rows = [{**r, "elpd_loo": r["elpd"]} for r in self.ranking]  # the ranked elpd
                 plot_selection(rows, tmp / "selection.png")
-            if fits:
-                for label, post in self.posteriors.items():
-                    _with_shared_predictive(post).save(tmp / "fits" / label, figure=figure)
+            for label, post in self.posteriors.items() if fits else []:
+                full = label in complete
+                self.fit_diagnostics[label] = _saved_form(post, full).save(
+                    tmp / "fits" / label, figure=full and figures != "none"
+                )
+            self.timing["save_s"] = time.perf_counter() - t0
+            self.timing["save_cpu_s"] = time.process_time() - c0
+            write_json(tmp / "selection.json", self.to_dict())
         return out / "selection.json"
 
 
@@ -160,49 +207,23 @@ def _shared(cm: CurveModel) -> CurveModel:
     return dataclasses.replace(cm, name="")
 
 
-def _with_shared_predictive(post: Posterior) -> Posterior:
+def _saved_form(post: Posterior, complete: bool) -> Posterior:
     """A shallow copy of ``post`` whose predictive bands come from the shared program
-    (its figure would otherwise compile the curves once per candidate)."""
+    (its figure would otherwise compile the curves once per candidate) and, unless
+    ``complete``, whose ``posterior.nc`` leaves out the pointwise log-likelihood."""
     shared = copy.copy(post)
     shared.model = _shared(post.model)
     out = copy.copy(post)
     out.predictive = shared.predictive  # type: ignore[method-assign]
+    if not complete:
+
+        def light() -> Any:
+            full = post.to_inference_data()
+            groups = {g: full[g] for g in full.groups() if g != "log_likelihood"}
+            return type(full)(**groups)
+
+        out.to_inference_data = light  # type: ignore[method-assign]
     return out
-
-
-class _Bar:
-    """A progress bar over the candidate fits (tqdm), or one log line per fit."""
-
-    def __init__(self, total: int, show: bool, say: Callable[[str], None]) -> None:
-        self.say, self.n, self.total, self.bar = say, 0, total, None
-        if show:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, desc="motif selection", unit="fit")
-
-    def step(self, what: str) -> None:
-        """Announce the next fit."""
-        self.n += 1
-        if self.bar is not None:
-            self.bar.set_postfix_str(what, refresh=True)
-        else:
-            self.say(f"[{self.n}/{self.total}] {what}")
-
-    def done(self) -> None:
-        """One fit finished."""
-        if self.bar is not None:
-            self.bar.update(1)
-
-    def grow(self, extra: int) -> None:
-        """More fits to come (K-fold refits)."""
-        self.total += extra
-        if self.bar is not None:
-            self.bar.total = self.total
-            self.bar.refresh()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def _loo(az: Any, post: Posterior) -> Any:
@@ -222,6 +243,7 @@ def select(
     progress: bool = False,
     kfold: int = 5,
     band: float = ELPD_BAND,
+    workers: int | None = None,
 ) -> Selection:
     """Fit each candidate network and rank them by elpd, with stacking weights, the set
     the data cannot tell apart and the edge signs and gates it identifies.
@@ -238,11 +260,14 @@ def select(
         kfold: Folds of the exact K-fold cross-validation that replaces PSIS-LOO for a
             candidate with a Pareto k above :data:`KHAT_MAX` (0: keep PSIS-LOO and warn).
         band: Width of the indistinguishable set, in se of the elpd difference.
+        workers: Candidates fitted at a time after the first (default: the CPU cores
+            this process may use, at most 4); the result does not depend on it.
 
     Raises:
-        ConfigError: Fewer than 2 candidates, or ``kfold`` of 1 or below 0.
+        ConfigError: Fewer than 2 candidates, ``kfold`` of 1 or below 0, or ``workers``
+            below 1.
     """
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     az = _az()
     cfg = config or FitConfig()
     say = log or (lambda s: None)
@@ -251,28 +276,45 @@ def select(
         raise ConfigError("model selection needs >= 2 candidates")
     if kfold < 0 or kfold == 1 or isinstance(kfold, bool):
         raise ConfigError(f"kfold must be 0 (off) or an integer >= 2, got {kfold!r}")
+    workers = default_workers() if workers is None else workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
     labels = [f"{m}-{g}" if g else m for m, g, _ in cl]
     models = {
         lb: build_model(data, net, cfg, nodes=nodes)
         for lb, (_, _, net) in zip(labels, cl, strict=True)
     }
     meta = {lb: (m, g) for lb, (m, g, _) in zip(labels, cl, strict=True)}
-    bar = _Bar(len(cl), progress, say)
+    bar = Bar(len(cl), progress, say)
     posts: dict[str, Posterior] = {}
     loos: dict[str, Any] = {}
+
+    def fit_one(i: int) -> None:
+        lb = labels[i]
+        bar.step(f"fitting {lb}")
+        k_i = jax.random.fold_in(key, i)
+        if cfg.method == "laplace":  # PSIS-LOO from the importance sampler's proposals
+            post, loo = laplace_candidate(_shared(models[lb]), key=k_i, data=data)
+        else:
+            post = fit_model(_shared(models[lb]), key=k_i, data=data)
+            post.log_likelihood()  # on the shared program
+            loo = _loo(az, post)
+        post.model = models[lb]  # the label back on
+        posts[lb], loos[lb] = post, loo
+        bar.done()
+
     try:
-        for i, lb in enumerate(labels):
-            bar.step(f"fitting {lb}")
-            k_i = jax.random.fold_in(key, i)
-            if cfg.method == "laplace":  # PSIS-LOO from the importance sampler's proposals
-                post, loos[lb] = laplace_candidate(_shared(models[lb]), key=k_i, data=data)
-            else:
-                post = fit_model(_shared(models[lb]), key=k_i, data=data)
-                post.log_likelihood()  # on the shared program
-                loos[lb] = _loo(az, post)
-            post.model = models[lb]  # the label back on
-            posts[lb] = post
-            bar.done()
+        fit_one(0)  # compiles the programs the others share
+        if workers == 1:
+            for i in range(1, len(labels)):
+                fit_one(i)
+        else:
+            pool = ThreadPoolExecutor(workers, thread_name_prefix="select")
+            try:
+                for f in [pool.submit(fit_one, i) for i in range(1, len(labels))]:
+                    f.result()  # re-raises a fit's error
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
         t_fits = time.perf_counter() - t0
         khat = {lb: np.asarray(loos[lb].pareto_k).ravel() for lb in labels}
         high = [lb for lb in labels if np.max(khat[lb]) > KHAT_MAX]
@@ -337,5 +379,11 @@ def select(
         "candidates": [lb for lb in labels if method[lb] == "kfold"],
     }
     t_end = time.perf_counter()
-    timing = {"fits_s": t_fits, "kfold_s": t_end - t1, "total_s": t_end - t0}
+    timing = {
+        "fits_s": t_fits,
+        "kfold_s": t_end - t1,
+        "total_s": t_end - t0,
+        "cpu_s": time.process_time() - c0,
+        "workers": workers,
+    }
     return Selection(ranking, posts, indist, ident, msgs, kf_info, timing, band)

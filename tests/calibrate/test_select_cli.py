@@ -179,4 +179,12 @@ def test_cli_selection_reports_set_identified_signs_and_kfold(tmp_path, capsys):
     for lb in rows:
         net = json.loads((out / "fits" / lb / "network.json").read_text())
         assert net["name"] == lb
+        # --figures best (default): figures for the indistinguishable set only
+        png = (out / "fits" / lb / "predictive.png").is_file()
+        assert png == (lb in saved["indistinguishable"])
     assert (out / "fits" / "C1-AND" / "predictive.png").is_file()
+    # a timing line per phase, wall and CPU time
+    assert "selection: 3 fits (then K-fold CV of " in cap.out and " s CPU, " in cap.out
+    n_set = len(saved["indistinguishable"])
+    assert f"saving: 3 fits ({n_set} complete, with figures) in " in cap.out
+    assert saved["timing_s"]["save_s"] > 0 and saved["timing_s"]["cpu_s"] > 0
