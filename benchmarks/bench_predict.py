@@ -3,15 +3,16 @@
 Fits a small learning-rate family (3 C1 runs, the link ``log rho = a + c log(lr/lr_ref)``,
 Laplace) and predicts 10^4 log-spaced learning rates with 200 draws each: 2 x 10^6 curves
 solved, reduced to final competences and simulate.classify regimes, with and without the
-per-step bands. Prints the cold time (first call: compile + run) and the warm time (second
-call, goal < 10 s). The previous implementation (one eager ``lax.map`` of 4 settings per
-step over ``CurveModel.curves`` with the quad grid's segment sums, bands always) is timed on
-``--baseline-settings`` settings and scaled linearly; its results on those settings are
-compared with the new ones (regime codes, final competences, bands). With ``--coarse N``
-the regime labels are also computed from N-point curves and their agreement with the
-``--points`` curves is printed. JAX gets two CPU devices (``jax_num_cpu_devices``) so the
-settings are sharded over both cores. Times on a shared machine vary several-fold with
-its load: the load average is printed with every figure.
+per-step bands, and in float32 without them. Prints the cold time (first call: compile +
+run) and the warm time (second call, goal < 10 s). The previous implementation (one eager
+``lax.map`` of 4 settings per step over ``CurveModel.curves`` with the quad grid's segment
+sums, bands always) is timed on ``--baseline-settings`` settings and scaled linearly; its
+results on those settings are compared with the new ones (regime codes, final
+competences, bands). With ``--coarse N`` the regime labels are also computed from N-point
+curves and their agreement with the ``--points`` curves is printed. JAX gets two CPU
+devices (``jax_num_cpu_devices``) so the settings are sharded over both cores. Times on a
+shared machine vary several-fold with its load: the load average is printed with every
+figure.
 
 Usage: python benchmarks/bench_predict.py [--settings N] [--draws N] [--points N]
     [--baseline-settings N] [--coarse N]
@@ -129,6 +130,17 @@ def main() -> None:
             f"  new, bands={bands!s:5}: cold {times[0]:.1f} s, warm {times[1]:.1f} s "
             f"({n / times[1]:,.0f} curves/s warm; {_load()}; goal < 10 s warm)"
         )
+    times, p32 = _timed(
+        lambda: cal.predict(
+            post, settings, max_draws=a.draws, n_points=a.points, bands=False, dtype="float32"
+        )
+    )
+    print(
+        f"  new, bands=False, float32: cold {times[0]:.1f} s, warm {times[1]:.1f} s "
+        f"({n / times[1]:,.0f} curves/s warm; {_load()}); regime codes identical to "
+        f"float64 for {np.mean(p32.codes == res[False].codes):.6f}, max |final diff| "
+        f"{np.max(np.abs(p32.final - res[False].final)):.1e}"
+    )
     if a.baseline_settings:
         sub = settings[:: max(1, a.settings // a.baseline_settings)][: a.baseline_settings]
         times, old = _timed(lambda: baseline(post, sub, a.draws, a.points))

