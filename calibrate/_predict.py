@@ -6,8 +6,10 @@ of the pilots' values). For every posterior draw the setting moves the linked pa
 from their reference values; linked fields a setting leaves out stay at ``h_ref`` (zero
 contribution); random effects are left out (population median). The competence curves of
 all settings × draws are solved by one compiled function (``lax.map`` over settings, each
-a vmap over draws) and reduced there to bands, final competences and the regimes of
-:func:`simulate.classify`, so 10^4 settings × 200 draws never hold every curve in memory.
+a vmap over draws; cached across calls and sharded over the devices, see
+:mod:`calibrate._predict_fast`) and reduced there to bands, final competences and the
+regimes of :func:`simulate.classify`, so 10^4 settings × 200 draws never hold every curve
+in memory (``bands=False`` skips the per-step bands, the costliest part).
 """
 
 from __future__ import annotations
