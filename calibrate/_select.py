@@ -303,6 +303,9 @@ def select(
         posts[lb], loos[lb] = post, loo
         bar.done()
 
+    quiet = warnings.catch_warnings()  # entered and left here, around the worker threads
+    quiet.__enter__()
+    warnings.filterwarnings("ignore", "The line search algorithm did not converge")  # BFGS's
     try:
         fit_one(0)  # compiles the programs the others share
         if workers == 1:
@@ -349,6 +352,7 @@ def select(
             pointwise[lb], method[lb], kf_elpd[lb] = pw, "kfold", float(pw.sum())
     finally:
         bar.close()
+        quiet.__exit__(None, None, None)
     rows = compare_pointwise(pointwise, band=band)
     ranking = []
     for r in rows:

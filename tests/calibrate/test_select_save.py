@@ -24,7 +24,7 @@ T = {
     "K": 0.5,
     "n": 3.0,
 }
-CFG = dict(method="laplace", chains=1, samples=300, map_starts=2, map_steps=150, dt=5.0)
+CFG = cal.FitConfig(method="laplace", chains=1, samples=300, map_starts=2, map_steps=150, dt=5.0)
 # select() before the speed-ups (commit 8c99ffc: ArviZ's psislw, one candidate at a time) on
 # the data below: label -> (elpd, se, d_elpd, dse, weight, pareto_k_max, elpd_method)
 BEFORE = {
@@ -45,7 +45,7 @@ def sel():
         "C1-AND", T, key=jax.random.key(2), steps=np.arange(0, 300, 50), runs=1, n_eval=20
     )
     cands = cal.candidates(["C1", "I1", "I3", "I4"], ["AND"])
-    return cal.select(data, cands, cal.FitConfig(**CFG), key=jax.random.key(0), workers=2)
+    return cal.select(data, cands, CFG, key=jax.random.key(0), workers=2)
 
 
 def test_psis_is_arviz_psislw():
