@@ -58,11 +58,9 @@ def resolve_panels(
             out += [(mm, g, ffl_spec(mm, g)) for mm in MOTIFS for g in gates]
         elif m.upper() in MOTIFS:
             out += [(m.upper(), g, ffl_spec(m, g)) for g in gates]
-        elif m.partition("-")[0].upper() in MOTIFS:  # "I1-OR": a preset with its gate
-            spec = resolve_spec(m)
-            out.append((spec.name, "", spec))
-        else:
-            spec = resolve_spec(m, what="motif")
+        else:  # "I1-OR" (a preset with its gate) or a spec file
+            preset = m.partition("-")[0].upper() in MOTIFS
+            spec = resolve_spec(m) if preset else resolve_spec(m, what="motif")
             out.append((spec.name, "", spec))
     if not out:
         raise SpecError("no panels: give at least one motif")
@@ -217,14 +215,14 @@ def _aggregate(cells: dict[str, np.ndarray], shape: tuple[int, ...], R: int, n_n
 
 
 def _check_settings(**kw: Any) -> None:
-    """Reject settings that would give a meaningless map (one-line :class:`ConfigError`)."""
+    """Reject settings that would give a meaningless map (one-line :class:`ConfigError`);
+    n_points, rtol, atol and dtype are checked by SolveOptions."""
     t1 = kw["t1"]
     if not (isinstance(t1, int | float) and math.isfinite(t1) and t1 > 0):
         raise ConfigError(f"t1 must be a finite end time > 0 (the sweep starts at 0), got {t1}")
     for name, least in (("steps", 1), ("replicates", 1), ("chunk_size", 1)):
         if int(kw[name]) < least:
             raise ConfigError(f"{name} must be >= {least}, got {kw[name]}")
-    # n_points, rtol, atol, dtype: checked by SolveOptions (an OptionsError is a ConfigError)
     if kw["solver"] != "tsit5":
         raise ConfigError(f"phase_diagram solves with solver 'tsit5', got {kw['solver']!r}")
 
