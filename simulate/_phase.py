@@ -215,8 +215,7 @@ def _aggregate(cells: dict[str, np.ndarray], shape: tuple[int, ...], R: int, n_n
 
 
 def _check_settings(**kw: Any) -> None:
-    """Reject settings that would give a meaningless map (one-line :class:`ConfigError`);
-    n_points, rtol, atol and dtype are checked by SolveOptions."""
+    """Reject settings giving a meaningless map (ConfigError); SolveOptions checks the rest."""
     t1 = kw["t1"]
     if not (isinstance(t1, int | float) and math.isfinite(t1) and t1 > 0):
         raise ConfigError(f"t1 must be a finite end time > 0 (the sweep starts at 0), got {t1}")
