@@ -33,9 +33,11 @@ from ._posterior import load_fit as load_fit
 from ._predict import Prediction as Prediction
 from ._predict import predict as predict
 from ._recommend import recommend as recommend
+from ._recommend import recommend_space as recommend_space
 from ._reparam import SamplingCoords as SamplingCoords
 from ._reparam import draws_to_z as draws_to_z
 from ._select import Selection as Selection
 from ._select import candidates as candidates
 from ._select import select as select
+from ._space import SearchSpace as SearchSpace
 from ._synth import synthetic_curves as synthetic_curves

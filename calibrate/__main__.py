@@ -3,7 +3,8 @@
 Subcommands:
     fit        Fit a network (``--motif``/``--gate``, ``--network spec.json`` or
                ``--motif auto`` for selection) to competence logs.
-    recommend  From a saved fit, choose a hyperparameter value for the next run.
+    recommend  From a saved fit, choose a hyperparameter value (``--param``) or rank a
+               search space (``--space``) for the next run.
     predict    From a saved fit, forecast the curves and regimes of settings not yet run.
 """
 
@@ -84,6 +85,15 @@ def _parser() -> argparse.ArgumentParser:
         "--out", default=None, help="folder for recommendation.json (default: the fit folder)"
     )
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument(
+        "--space",
+        default=None,
+        help="search-space file (YAML/JSON: fields, budget_steps, risk, target, n_candidates):"
+        " rank every candidate instead of sweeping one --param",
+    )
+    r.add_argument("--top", type=int, default=5, help="with --space: candidates reported")
+    r.add_argument("--draws", type=int, default=200, help="with --space: posterior draws used")
+    r.add_argument("--json", action="store_true", help="with --space: print one JSON object")
     q = sub.add_parser("predict", help="forecast curves and regimes of settings from a fit")
     q.add_argument("fit_dir", help="a folder written by `fit` (with links in its hierarchy)")
     q.add_argument(
@@ -223,9 +233,14 @@ def _recommend(args: argparse.Namespace) -> int:
 
     from simulate._io import check_writable, write_json
 
+    from ._config import ConfigError
+
+    if args.space is not None:
+        return _recommend_space(args)
+    if args.json or args.top != 5 or args.draws != 200:
+        raise ConfigError("--json, --top and --draws go with --space")
     out = check_writable(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
-    from ._config import ConfigError
     from ._recommend import recommend_from_dir
 
     try:
@@ -246,6 +261,49 @@ def _recommend(args: argparse.Namespace) -> int:
             f"next run's config (run {rec['base_run']}'s with {rec['param']}={rec['value']:.4g})"
             f" written to {best}; train it with: python -m llm_runs train --config {best} "
             "--out RUN_FOLDER",
+            file=sys.stderr,
+        )
+    else:
+        print("no best.yaml: the fit's data came from tables, not run folders", file=sys.stderr)
+    return 0
+
+
+def _recommend_space(args: argparse.Namespace) -> int:
+    import jax
+
+    from simulate._io import check_writable, jsonable, write_json
+
+    from ._config import ConfigError
+    from ._space import SearchSpace
+
+    if args.param is not None or args.grid is not None or args.steps is not None:
+        raise ConfigError("--space replaces --param, --grid and --steps (budget_steps)")
+    space = SearchSpace.load(args.space)  # before the work, as the folder check
+    out = check_writable(args.out or args.fit_dir)
+    jax.config.update("jax_enable_x64", True)
+    from ._recommend import recommend_space_from_dir
+    from ._recommend_plot import plot_regime_map, space_table
+
+    rec = recommend_space_from_dir(
+        args.fit_dir, space, max_draws=args.draws, top=args.top, key=jax.random.key(args.seed)
+    )
+    arrays = rec.pop("_arrays")
+    path = write_json(out / "recommendation.json", rec)
+    if args.json:
+        print(json.dumps(jsonable(rec), allow_nan=False))
+    else:
+        print("\n".join(space_table(rec)))
+    print(f"recommendation written to {path}", file=sys.stderr)
+    fig = plot_regime_map(rec, arrays, out / "regime_map.png")
+    print(f"regime map written to {fig}", file=sys.stderr)
+    if rec["train_config"] is not None:
+        from llm_runs.config import TrainConfig, save_config
+
+        best = save_config(TrainConfig.from_dict(rec["train_config"]), out / "best.yaml")
+        print(
+            f"next run's config (run {rec['base_run']}'s with the recommended setting, "
+            f"steps={space.budget_steps}) written to {best}; train it with: "
+            f"python -m llm_runs train --config {best} --out RUN_FOLDER",
             file=sys.stderr,
         )
     else:

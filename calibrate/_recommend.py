@@ -24,8 +24,15 @@ from ._config import ConfigError
 from ._knobs import check_value, transform_values
 from ._posterior import Posterior, load_fit
 from ._predict import predict
+from ._space import SearchSpace
 
-__all__ = ["recommend", "recommend_from_dir"]
+__all__ = [
+    "rank_candidates",
+    "recommend",
+    "recommend_from_dir",
+    "recommend_space",
+    "recommend_space_from_dir",
+]
 
 
 def recommend(
@@ -174,3 +181,204 @@ def _hyper(post: Posterior, param: str) -> np.ndarray:
 def recommend_from_dir(fit_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
     """:func:`recommend` on a saved fit folder."""
     return recommend(load_fit(fit_dir), **kwargs)
+
+
+_GROUPS = ("converged", "oscillating", "collapse", "unsettled", "failed")
+
+
+def recommend_space(
+    post: Posterior,
+    space: SearchSpace,
+    *,
+    max_draws: int = 200,
+    top: int = 5,
+    key: jax.Array | None = None,
+) -> dict[str, Any]:
+    """Predict every candidate of a search space and rank them for the next run.
+
+    All candidates go through one batched :func:`calibrate.predict` call at the horizon
+    ``space.budget_steps``. Per candidate: the end-to-end proxy (the last agent's final
+    competence: posterior mean and 90 % interval) and the network's regime probabilities.
+    The risk is P(oscillating or collapse), a failed solve counted as a collapse. The
+    ranking puts the candidates with risk <= ``space.risk`` first, by mean proxy (highest
+    first), then the others by risk (lowest first). The top ``top`` get the steps to reach
+    ``space.target`` (median over draws, from a second batched call that keeps curves).
+
+    Linked fields the space leaves out are held at the base pilot's values (the pilot
+    nearest the pilots' centre), so that the predictions and ``train_config`` agree.
+
+    Args:
+        post: A fit with links on every searched field.
+        space: The search space.
+        max_draws: Posterior draws per candidate.
+        top: Candidates reported (>= 1).
+        key: PRNG key of the draw subset (keyword-only).
+
+    Returns:
+        A JSON-ready dict (``space``, ``ranked_by``, ``top``, ``best``, ``base_run``,
+        ``train_config``...) and, under ``"_arrays"``, per-candidate values for the figure
+        (``settings``, ``utility``, ``risk``, ``pilots``) to drop before writing.
+
+    Raises:
+        ConfigError: A searched field without a link (or a value outside its link
+            transform's domain), a fixed field the training config does not have, or
+            ``top`` < 1.
+    """
+    from ._predict import link_covariates
+
+    if not (isinstance(top, int) and top >= 1):
+        raise ConfigError(f"--top must be an integer >= 1, got {top!r}")
+    refs = link_covariates(post)
+    transforms = post.model.config.hierarchy.transforms
+    unlinked = [f.name for f in space.fields if f.name not in refs and not f.fixed]
+    if unlinked:
+        raise ConfigError(
+            f"space field(s) {unlinked} have no link in the fit (linked: {sorted(refs) or 'none'});"
+            " refit with hierarchy.links on them, or fix them with a single choice"
+        )
+    for f in space.fields:
+        if f.name in refs:
+            vals = f.choices if f.choices is not None else (f.low, f.high)
+            for v in vals:
+                check_value(transforms[f.name], v, f"space: fields.{f.name} value")
+    base, held = _base_pilot(post, refs, {f.name for f in space.fields})
+    cands = space.candidates()
+    settings = [{k: v for k, v in c.items() if k in refs} | held for c in cands]
+    pred = predict(
+        post, settings, steps=space.budget_steps, max_draws=max_draws, key=key, bands=False
+    )
+    final = pred.final[:, :, -1]  # (S, G): end-to-end proxy = the last agent
+    _, net = pred.groups()
+    risk = net["oscillating"] + net["collapse"] + net["failed"]
+    ok_final = np.all(np.isfinite(final), axis=1)
+    mean = np.where(ok_final, np.nanmean(np.where(np.isfinite(final), final, np.nan), 1), np.nan)
+    order = rank_candidates(mean, risk, space.risk)
+    n_ok = int(np.sum((risk <= space.risk) & np.isfinite(mean)))
+    head = order[:top]
+    steps_med, p_reach = _steps_to_target(post, [settings[i] for i in head], space, max_draws, key)
+    q05, q95 = np.quantile(final[head], [0.05, 0.95], axis=1)
+    rows = []
+    for r, i in enumerate(head):
+        rows.append(
+            {
+                "rank": r + 1,
+                "setting": cands[i],
+                "within_risk": bool(risk[i] <= space.risk and np.isfinite(mean[i])),
+                "final": {"mean": mean[i], "q05": q05[r], "q95": q95[r]},
+                "steps_to_target": steps_med[r],
+                "p_reach_target": p_reach[r],
+                **{f"p_{g}": net[g][i] for g in _GROUPS},
+                "risk": risk[i],
+            }
+        )
+    ranked_by = (
+        f"mean final competence of {pred.agents[-1]!r} among the {n_ok} candidate(s) with "
+        f"P(oscillating or collapse) <= {space.risk:g}"
+        if n_ok
+        else f"no candidate has P(oscillating or collapse) <= {space.risk:g}: ranked by the "
+        "lowest P(oscillating or collapse)"
+    )
+    best = cands[order[0]]
+    train = _space_config(post, base, best, space.budget_steps)
+    pilots = {f.name: _pilot_values(post, f.name) for f in space.fields}
+    return simulate.jsonable(
+        {
+            "space": space.to_dict(),
+            "sampling": space.sampling,
+            "n_candidates": len(cands),
+            "n_within_risk": n_ok,
+            "draws": int(pred.draw_index.size),
+            "horizon_steps": float(space.budget_steps),
+            "proxy_agent": pred.agents[-1],
+            "ranked_by": ranked_by,
+            "held": held,
+            "top": rows,
+            "best": best,
+            "base_run": base,
+            "train_config": train,
+        }
+    ) | {"_arrays": {"settings": cands, "utility": mean, "risk": risk, "pilots": pilots}}
+
+
+def rank_candidates(mean: np.ndarray, risk: np.ndarray, bound: float) -> list[int]:
+    """Candidate order: those with ``risk <= bound`` (and a finite mean) by mean, highest
+    first; then the rest by risk, lowest first (ties: the higher mean, then the index)."""
+    ok = (risk <= bound) & np.isfinite(mean)
+    m = np.where(np.isfinite(mean), mean, -np.inf)
+    first = sorted(np.flatnonzero(ok), key=lambda i: (-m[i], risk[i], i))
+    rest = sorted(np.flatnonzero(~ok), key=lambda i: (risk[i], -m[i], i))
+    return [int(i) for i in first + rest]
+
+
+def _steps_to_target(
+    post: Posterior, settings: list[dict], space: SearchSpace, max_draws: int, key: Any
+) -> tuple[list[float | None], list[float]]:
+    """Median over draws of the first step where the last agent reaches the target (None
+    when most draws never do), and the share of draws that reach it."""
+    pred = predict(
+        post, settings, steps=space.budget_steps, max_draws=max_draws, key=key,
+        n_points=max(200, min(2001, space.budget_steps + 1)), keep_curves=True, bands=False,
+    )  # fmt: skip
+    assert pred.curves is not None  # keep_curves=True
+    y = pred.curves[..., -1]  # (K, G, T)
+    hit = y >= space.target
+    first = np.where(hit.any(-1), pred.t[np.argmax(hit, axis=-1)], np.inf)
+    med = np.median(first, axis=1)
+    return [float(m) if np.isfinite(m) else None for m in med], list(hit.any(-1).mean(1))
+
+
+def _pilot_values(post: Posterior, name: str) -> list[Any]:
+    """Per pilot run, its value of a field (run configs first, then the fit's columns)."""
+    runs = list(post.model.runs)
+    if post.run_configs:
+        return [_dotted(post.run_configs.get(r, {}), name) for r in runs]
+    hv = post.hyper or {}
+    return [float(v) for v in hv[name]] if name in hv else []
+
+
+def _base_pilot(
+    post: Posterior, refs: dict[str, float], spaced: set[str]
+) -> tuple[str | None, dict[str, float]]:
+    """The pilot whose linked fields lie nearest the pilots' centre (sum of squared
+    transformed distances over each field's pilot spread), and its values of the linked
+    fields the space leaves out (the reference values when the fit has no run configs)."""
+    transforms = post.model.config.hierarchy.transforms
+    hv = post.hyper or {}
+    if not post.run_configs:
+        return None, {f: v for f, v in refs.items() if f not in spaced}
+    runs = list(post.model.runs)
+    dist = np.zeros(len(runs))
+    for f in refs:
+        x = transform_values(transforms[f], hv[f])
+        sd = float(np.std(x)) or 1.0
+        dist += ((x - x.mean()) / sd) ** 2
+    i = int(np.argmin(dist))
+    return runs[i], {f: float(hv[f][i]) for f in refs if f not in spaced}
+
+
+def _space_config(
+    post: Posterior, base: str | None, setting: dict[str, Any], steps: int
+) -> dict[str, Any] | None:
+    """The base pilot's config with the setting and ``steps`` set, validated by
+    ``llm_runs.config`` (None without run configs)."""
+    if base is None:
+        return None
+    from llm_runs.config import TrainConfig, set_dotted
+
+    data = json.loads(json.dumps(post.run_configs[base]))
+    for name, value in setting.items():
+        set_dotted(data, name, value)
+    data["steps"], data["name"] = steps, None
+    try:
+        return TrainConfig.from_dict(data).to_dict()
+    except ConfigError as err:
+        msg = f"the recommended setting {setting} is not a valid training config: {err}"
+        raise ConfigError(msg) from None
+
+
+def recommend_space_from_dir(
+    fit_dir: str | Path, space: str | Path | SearchSpace, **kwargs: Any
+) -> dict[str, Any]:
+    """:func:`recommend_space` on a saved fit folder and a space file."""
+    sp = space if isinstance(space, SearchSpace) else SearchSpace.load(space)
+    return recommend_space(load_fit(fit_dir), sp, **kwargs)

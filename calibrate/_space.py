@@ -1,0 +1,296 @@
+"""Search spaces for ``recommend --space``: which training settings to predict and rank.
+
+A space file (YAML or JSON) names training-config fields by their dotted llm_runs names,
+each a range or a list of choices, and the terms of the next run::
+
+    fields:
+      rl.lr: {low: 1.0e-4, high: 1.0e-2, scale: log}
+      rl.staleness: {choices: [0, 2, 4]}
+    budget_steps: 600     # optimizer steps of the recommended run (its ``steps``)
+    risk: 0.1             # largest acceptable P(oscillating or collapse)
+    target: 0.8           # competence level for "steps to target"
+    n_candidates: 1024    # settings predicted
+    seed: 0               # of the scrambled Sobol sequence
+
+The candidates are the full grid when every field lists choices and the grid has at most
+``n_candidates`` points, else ``n_candidates`` points of a scrambled Sobol sequence
+(:class:`scipy.stats.qmc.Sobol`) mapped onto the ranges (log or linear) and choices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simulate._errors import ConfigError
+
+__all__ = ["SearchSpace", "SpaceField"]
+
+_SCALES = ("log", "lin")
+_TOP_KEYS = ("fields", "budget_steps", "risk", "target", "n_candidates", "seed")
+_MAX_CANDIDATES = 100_000
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpaceField:
+    """One searched field: a range (``low``, ``high``, ``scale``) or ``choices``.
+
+    Attributes:
+        name: Dotted training-config field (``rl.lr``).
+        low: Lower bound of a range (None for choices).
+        high: Upper bound of a range, > ``low``.
+        scale: ``log`` (uniform in log; needs ``low > 0``) or ``lin``.
+        integer: Round range values to integers (counts such as ``rl.batch``).
+        choices: The allowed values (numbers, strings or booleans), or None for a range.
+    """
+
+    name: str
+    low: float | None = None
+    high: float | None = None
+    scale: str = "log"
+    integer: bool = False
+    choices: tuple[Any, ...] | None = None
+
+    def __post_init__(self) -> None:
+        where = f"space: fields.{self.name}"
+        if not isinstance(self.name, str) or not all(self.name.split(".")):
+            raise ConfigError(f"space: a field name must be a dotted name, got {self.name!r}")
+        if self.name == "steps":
+            raise ConfigError("space: fields.steps is set by budget_steps, not searched")
+        if self.choices is not None:
+            if self.low is not None or self.high is not None:
+                raise ConfigError(f"{where}: give either choices or low/high, not both")
+            ok = isinstance(self.choices, tuple) and len(self.choices) > 0
+            if not ok or not all(_is_num(c) or isinstance(c, str | bool) for c in self.choices):
+                raise ConfigError(
+                    f"{where}.choices must be a non-empty list of numbers, strings or "
+                    f"booleans, got {self.choices!r}"
+                )
+            return
+        for key, v in (("low", self.low), ("high", self.high)):
+            if not _is_num(v):
+                raise ConfigError(f"{where}.{key} must be a finite number, got {v!r}")
+        assert self.low is not None and self.high is not None  # checked just above
+        if not self.high > self.low:
+            raise ConfigError(f"{where}: high must be > low, got {self.low!r}..{self.high!r}")
+        if self.scale not in _SCALES:
+            raise ConfigError(f"{where}.scale must be one of {_SCALES}, got {self.scale!r}")
+        if self.scale == "log" and not self.low > 0:
+            raise ConfigError(f"{where}.low must be > 0 on a log scale, got {self.low!r}")
+        if not isinstance(self.integer, bool):
+            raise ConfigError(f"{where}.integer must be true or false, got {self.integer!r}")
+        if self.integer and math.ceil(self.low) > math.floor(self.high):
+            raise ConfigError(f"{where}: no integer lies in {self.low!r}..{self.high!r}")
+
+    @property
+    def fixed(self) -> bool:
+        """One choice only: the field is set, not searched."""
+        return self.choices is not None and len(self.choices) == 1
+
+    def values(self, u: np.ndarray) -> list[Any]:
+        """Map points ``u`` of [0, 1) onto the field's values."""
+        if self.choices is not None:
+            idx = np.minimum((u * len(self.choices)).astype(int), len(self.choices) - 1)
+            return [self.choices[i] for i in idx]
+        lo, hi = float(self.low), float(self.high)  # type: ignore[arg-type]
+        if self.scale == "log":
+            x = np.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
+        else:
+            x = lo + u * (hi - lo)
+        x = np.clip(x, lo, hi)  # exp/log round-off must not leave the bounds
+        if self.integer:
+            return [int(v) for v in np.clip(np.rint(x), math.ceil(lo), math.floor(hi))]
+        return [float(v) for v in x]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The field's entry of a space file."""
+        if self.choices is not None:
+            return {"choices": list(self.choices)}
+        d: dict[str, Any] = {"low": self.low, "high": self.high, "scale": self.scale}
+        return d | ({"integer": True} if self.integer else {})
+
+    @classmethod
+    def from_dict(cls, name: str, data: Any) -> SpaceField:
+        """Build from a space file's entry (a mapping; unknown keys are errors)."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(
+                f"space: fields.{name} must be a mapping ({{low, high, scale}} or "
+                f"{{choices}}), got {data!r}"
+            )
+        unknown = sorted(set(data) - {"low", "high", "scale", "integer", "choices"})
+        if unknown:
+            raise ConfigError(f"space: fields.{name}: unknown key(s) {unknown}")
+        choices = data.get("choices")
+        if choices is not None:
+            if not isinstance(choices, list | tuple):
+                raise ConfigError(f"space: fields.{name}.choices must be a list, got {choices!r}")
+            choices = tuple(choices)
+        return cls(
+            name=name,
+            low=data.get("low"),
+            high=data.get("high"),
+            scale=data.get("scale", "log"),
+            integer=data.get("integer", False),
+            choices=choices,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSpace:
+    """A validated search space (see the module docstring for the file format).
+
+    Attributes:
+        fields: The searched (and fixed) fields, in file order.
+        budget_steps: Optimizer steps of the recommended run: its ``steps`` and the
+            prediction horizon.
+        risk: Largest acceptable posterior P(oscillating or collapse), in [0, 1].
+        target: Competence level of "steps to target", in (0, 1).
+        n_candidates: Settings predicted (the grid when it is at most this large).
+        seed: Seed of the scrambled Sobol sequence.
+    """
+
+    fields: tuple[SpaceField, ...]
+    budget_steps: int
+    risk: float = 0.1
+    target: float = 0.8
+    n_candidates: int = 1024
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fields, tuple) or not self.fields:
+            raise ConfigError("space: fields must name at least one training-config field")
+        names = [f.name for f in self.fields]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"space: fields repeat a name: {names}")
+        if not (_is_int(self.budget_steps) and self.budget_steps > 0):
+            msg = f"space: budget_steps must be a positive int, got {self.budget_steps!r}"
+            raise ConfigError(msg)
+        if not (_is_num(self.risk) and 0 <= self.risk <= 1):
+            raise ConfigError(f"space: risk must be a number in [0, 1], got {self.risk!r}")
+        if not (_is_num(self.target) and 0 < self.target < 1):
+            raise ConfigError(f"space: target must be a number in (0, 1), got {self.target!r}")
+        n = self.n_candidates
+        if not (_is_int(n) and 1 <= n <= _MAX_CANDIDATES):
+            raise ConfigError(
+                f"space: n_candidates must be an int in 1..{_MAX_CANDIDATES}, got {n!r}"
+            )
+        if not _is_int(self.seed):
+            raise ConfigError(f"space: seed must be an int, got {self.seed!r}")
+
+    @property
+    def searched(self) -> tuple[SpaceField, ...]:
+        """The fields with more than one value."""
+        return tuple(f for f in self.fields if not f.fixed)
+
+    @property
+    def sampling(self) -> str:
+        """``grid`` (every field lists choices, at most ``n_candidates`` points) or
+        ``sobol``."""
+        if all(f.choices is not None for f in self.fields):
+            size = math.prod(len(f.choices or ()) for f in self.fields)
+            if size <= self.n_candidates:
+                return "grid"
+        return "sobol"
+
+    def candidates(self) -> list[dict[str, Any]]:
+        """The candidate settings (dicts of every field), grid or Sobol."""
+        if self.sampling == "grid":
+            names = [f.name for f in self.fields]
+            grid = itertools.product(*(f.choices or () for f in self.fields))
+            return [dict(zip(names, combo, strict=True)) for combo in grid]
+        from scipy.stats import qmc
+
+        searched = self.searched
+        if searched:
+            gen = np.random.default_rng(self.seed)
+            try:
+                sobol = qmc.Sobol(len(searched), scramble=True, rng=gen)
+            except TypeError:  # scipy < 1.15 names it seed
+                old: dict[str, Any] = {"seed": gen}
+                sobol = qmc.Sobol(len(searched), scramble=True, **old)
+            with warnings.catch_warnings():  # n need not be a power of 2
+                warnings.filterwarnings("ignore", message=".*balance properties.*")
+                u = sobol.random(self.n_candidates)
+        else:
+            u = np.zeros((1, 0))
+        cols = {f.name: f.values(u[:, j]) for j, f in enumerate(searched)}
+        out = []
+        for i in range(u.shape[0]):
+            out.append(
+                {f.name: (f.choices[0] if f.fixed and f.choices else cols.get(f.name, [None])[i])
+                 for f in self.fields}
+            )  # fmt: skip
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; :meth:`from_dict` inverts it exactly."""
+        return {
+            "fields": {f.name: f.to_dict() for f in self.fields},
+            "budget_steps": self.budget_steps,
+            "risk": self.risk,
+            "target": self.target,
+            "n_candidates": self.n_candidates,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> SearchSpace:
+        """Build and validate from a mapping (unknown keys are errors)."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"space: must be a mapping, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(_TOP_KEYS))
+        if unknown:
+            raise ConfigError(f"space: unknown key(s) {unknown}; known: {list(_TOP_KEYS)}")
+        if "budget_steps" not in data:
+            raise ConfigError("space: budget_steps is required (optimizer steps of the next run)")
+        fields = data.get("fields")
+        if not isinstance(fields, Mapping) or not fields:
+            raise ConfigError("space: fields must be a non-empty mapping of dotted field names")
+        kw = {k: data[k] for k in _TOP_KEYS[1:] if k in data}
+        if isinstance(kw.get("risk"), int) and not isinstance(kw.get("risk"), bool):
+            kw["risk"] = float(kw["risk"])
+        return cls(fields=tuple(SpaceField.from_dict(str(k), v) for k, v in fields.items()), **kw)
+
+    @classmethod
+    def load(cls, path: str | Path) -> SearchSpace:
+        """Read a space file (``.yaml``/``.yml`` or JSON).
+
+        Raises:
+            ConfigError: Missing or unreadable file, a parse error, or an invalid space.
+        """
+        from simulate._errors import AgentmotifsError
+        from simulate._io import read_text
+
+        p = Path(path)
+        try:
+            text = read_text(p, what="space file")
+        except AgentmotifsError as err:
+            raise ConfigError(str(err)) from None
+        try:
+            if p.suffix.lower() in (".yaml", ".yml"):
+                import yaml
+
+                data = yaml.safe_load(text)
+            else:
+                import json
+
+                data = json.loads(text)
+        except Exception as err:  # YAML and JSON parse errors of either library
+            msg = " ".join(str(err).split())
+            raise ConfigError(f"space file {p}: cannot parse ({msg})") from None
+        return cls.from_dict(data)
