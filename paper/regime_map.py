@@ -179,8 +179,10 @@ def run_cells(
 
 def fit_pilots(cfg: MapConfig, runs: Path, out: Path) -> Path:
     fit_dir = out / "fit"
-    if (fit_dir / "posterior.json").is_file() or fit_dir.is_dir():
+    if (fit_dir / "posterior.nc").is_file():
         return fit_dir
+    if fit_dir.exists():
+        raise RuntimeError(f"{fit_dir} holds an incomplete fit; remove it to fit again")
     links = out / "links.json"
     simulate.write_json(links, LINKS)
     inputs = [str(runs / run_name(cfg, c, s)) for c in cfg.pilots for s in cfg.seeds]
@@ -251,8 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     phase("pilots_s", run_cells, cfg, list(cfg.pilots), runs, a.workers, a.code)
     if a.stop_after == "pilots":
         return 0
-    fit_dir = phase("fit_s", fit_pilots, cfg, runs, out)
-    preds = phase("predict_s", make_predictions, cfg, fit_dir, runs, out)
+    if (out / "predictions.json").is_file():  # stored once; the fit is not needed again
+        preds = json.loads((out / "predictions.json").read_text())
+    else:
+        fit_dir = phase("fit_s", fit_pilots, cfg, runs, out)
+        preds = phase("predict_s", make_predictions, cfg, fit_dir, runs, out)
     print(f"predictions stored {preds['created']} in {out / 'predictions.json'}", flush=True)
     if a.stop_after == "predict":
         return 0
