@@ -71,6 +71,7 @@ def test_solve_at_matches_simulate():
     np.testing.assert_allclose(np.asarray(A), np.asarray(sol.states), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_rk4_solver_matches_adaptive_and_is_checked():
     """Fixed-step RK4 lands on every observation; error O(dt^4) against a tight Tsit5 solve."""
     import simulate
@@ -106,6 +107,7 @@ def test_rk4_solver_matches_adaptive_and_is_checked():
         cal.FitConfig(dt=0)
 
 
+@pytest.mark.slow
 def test_laplace_coverage_over_datasets():
     """90% intervals cover the truth at close to the nominal rate over 8 datasets."""
     hits, total = 0, 0
@@ -260,6 +262,7 @@ def test_hierarchy_links_recover_lr_slope(tmp_path, capsys):
     assert short["horizon_steps"] == 5 and short["final_competence"] < rec["final_competence"]
 
 
+@pytest.mark.slow
 def test_random_effects_run():
     data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(6), steps=STEPS, runs=3)
     cfg = cal.FitConfig(

@@ -164,6 +164,7 @@ def test_grid_and_errors():
     cal.build_model(data, loop, cal.FitConfig(solver="rk4"))  # the others solve it
 
 
+@pytest.mark.slow
 def test_quad_fit_matches_rk4_fit():
     """The same posterior (well within its sd) with either fixed-grid solver."""
     truth = {

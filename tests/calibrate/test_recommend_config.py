@@ -17,6 +17,7 @@ from llm_runs.config import TrainConfig, load_config
 from tests.calibrate.test_fit import STEPS, TRUTH
 
 
+@pytest.mark.slow
 def test_best_yaml_is_the_nearest_pilot_with_the_recommended_value(tmp_path, capsys):
     lrs = [1e-4, 3e-4, 1e-3]
     run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in lrs]

@@ -116,6 +116,7 @@ def test_closed_forms_of_the_sampled_coordinates():
     np.testing.assert_allclose(lay.loc[i_rz] + lay.scale[i_rz] * w[i_rz], learned_z, rtol=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("motif", ["C1", "I1-OR"])
 def test_start_energies_are_the_potential_and_its_gradient(motif):
     """The chain rule through to_z from the model's own objective gives NUTS's potential

@@ -23,6 +23,7 @@ SEL_TRUTH = {
 STEPS = np.arange(0, 300, 10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("motif", ["C1", "I1", "C4"])
 def test_selection_picks_generating_motif(motif, tmp_path):
     data = cal.synthetic_curves(
@@ -101,6 +102,7 @@ def test_import_is_torch_free():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.slow
 def test_cli_runs_nuts_chains_in_parallel(tmp_path):
     """`fit` exposes one CPU device per chain before JAX starts, so NUTS chains run in
     parallel (a fresh process: the test process's JAX has one device and stays vectorised)."""

@@ -56,6 +56,7 @@ def test_learning_rate_family_identifies_the_signs():
     assert {"X->Y", "Y->Z"} <= set(known)  # and the data do identify the Y->Z sign
 
 
+@pytest.mark.slow
 def test_constant_input_few_points_identifies_little(tmp_path):
     """One run at constant input, 6 evaluations of 20: several motifs fit as well, and
     the signs they disagree on are reported as not identified (also in the JSON)."""

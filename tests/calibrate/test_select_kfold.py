@@ -57,6 +57,7 @@ def test_masked_model_is_the_model_of_the_remaining_data():
     np.testing.assert_allclose(np.asarray(g_mask), np.asarray(g_sub), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_kfold_matches_brute_force_leave_fold_out():
     """Each fold refitted on the data without it (a new data set, the public Laplace fit)
     and its points scored by scipy's binomial pmf on the fitted model's curves."""
