@@ -226,6 +226,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--stop-after", choices=["pilots", "predict"], help="stop after a phase")
     a = ap.parse_args(argv)
+    if a.workers < 1:
+        print(f"error: --workers must be >= 1, got {a.workers}", file=sys.stderr)
+        return 2
+    if a.code is not None and not Path(a.code, "llm_runs").is_dir():
+        print(f"error: --code {a.code} is not a source tree with llm_runs/", file=sys.stderr)
+        return 2
+    try:
+        return _run(a)
+    except RuntimeError as err:  # a training run or the fit failed: its log says why
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+
+def _run(a: argparse.Namespace) -> int:
     cfg = QUICK if a.quick else MapConfig()
     out, runs = Path(a.out), Path(a.runs)
     out.mkdir(parents=True, exist_ok=True)

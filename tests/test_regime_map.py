@@ -101,3 +101,15 @@ def test_quick_pipeline_end_to_end_resumes_and_refuses_another_design(tmp_path):
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 2
     assert p.stderr.strip().startswith("error:") and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args", [["--workers", "0"], ["--code", "/nonexistent/tree"]], ids=["workers", "code"]
+)
+def test_bad_options_exit_2_with_one_error_line(tmp_path, args):
+    cmd = [sys.executable, str(ROOT / "paper" / "regime_map.py"), "--quick",
+           "--out", str(tmp_path / "o"), "--runs", str(tmp_path / "r"), *args]  # fmt: skip
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith("error:") and len(p.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
