@@ -253,19 +253,24 @@ def _recommend(args: argparse.Namespace) -> int:
     path = write_json(out / "recommendation.json", rec)
     print(path.read_text(encoding="utf-8"), end="")
     print(f"recommendation written to {path}", file=sys.stderr)
-    if rec["train_config"] is not None:
-        from llm_runs.config import TrainConfig, save_config
-
-        best = save_config(TrainConfig.from_dict(rec["train_config"]), out / "best.yaml")
-        print(
-            f"next run's config (run {rec['base_run']}'s with {rec['param']}={rec['value']:.4g})"
-            f" written to {best}; train it with: python -m llm_runs train --config {best} "
-            "--out RUN_FOLDER",
-            file=sys.stderr,
-        )
-    else:
-        print("no best.yaml: the fit's data came from tables, not run folders", file=sys.stderr)
+    _write_best(rec, out, f"with {rec['param']}={rec['value']:.4g}")
     return 0
+
+
+def _write_best(rec: dict, out: Path, what: str) -> None:
+    """Write the recommendation's training config as ``out/best.yaml`` (when the fit's data
+    came from run folders) and say how to train it."""
+    if rec["train_config"] is None:
+        print("no best.yaml: the fit's data came from tables, not run folders", file=sys.stderr)
+        return
+    from llm_runs.config import TrainConfig, save_config
+
+    best = save_config(TrainConfig.from_dict(rec["train_config"]), out / "best.yaml")
+    print(
+        f"next run's config (run {rec['base_run']}'s {what}) written to {best}; train it "
+        f"with: python -m llm_runs train --config {best} --out RUN_FOLDER",
+        file=sys.stderr,
+    )
 
 
 def _recommend_space(args: argparse.Namespace) -> int:
@@ -296,18 +301,7 @@ def _recommend_space(args: argparse.Namespace) -> int:
     print(f"recommendation written to {path}", file=sys.stderr)
     fig = plot_regime_map(rec, arrays, out / "regime_map.png")
     print(f"regime map written to {fig}", file=sys.stderr)
-    if rec["train_config"] is not None:
-        from llm_runs.config import TrainConfig, save_config
-
-        best = save_config(TrainConfig.from_dict(rec["train_config"]), out / "best.yaml")
-        print(
-            f"next run's config (run {rec['base_run']}'s with the recommended setting, "
-            f"steps={space.budget_steps}) written to {best}; train it with: "
-            f"python -m llm_runs train --config {best} --out RUN_FOLDER",
-            file=sys.stderr,
-        )
-    else:
-        print("no best.yaml: the fit's data came from tables, not run folders", file=sys.stderr)
+    _write_best(rec, out, f"with the recommended setting, steps={space.budget_steps}")
     return 0
 
 

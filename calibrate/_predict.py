@@ -31,6 +31,16 @@ from ._predict_fast import curve_regimes as curve_regimes
 from ._predict_fast import predict_batch
 from ._solvers import fixed_substeps
 
+#: Regime groups reported by predictions (simulate.Regime codes of each); they partition the
+#: codes: ``converged`` settles without oscillating (overshoot/pulse included).
+REGIME_GROUPS: dict[str, tuple[int, ...]] = {
+    "converged": (0, 1),
+    "oscillating": (2, 3),
+    "collapse": (4,),
+    "unsettled": (6,),
+    "failed": (5,),
+}
+
 __all__ = ["Prediction", "curve_regimes", "link_covariates", "predict", "predict_arrays"]
 
 
@@ -197,19 +207,10 @@ class Prediction:
         ``converged`` (converged or overshoot/pulse: settles without oscillating),
         ``oscillating`` (damped or sustained), ``collapse``, ``unsettled``, ``failed``;
         they sum to 1."""
-        from simulate import Regime as R
-
-        sets = {
-            "converged": (R.CONVERGED, R.OVERSHOOT),
-            "oscillating": (R.DAMPED, R.SUSTAINED),
-            "collapse": (R.COLLAPSE,),
-            "unsettled": (R.UNSETTLED,),
-            "failed": (R.FAILED,),
-        }
         per, net = self.regime_probs()
         return (
-            {g: per[..., list(c)].sum(-1) for g, c in sets.items()},
-            {g: net[..., list(c)].sum(-1) for g, c in sets.items()},
+            {g: per[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()},
+            {g: net[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()},
         )
 
     def to_dict(self, curves: bool = True) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import numpy as np
 
 import simulate
 
-#: Regime groups compared (simulate's labels grouped as calibrate.Prediction.groups does).
+#: Regime groups compared (calibrate.Prediction.groups's, in this order).
 GROUPS = ("converged", "oscillating", "collapse", "unsettled", "failed")
 #: Tie-break between seeds' labels: the more severe group wins.
 SEVERITY = {"converged": 0, "unsettled": 1, "oscillating": 2, "collapse": 3, "failed": 4}
@@ -36,18 +36,11 @@ COLORS = {
 
 
 def group_of(name: str) -> str:
-    """simulate's regime name -> its group (``overshoot/pulse`` settles: ``converged``)."""
-    R = simulate.Regime
+    """simulate's regime name -> its group (as :attr:`calibrate.Prediction.groups`)."""
+    from calibrate._predict import REGIME_GROUPS
+
     code = {v: k for k, v in simulate.REGIME_NAMES.items()}[name]
-    return {
-        R.CONVERGED: "converged",
-        R.OVERSHOOT: "converged",
-        R.DAMPED: "oscillating",
-        R.SUSTAINED: "oscillating",
-        R.COLLAPSE: "collapse",
-        R.UNSETTLED: "unsettled",
-        R.FAILED: "failed",
-    }[code]
+    return next(g for g, codes in REGIME_GROUPS.items() if int(code) in codes)
 
 
 def modal(labels: list[str]) -> str:
