@@ -14,7 +14,7 @@ $(BIN)/python:
 # The CPU build of torch is installed first and pinned, so that no extra pulls a CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[llm,cluster,interop,dev]" "torch==2.13.0"
+	$(BIN)/pip install -q -e ".[llm,cluster,interop,baselines,dev]" "torch==2.13.0"
 	touch $(STAMP)
 
 install: $(STAMP)
