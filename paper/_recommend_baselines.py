@@ -67,13 +67,17 @@ __all__ = [
 ]
 
 
+_PIP = {"sklearn": "scikit-learn"}
+
+
 def _need(module: str) -> Any:
     """Import an optional dependency of the ``baselines`` extra, or fail in one line."""
+    top = module.split(".")[0]
     try:
         return importlib.import_module(module)
     except ImportError:
         raise BenchmarkError(
-            f"{module.split('.')[0]} is missing: install the baselines extra "
+            f"{_PIP.get(top, top)} is missing: install the baselines extra "
             "(pip install -e '.[baselines]')"
         ) from None
 

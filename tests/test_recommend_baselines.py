@@ -5,6 +5,7 @@ table read from run folders written with llm_runs' own log writer."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 from pathlib import Path
@@ -17,8 +18,15 @@ sys.path.insert(0, str(ROOT / "paper"))
 
 import _recommend_baselines as rb  # noqa: E402
 
-pytest.importorskip("optuna")
-pytest.importorskip("sklearn")
+#: The baselines that need the optional extra ``baselines`` (and which module).
+NEEDS = {"optuna": "optuna", "gp surrogate": "sklearn"}
+
+
+def _needs(name: str) -> None:
+    mod = NEEDS.get(name)
+    if mod is not None and importlib.util.find_spec(mod) is None:
+        pytest.skip(f"{mod} is not installed (extra 'baselines')")
+
 
 LRS = (1e-3, 2.5e-3, 6e-3, 1.5e-2)
 KS = (0, 2, 4, 8)
@@ -67,6 +75,7 @@ def test_the_synthetic_grid_has_the_known_single_best():
 
 @pytest.mark.parametrize(("name", "method"), BASELINES)
 def test_each_baseline_finds_the_best_with_enough_budget(name, method):
+    _needs(name)
     kw = {"pilots": TABLE.settings} if name == "gp surrogate" else {}  # the GP sees every final
     pick = method(TABLE, budget_steps=3400, seed=0, rng_seed=0, **kw)
     assert pick.setting == BEST, (name, pick.trace)
@@ -78,6 +87,7 @@ def test_each_baseline_finds_the_best_with_enough_budget(name, method):
 @pytest.mark.parametrize("budget", [200, 450, 1000, 1333])
 @pytest.mark.parametrize(("name", "method"), BASELINES)
 def test_no_baseline_spends_more_than_its_budget(name, method, budget):
+    _needs(name)
     try:
         pick = method(TABLE, budget_steps=budget, seed=1, rng_seed=3)
     except rb.BudgetError:
@@ -106,6 +116,7 @@ def test_the_ledger_refuses_to_overspend_and_charges_nothing_then():
 
 @pytest.mark.parametrize("name", ["random search", "optuna"])
 def test_randomised_baselines_are_reproducible_per_rng_seed(name):
+    _needs(name)
     method = rb.BASELINES[name]
     table = _grid_table(noise=0.03)
 
@@ -117,6 +128,7 @@ def test_randomised_baselines_are_reproducible_per_rng_seed(name):
 
 
 def test_deterministic_baselines_repeat_exactly():
+    _needs("gp surrogate")
     for name in ("gp surrogate", "curve extrapolation"):
         a = rb.BASELINES[name](TABLE, budget_steps=1000, seed=0, rng_seed=0)
         b = rb.BASELINES[name](TABLE, budget_steps=1000, seed=0, rng_seed=0)
@@ -132,6 +144,7 @@ def test_random_search_runs_distinct_settings_at_full_length():
 
 
 def test_optuna_prunes_and_counts_the_steps_each_trial_ran():
+    _needs("optuna")
     pick = rb.optuna_tpe(TABLE, budget_steps=1500, seed=0, rng_seed=0)
     notes = [t.note for t in pick.trace]
     assert "pruned" in notes and "complete" in notes
@@ -189,6 +202,7 @@ def test_extrapolation_prefix_is_the_longest_that_fits_the_budget():
 
 
 def test_gp_picks_the_maximum_of_a_smooth_function_it_has_seen():
+    _needs("gp surrogate")
     pilots = [(1e-3, 0), (1e-3, 8), (1.5e-2, 0), (1.5e-2, 8), BEST, (6e-3, 4)]
     pick = rb.gp_surrogate(TABLE, budget_steps=1400, seed=0, rng_seed=0, pilots=pilots)
     assert pick.setting == BEST
@@ -201,6 +215,21 @@ def test_gp_picks_the_maximum_of_a_smooth_function_it_has_seen():
     assert corner.trace[-1].note == "confirm" or corner.setting in TABLE.corners()
     with pytest.raises(rb.BenchmarkError, match="pilots"):
         rb.gp_surrogate(TABLE, budget_steps=1000, seed=0, rng_seed=0, pilots=[(9.0, 0), BEST])
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "pip"),
+    [("optuna", "optuna", "optuna"), ("gp surrogate", "sklearn", "scikit-learn")],
+)
+def test_a_missing_optional_library_is_a_one_line_error_naming_the_extra(
+    name, module, pip, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
+    if module == "sklearn":
+        for sub in [m for m in sys.modules if m.startswith("sklearn.")]:
+            monkeypatch.setitem(sys.modules, sub, None)
+    with pytest.raises(rb.BenchmarkError, match=rf"^{pip} is missing: .*\[baselines\]"):
+        rb.BASELINES[name](TABLE, budget_steps=1000, seed=0, rng_seed=0)
 
 
 def test_bad_seed_and_missing_setting_are_one_line_errors():
