@@ -39,8 +39,10 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/pyright
 
+# The main job: pilots -> fit -> motif selection -> recommendation -> confirmation run ->
+# runs/demo/report.md (a second call reuses the finished stages).
 demo: install
-	$(BIN)/python -m simulate demo --out demo_out --overwrite
+	$(BIN)/python -m llm_runs demo --out runs/demo
 
 paper: install
 	$(BIN)/python paper/make_figures.py

@@ -28,7 +28,7 @@ from simulate._errors import AgentmotifsError
 from simulate._io import check_writable, jsonable
 from simulate.spec import MOTIFS, resolve_spec
 
-from .config import ConfigError, TrainConfig, load_config, load_sweep, set_dotted
+from .config import ConfigError, TrainConfig, load_config, load_sweep, read_config_file, set_dotted
 from .runlog import read_run
 
 _FLAGS = {  # CLI flag -> dotted config field
@@ -230,6 +230,19 @@ def main(argv: list[str] | None = None) -> int:
     pt.add_argument("--preset", default="tiny")
     pt.add_argument("--base-cache", dest="base_cache")
     pt.add_argument("--steps", type=int)
+    d = sub.add_parser(
+        "demo",
+        help="the main job: pilots -> fit -> motif selection -> recommendation -> "
+        "confirmation run -> report (finished stages are reused)",
+    )
+    d.add_argument("--out", default="runs/demo", help="demo folder (default runs/demo)")
+    d.add_argument("--config", help="demo config JSON/YAML (fields of the demo's config)")
+    d.add_argument("--quick", action="store_true", help="tiny sizes: every stage in minutes")
+    d.add_argument(
+        "--overwrite", action="store_true", help="restart a demo folder made with another config"
+    )
+    d.add_argument("--stop-after", dest="stop_after", help="stop after this stage")
+    d.add_argument("--no-progress", action="store_true", help="no bars inside the stages")
     f = sub.add_parser("figure", help="competence curves of runs, one panel per run")
     f.add_argument("runs", nargs="+")
     f.add_argument("--out", required=True)
@@ -295,10 +308,35 @@ def _dispatch(args: argparse.Namespace) -> int:
         info = jsonable({"path": str(base.path), **base.meta})
         print(json.dumps(info, indent=2, allow_nan=False))
         return 0
+    if args.cmd == "demo":
+        return _demo(args)
     from ._competence_plot import competence_figure
 
     check_writable(Path(args.out).parent, what="--out")
     print(competence_figure(args.runs, args.out, strict=args.strict))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
+    from ._demo_config import QUICK, DemoConfig
+
+    if args.config and args.quick:
+        raise ConfigError("--config and --quick exclude each other")
+    if args.config:
+        cfg = DemoConfig.from_dict(read_config_file(args.config))
+    else:
+        cfg = QUICK if args.quick else DemoConfig()
+    timing = run_demo(
+        args.out,
+        cfg,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+        stop_after=args.stop_after,
+    )
+    if "report" in timing:
+        print(f"report: {Path(args.out) / 'report.md'}; recommendation: "
+              f"{Path(args.out) / 'recommendation.json'}")  # fmt: skip
     return 0
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "TrainConfig",
     "load_config",
     "load_sweep",
+    "read_config_file",
     "save_config",
     "set_dotted",
 ]
@@ -171,7 +172,9 @@ def _validated(cls: Any, kwargs: dict[str, Any], where: str) -> Any:
     return obj
 
 
-def _read(path: str | Path) -> Any:
+def read_config_file(path: str | Path) -> Any:
+    """The parsed content of a ``.json``/``.yaml``/``.yml`` config file (one-line
+    :class:`ConfigError` when it is missing, unreadable or malformed)."""
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"config file not found: {p}")
@@ -185,8 +188,8 @@ def _read(path: str | Path) -> Any:
 
             return yaml.safe_load(text)
         return json.loads(text)
-    except Exception as err:  # parse errors of either format
-        raise ConfigError(f"{p}: cannot parse ({err})") from None
+    except Exception as err:  # parse errors of either format (one line: YAML's span lines)
+        raise ConfigError(f"{p}: cannot parse ({' '.join(str(err).split())})") from None
 
 
 def _write(data: Any, path: str | Path) -> Path:
@@ -203,7 +206,7 @@ def _write(data: Any, path: str | Path) -> Path:
 
 def load_config(path: str | Path) -> TrainConfig:
     """Read a :class:`TrainConfig` from ``.json``/``.yaml``/``.yml``."""
-    return TrainConfig.from_dict(_read(path))
+    return TrainConfig.from_dict(read_config_file(path))
 
 
 def save_config(cfg: TrainConfig | SweepConfig, path: str | Path) -> Path:
@@ -287,7 +290,7 @@ class SweepConfig:
 
 def load_sweep(path: str | Path) -> SweepConfig:
     """Read a :class:`SweepConfig` from JSON/YAML."""
-    data = _read(path)
+    data = read_config_file(path)
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: a sweep config must be a mapping")
     names = {f.name for f in dataclasses.fields(SweepConfig)}
