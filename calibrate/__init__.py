@@ -34,6 +34,7 @@ from ._predict import Prediction as Prediction
 from ._predict import predict as predict
 from ._recommend import recommend as recommend
 from ._recommend import recommend_space as recommend_space
+from ._recommend_motif import MotifFits as MotifFits
 from ._reparam import SamplingCoords as SamplingCoords
 from ._reparam import draws_to_z as draws_to_z
 from ._select import Selection as Selection

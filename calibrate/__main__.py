@@ -4,7 +4,8 @@ Subcommands:
     fit        Fit a network (``--motif``/``--gate``, ``--network spec.json`` or
                ``--motif auto`` for selection) to competence logs.
     recommend  From a saved fit, choose a hyperparameter value (``--param``) or rank a
-               search space (``--space``) for the next run.
+               search space (``--space``; also over motifs, from a selection folder)
+               for the next run.
     predict    From a saved fit, forecast the curves and regimes of settings not yet run.
 """
 
@@ -77,7 +78,11 @@ def _parser() -> argparse.ArgumentParser:
         "selection.json",
     )
     r = sub.add_parser("recommend", help="choose a hyperparameter for the next run from a fit")
-    r.add_argument("fit_dir", help="a folder written by `fit` (with a link in its hierarchy)")
+    r.add_argument(
+        "fit_dir",
+        help="a folder written by `fit` (with a link in its hierarchy); with --space also a "
+        "selection folder (fit --motif auto or a motif list)",
+    )
     r.add_argument("--param", default=None, help="linked hyperparameter (default: the first)")
     r.add_argument("--grid", default=None, help="comma list of values (default: log grid)")
     r.add_argument("--steps", type=int, default=None, help="horizon in steps")
@@ -94,6 +99,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--top", type=int, default=5, help="with --space: candidates reported")
     r.add_argument("--draws", type=int, default=200, help="with --space: posterior draws used")
     r.add_argument("--json", action="store_true", help="with --space: print one JSON object")
+    r.add_argument(
+        "--motif-weights",
+        choices=["best", "stacking"],
+        default=None,
+        help="with --space and a selection folder (fit --motif auto) whose motif the space "
+        "does not search: predict with the best fit (best, default) or the stacking-weighted "
+        "mixture of the fits (stacking)",
+    )
     q = sub.add_parser("predict", help="forecast curves and regimes of settings from a fit")
     q.add_argument("fit_dir", help="a folder written by `fit` (with links in its hierarchy)")
     q.add_argument(
@@ -237,8 +250,8 @@ def _recommend(args: argparse.Namespace) -> int:
 
     if args.space is not None:
         return _recommend_space(args)
-    if args.json or args.top != 5 or args.draws != 200:
-        raise ConfigError("--json, --top and --draws go with --space")
+    if args.json or args.top != 5 or args.draws != 200 or args.motif_weights is not None:
+        raise ConfigError("--json, --top, --draws and --motif-weights go with --space")
     out = check_writable(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
     from ._recommend import recommend_from_dir
@@ -290,7 +303,12 @@ def _recommend_space(args: argparse.Namespace) -> int:
     from ._recommend_plot import plot_regime_map, space_table
 
     rec = recommend_space_from_dir(
-        args.fit_dir, space, max_draws=args.draws, top=args.top, key=jax.random.key(args.seed)
+        args.fit_dir,
+        space,
+        max_draws=args.draws,
+        top=args.top,
+        key=jax.random.key(args.seed),
+        motif_weights=args.motif_weights or "best",
     )
     arrays = rec.pop("_arrays")
     path = write_json(out / "recommendation.json", rec)

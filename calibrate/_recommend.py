@@ -24,6 +24,9 @@ from ._config import ConfigError
 from ._knobs import check_value, transform_values
 from ._posterior import Posterior, load_fit
 from ._predict import predict
+from ._recommend_eval import evaluate, head_stats
+from ._recommend_motif import _NET, MotifFits, is_selection_folder, plan
+from ._recommend_seeds import seed_spread_note
 from ._space import SearchSpace
 
 __all__ = [
@@ -187,50 +190,66 @@ _GROUPS = ("converged", "oscillating", "collapse", "unsettled", "failed")
 
 
 def recommend_space(
-    post: Posterior,
+    post: Posterior | MotifFits,
     space: SearchSpace,
     *,
     max_draws: int = 200,
     top: int = 5,
     key: jax.Array | None = None,
+    motif_weights: str = "best",
 ) -> dict[str, Any]:
     """Predict every candidate of a search space and rank them for the next run.
 
-    All candidates go through one batched :func:`calibrate.predict` call at the horizon
-    ``space.budget_steps``. Per candidate: the end-to-end proxy (the last agent's final
-    competence: posterior mean and 90 % interval) and the network's regime probabilities.
-    The risk is P(oscillating or collapse), a failed solve counted as a collapse. The
-    ranking puts the candidates with risk <= ``space.risk`` first, by mean proxy (highest
-    first), then the others by risk (lowest first). The top ``top`` get the steps to reach
-    ``space.target`` (median over draws, from a second batched call that keeps curves).
+    All candidates go through one batched :func:`calibrate.predict` call per fit at the
+    horizon ``space.budget_steps``. Per candidate: the end-to-end proxy (the last agent's
+    final competence: posterior mean and 90 % interval of the mean run) and the network's
+    regime probabilities. The risk is P(oscillating or collapse), a failed solve counted
+    as a collapse. The ranking puts the candidates with risk <= ``space.risk`` first, by
+    mean proxy (highest first), then the others by risk (lowest first). The top ``top``
+    get the steps to reach ``space.target`` (median over draws) and the spread across
+    seeds (``final.seed_sd`` and the 90 % interval of one new run's observed final score,
+    ``new_run_q05``/``new_run_q95``; what it includes is stated under ``seed_spread``).
+
+    With a motif selection (:class:`~calibrate._recommend_motif.MotifFits`), each
+    candidate's fit follows :func:`~calibrate._recommend_motif.plan`: its motif's own fit
+    when the space has ``network.motif``, else the best fit or (``motif_weights=
+    "stacking"``) the stacking-weighted mixture; ``motif_source`` says which.
 
     Linked fields the space leaves out are held at the base pilot's values (the pilot
     nearest the pilots' centre), so that the predictions and ``train_config`` agree.
 
     Args:
-        post: A fit with links on every searched field.
+        post: A fit with links on every searched field, or the fits of a selection.
         space: The search space.
-        max_draws: Posterior draws per candidate.
+        max_draws: Posterior draws per candidate (per fit).
         top: Candidates reported (>= 1).
-        key: PRNG key of the draw subset (keyword-only).
+        key: PRNG key of the draw subset and the new runs (keyword-only).
+        motif_weights: ``best`` or ``stacking`` (a selection without ``network.motif``
+            in the space).
 
     Returns:
-        A JSON-ready dict (``space``, ``ranked_by``, ``top``, ``best``, ``base_run``,
-        ``train_config``...) and, under ``"_arrays"``, per-candidate values for the figure
-        (``settings``, ``utility``, ``risk``, ``pilots``) to drop before writing.
+        A JSON-ready dict (``space``, ``motif_source``, ``ranked_by``, ``top``, ``best``,
+        ``base_run``, ``train_config``...) and, under ``"_arrays"``, per-candidate values
+        for the figure (``settings``, ``utility``, ``risk``, ``pilots``) to drop before
+        writing.
 
     Raises:
         ConfigError: A searched field without a link (or a value outside its link
-            transform's domain), a fixed field the training config does not have, or
-            ``top`` < 1.
+            transform's domain), a fixed field the training config does not have,
+            ``top`` < 1, or a motif the fits cannot predict (see ``plan``).
     """
     from ._predict import link_covariates
 
     if not (isinstance(top, int) and top >= 1):
         raise ConfigError(f"--top must be an integer >= 1, got {top!r}")
-    refs = link_covariates(post)
-    transforms = post.model.config.hierarchy.transforms
-    unlinked = [f.name for f in space.fields if f.name not in refs and not f.fixed]
+    cands = space.candidates()
+    pl = plan(post, space, cands, motif_weights)
+    first = pl.primary
+    refs = link_covariates(first)
+    transforms = first.model.config.hierarchy.transforms
+    unlinked = [
+        f.name for f in space.fields if f.name not in refs and not f.fixed and f.name not in _NET
+    ]
     if unlinked:
         raise ConfigError(
             f"space field(s) {unlinked} have no link in the fit (linked: {sorted(refs) or 'none'});"
@@ -241,56 +260,55 @@ def recommend_space(
             vals = f.choices if f.choices is not None else (f.low, f.high)
             for v in vals:
                 check_value(transforms[f.name], v, f"space: fields.{f.name} value")
-    base, held = _base_pilot(post, refs, {f.name for f in space.fields})
-    cands = space.candidates()
+    base, held = _base_pilot(first, refs, {f.name for f in space.fields})
     settings = [{k: v for k, v in c.items() if k in refs} | held for c in cands]
-    pred = predict(
-        post, settings, steps=space.budget_steps, max_draws=max_draws, key=key, bands=False
-    )
-    final = pred.final[:, :, -1]  # (S, G): end-to-end proxy = the last agent
-    _, net = pred.groups()
-    risk = net["oscillating"] + net["collapse"] + net["failed"]
-    ok_final = np.all(np.isfinite(final), axis=1)
-    mean = np.where(ok_final, np.nanmean(np.where(np.isfinite(final), final, np.nan), 1), np.nan)
+    steps = space.budget_steps
+    ev = evaluate(pl, settings, steps=steps, max_draws=max_draws, key=key)
+    mean, risk, net = ev.mean, ev.risk, ev.net
     order = rank_candidates(mean, risk, space.risk)
     n_ok = int(np.sum((risk <= space.risk) & np.isfinite(mean)))
     head = order[:top]
-    steps_med, p_reach = _steps_to_target(post, [settings[i] for i in head], space, max_draws, key)
-    q05, q95 = np.quantile(final[head], [0.05, 0.95], axis=1)
+    stats = head_stats(ev, head, steps=steps, target=space.target)
     rows = []
-    for r, i in enumerate(head):
+    for r, (i, st) in enumerate(zip(head, stats, strict=True)):
         rows.append(
             {
                 "rank": r + 1,
                 "setting": cands[i],
                 "within_risk": bool(risk[i] <= space.risk and np.isfinite(mean[i])),
-                "final": {"mean": mean[i], "q05": q05[r], "q95": q95[r]},
-                "steps_to_target": steps_med[r],
-                "p_reach_target": p_reach[r],
+                "final": {"mean": mean[i], "q05": st["q05"], "q95": st["q95"],
+                          "seed_sd": st["seed_sd"], "new_run_q05": st["new_run_q05"],
+                          "new_run_q95": st["new_run_q95"]},
+                "steps_to_target": st["steps_to_target"],
+                "p_reach_target": st["p_reach_target"],
                 **{f"p_{g}": net[g][i] for g in _GROUPS},
                 "risk": risk[i],
             }
-        )
+        )  # fmt: skip
+        if pl.selection:
+            rows[-1]["fits"] = dict(pl.components[i])
     ranked_by = (
-        f"mean final competence of {pred.agents[-1]!r} among the {n_ok} candidate(s) with "
+        f"mean final competence of {ev.proxy_agent!r} among the {n_ok} candidate(s) with "
         f"P(oscillating or collapse) <= {space.risk:g}"
         if n_ok
         else f"no candidate has P(oscillating or collapse) <= {space.risk:g}: ranked by the "
         "lowest P(oscillating or collapse)"
     )
     best = cands[order[0]]
-    train = _space_config(post, base, best, space.budget_steps)
-    pilots = {f.name: _pilot_values(post, f.name) for f in space.fields}
+    train = _space_config(first, base, best | pl.network_fields(order[0]), steps)
+    pilots = {f.name: _pilot_values(first, f.name) for f in space.fields}
     return simulate.jsonable(
         {
             "space": space.to_dict(),
             "sampling": space.sampling,
             "n_candidates": len(cands),
             "n_within_risk": n_ok,
-            "draws": int(pred.draw_index.size),
-            "horizon_steps": float(space.budget_steps),
-            "proxy_agent": pred.agents[-1],
+            "draws": min(ev.draws.values()),
+            "horizon_steps": float(steps),
+            "proxy_agent": ev.proxy_agent,
+            "motif_source": pl.motif_source,
             "ranked_by": ranked_by,
+            "seed_spread": seed_spread_note(first),
             "held": held,
             "top": rows,
             "best": best,
@@ -308,23 +326,6 @@ def rank_candidates(mean: np.ndarray, risk: np.ndarray, bound: float) -> list[in
     first = sorted(np.flatnonzero(ok), key=lambda i: (-m[i], risk[i], i))
     rest = sorted(np.flatnonzero(~ok), key=lambda i: (risk[i], -m[i], i))
     return [int(i) for i in first + rest]
-
-
-def _steps_to_target(
-    post: Posterior, settings: list[dict], space: SearchSpace, max_draws: int, key: Any
-) -> tuple[list[float | None], list[float]]:
-    """Median over draws of the first step where the last agent reaches the target (None
-    when most draws never do), and the share of draws that reach it."""
-    pred = predict(
-        post, settings, steps=space.budget_steps, max_draws=max_draws, key=key,
-        n_points=max(200, min(2001, space.budget_steps + 1)), keep_curves=True, bands=False,
-    )  # fmt: skip
-    assert pred.curves is not None  # keep_curves=True
-    y = pred.curves[..., -1]  # (K, G, T)
-    hit = y >= space.target
-    first = np.where(hit.any(-1), pred.t[np.argmax(hit, axis=-1)], np.inf)
-    med = np.median(first, axis=1)
-    return [float(m) if np.isfinite(m) else None for m in med], list(hit.any(-1).mean(1))
 
 
 def _pilot_values(post: Posterior, name: str) -> list[Any]:
@@ -379,6 +380,8 @@ def _space_config(
 def recommend_space_from_dir(
     fit_dir: str | Path, space: str | Path | SearchSpace, **kwargs: Any
 ) -> dict[str, Any]:
-    """:func:`recommend_space` on a saved fit folder and a space file."""
+    """:func:`recommend_space` on a saved fit folder, or a selection folder (``fit --motif
+    auto``: ``selection.json`` and ``fits/LABEL``), and a space file."""
     sp = space if isinstance(space, SearchSpace) else SearchSpace.load(space)
-    return recommend_space(load_fit(fit_dir), sp, **kwargs)
+    fits = MotifFits.load(fit_dir) if is_selection_folder(fit_dir) else load_fit(fit_dir)
+    return recommend_space(fits, sp, **kwargs)

@@ -20,24 +20,30 @@ def space_table(rec: dict[str, Any]) -> list[str]:
     lines = [
         f"{rec['n_candidates']} candidate(s) ({rec['sampling']}), {rec['draws']} posterior "
         f"draws, horizon {rec['horizon_steps']:g} steps; ranked by {rec['ranked_by']}",
-        f"{'#':>3}  {'setting':<40}{'final [q05, q95]':>24}{'to target':>11}"
-        f"{'conv':>6}{'osc':>6}{'coll':>6}{'unset':>6}",
+        f"motif: {rec.get('motif_source', 'single fit')}",
+        f"{'#':>3}  {'setting':<40}{'final [q05, q95]':>24}{'seed sd':>8}{'new run [q05, q95]':>20}"
+        f"{'to target':>11}{'conv':>6}{'osc':>6}{'coll':>6}{'unset':>6}",
     ]
     for row in rec["top"]:
         setting = ", ".join(f"{k}={_fmt(v)}" for k, v in row["setting"].items())
         fin = row["final"]
         final = f"{_fmt(fin['mean'], 3)} [{_fmt(fin['q05'], 3)}, {_fmt(fin['q95'], 3)}]"
+        new = f"[{_fmt(fin.get('new_run_q05'), 3)}, {_fmt(fin.get('new_run_q95'), 3)}]"
         steps = "never" if row["steps_to_target"] is None else f"{row['steps_to_target']:.0f}"
         mark = "" if row["within_risk"] else "  (above the risk bound)"
         ps = "".join(f"{row[f'p_{g}']:>6.2f}" for g in ("converged", "oscillating", "collapse"))
         lines.append(
-            f"{row['rank']:>3}  {setting:<40}{final:>24}{steps:>11}{ps}"
-            f"{row['p_unsettled']:>6.2f}{mark}"
+            f"{row['rank']:>3}  {setting:<40}{final:>24}{_fmt(fin.get('seed_sd'), 2):>8}"
+            f"{new:>20}{steps:>11}{ps}{row['p_unsettled']:>6.2f}{mark}"
         )
+    if "seed_spread" in rec:
+        lines.append(f"seed sd / new run: one new run (seed) at the setting: {rec['seed_spread']}")
     return lines
 
 
 def _fmt(v: Any, digits: int = 4) -> str:
+    if v is None:
+        return "nan"
     if isinstance(v, float):
         return "nan" if not math.isfinite(v) else f"{v:.{digits}g}"
     return str(v)

@@ -1,0 +1,169 @@
+"""Predict the candidates of ``recommend --space`` through a motif plan (which fits).
+
+Each fit of the plan predicts the candidates assigned to it in one batched
+:func:`calibrate.predict` call. A candidate predicted by several fits (the stacking mixture)
+pools their posterior draws, each fit's draws weighing ``weight / draws``: its mean and
+regime probabilities are the weighted averages of the fits' and its quantiles those of
+the pooled weighted draws. With one fit the numbers are that fit's (plain
+``numpy.quantile`` and ``numpy.median`` over its draws).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._predict import REGIME_GROUPS, predict
+from ._recommend_motif import Plan
+from ._recommend_seeds import new_run_draws
+
+__all__ = ["Evaluation", "evaluate", "head_stats", "weighted_quantile"]
+
+GROUPS = tuple(REGIME_GROUPS)
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Sequence[float]) -> np.ndarray:
+    """Quantiles of weighted draws: the inverse of the piecewise-linear CDF through the
+    sorted values at their cumulative weight midpoints (NaN if any value is NaN; ``inf``
+    values are allowed and sort last)."""
+    v, w = np.asarray(values, float).ravel(), np.asarray(weights, float).ravel()
+    if np.isnan(v).any():
+        return np.full(len(q), np.nan)
+    o = np.argsort(v, kind="stable")
+    v, w = v[o], w[o] / w.sum()
+    mid = np.cumsum(w) - w / 2
+    out = []
+    for qq in q:
+        j = int(np.searchsorted(mid, qq))
+        if j == 0 or j == v.size:
+            out.append(v[min(j, v.size - 1)])
+            continue
+        lo, hi = v[j - 1], v[j]
+        f = (qq - mid[j - 1]) / (mid[j] - mid[j - 1])
+        out.append(lo if f <= 0 or lo == hi else hi if f >= 1 else lo + f * (hi - lo))
+    return np.asarray(out, float)
+
+
+class Evaluation:
+    """Per-candidate predictions combined over the plan's fits.
+
+    Attributes:
+        mean: Posterior mean final competence of the last agent ``(S,)`` (NaN when a
+            draw's solve failed).
+        net: Grouped network regime probabilities, group -> ``(S,)``.
+        risk: P(oscillating or collapse or failed) ``(S,)``.
+        draws: Posterior draws per fit.
+        proxy_agent: The last agent's name.
+    """
+
+    def __init__(self, plan: Plan, settings: list[dict[str, Any]], **kw: Any) -> None:
+        s = len(settings)
+        self.plan, self.settings, self.kw = plan, settings, kw
+        self.mean = np.zeros(s)
+        self.net = {g: np.zeros(s) for g in GROUPS}
+        self.finals: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # label -> (pos, (n, G))
+        self.draws: dict[str, int] = {}
+        for label, post in plan.fits.items():
+            pos = np.asarray(
+                [i for i, c in enumerate(plan.components) if label in dict(c)], dtype=np.int64
+            )
+            if not pos.size:
+                continue
+            w = np.asarray([dict(plan.components[i])[label] for i in pos])
+            pred = predict(post, [settings[i] for i in pos], bands=False, **kw)
+            final = pred.final[:, :, -1]  # (n, G): end-to-end proxy = the last agent
+            ok = np.all(np.isfinite(final), axis=1)
+            safe = np.where(np.isfinite(final), final, np.nan)
+            m = np.where(ok, np.nanmean(safe, 1) if safe.size else np.nan, np.nan)
+            self.mean[pos] += w * m
+            _, net = pred.groups()
+            for g in GROUPS:
+                self.net[g][pos] += w * net[g]
+            self.finals[label] = (pos, final)
+            self.draws[label] = int(pred.draw_index.size)
+            self.proxy_agent = pred.agents[-1]
+        self.risk = self.net["oscillating"] + self.net["collapse"] + self.net["failed"]
+
+    def _pooled(self, i: int, per: dict[str, tuple[np.ndarray, np.ndarray]]):
+        """Candidate ``i``'s values of every fit in ``per`` and their draw weights."""
+        vals, wts = [], []
+        for label, w in self.plan.components[i]:
+            pos, arr = per[label]
+            v = arr[int(np.flatnonzero(pos == i)[0])].ravel()
+            vals.append(v)
+            wts.append(np.full(v.size, w / v.size))
+        return vals, wts
+
+    def quantiles(self, i: int, q: Sequence[float]) -> np.ndarray:
+        """Quantiles of candidate ``i``'s final proxy over its (pooled) draws."""
+        vals, wts = self._pooled(i, self.finals)
+        if len(vals) == 1:
+            return np.quantile(vals[0], q)
+        return weighted_quantile(np.concatenate(vals), np.concatenate(wts), q)
+
+
+def evaluate(plan: Plan, settings: list[dict[str, Any]], **kw: Any) -> Evaluation:
+    """Predict every candidate (``kw``: :func:`calibrate.predict`'s ``steps``,
+    ``max_draws``, ``key``)."""
+    return Evaluation(plan, settings, **kw)
+
+
+def head_stats(
+    ev: Evaluation, head: Sequence[int], *, steps: int, target: float, replicates: int = 8
+) -> list[dict[str, Any]]:
+    """Per top candidate: the final proxy's 90 % interval, steps to ``target`` (median over
+    draws; None when most never reach it), P(reach), and the seed spread (``seed_sd`` and
+    the 90 % interval of one new run's observed final score, see
+    :mod:`calibrate._recommend_seeds`)."""
+    plan, kw = ev.plan, ev.kw
+    firsts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    runs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    var: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for label, post in plan.fits.items():
+        pos = np.asarray([i for i in head if label in dict(plan.components[i])], dtype=np.int64)
+        if not pos.size:
+            continue
+        sets = [ev.settings[i] for i in pos]
+        pred = predict(
+            post, sets, n_points=max(200, min(2001, steps + 1)), keep_curves=True, bands=False,
+            **kw,
+        )  # fmt: skip
+        assert pred.curves is not None  # keep_curves=True
+        hit = pred.curves[..., -1] >= target  # (n, G, T)
+        firsts[label] = (pos, np.where(hit.any(-1), pred.t[np.argmax(hit, axis=-1)], np.inf))
+        nr = new_run_draws(post, sets, replicates=replicates, **kw)
+        runs[label], var[label] = (pos, nr["y"]), (pos, nr["var"])
+    rows = []
+    for i in head:
+        q05, q95 = ev.quantiles(i, [0.05, 0.95])
+        fv, fw = ev._pooled(i, firsts)
+        reach = sum(float(np.sum(w[np.isfinite(v)])) for v, w in zip(fv, fw, strict=True))
+        if len(fv) == 1:
+            reach, med = float(np.isfinite(fv[0]).mean()), float(np.median(fv[0]))
+        else:
+            big = 2.0 * steps + 1.0  # never reached: beyond the horizon
+            v = np.concatenate(fv)
+            med = float(weighted_quantile(np.where(np.isfinite(v), v, big), np.concatenate(fw),
+                                          [0.5])[0])  # fmt: skip
+            med = med if med <= steps else np.inf
+        yv, yw = ev._pooled(i, runs)
+        vv, vw = ev._pooled(i, var)
+        sd = float(np.sqrt(sum(float(np.sum(v * w)) for v, w in zip(vv, vw, strict=True))))
+        if len(yv) == 1:
+            nq = np.quantile(yv[0], [0.05, 0.95])
+        else:
+            nq = weighted_quantile(np.concatenate(yv), np.concatenate(yw), [0.05, 0.95])
+        rows.append(
+            {
+                "q05": float(q05),
+                "q95": float(q95),
+                "steps_to_target": med if np.isfinite(med) else None,
+                "p_reach_target": reach,
+                "seed_sd": sd,
+                "new_run_q05": float(nq[0]),
+                "new_run_q95": float(nq[1]),
+            }
+        )
+    return rows
