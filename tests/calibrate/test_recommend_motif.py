@@ -209,12 +209,20 @@ def _oracle_new_runs(post, lr, reps, seed):
 
 def test_seed_spread_matches_a_monte_carlo_oracle(sel):
     """seed_sd (root mean over draws of the seed-to-seed variance of one run's observed
-    final score) and the new-run 90 % interval, against new runs simulated directly."""
+    final score) and the new-run 90 % interval, against new runs simulated directly.
+
+    The fitted run-effect sd is small on these pilots (tau ~ 0.1), so the draws' tau_z are
+    moved up by 2 (tau x ~4.5) and the setting is a slow one (lr 1e-4, final ~0.75), where
+    run effects move the final score well beyond the evaluation noise (measured: seed_sd
+    0.169, oracle 0.170, evaluation noise alone 0.059)."""
     s, _ = sel
-    post = s.posteriors["C1-AND"]
-    nr = new_run_draws(post, [{"rl.lr": 1e-3}], steps=300, max_draws=200, key=jax.random.key(1))
+    fitted = s.posteriors["C1-AND"]
+    post = copy.copy(fitted)
+    post.samples = dict(fitted.samples, tau_z=fitted.samples["tau_z"] + 2.0)
+    lr = 1e-4
+    nr = new_run_draws(post, [{"rl.lr": lr}], steps=300, max_draws=200, key=jax.random.key(1))
     assert nr["replicates"] == 8 and nr["n_eval"] == 50 and nr["y"].shape == (1, 200, 8)
-    mu, y, n = _oracle_new_runs(post, 1e-3, reps=16, seed=7)
+    mu, y, n = _oracle_new_runs(post, lr, reps=16, seed=7)
     sd = float(np.sqrt(np.mean(nr["var"][0])))
     sd_oracle = float(np.sqrt(np.mean(y.var(axis=1, ddof=1))))
     # Monte-Carlo error of either estimate is ~3 %; 12 % is ~3 sigma of the difference
@@ -222,11 +230,11 @@ def test_seed_spread_matches_a_monte_carlo_oracle(sel):
     np.testing.assert_allclose(
         np.quantile(nr["y"][0], [0.05, 0.95]), np.quantile(y, [0.05, 0.95]), atol=0.03
     )
-    # the run effect is in it: more than the evaluation noise alone
+    # the run effect is in it: well above the evaluation noise alone
     noise = float(np.sqrt(np.mean(mu * (1 - mu) / n)))
-    assert sd > noise * 1.01
+    assert sd > 2 * noise
     # the new run's interval is at least as wide as the mean run's posterior interval
-    final, _ = _predict(post, 1e-3, jax.random.key(1), 200)
+    final, _ = _predict(post, lr, jax.random.key(1), 200)
     q05, q95 = np.quantile(final, [0.05, 0.95])
     ny = np.quantile(nr["y"][0], [0.05, 0.95])
     assert ny[1] - ny[0] >= q95 - q05 and ny[0] <= q05 and ny[1] >= q95
