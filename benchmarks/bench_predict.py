@@ -15,7 +15,7 @@ shared machine vary several-fold with its load: the load average is printed with
 figure.
 
 Usage: python benchmarks/bench_predict.py [--settings N] [--draws N] [--points N]
-    [--baseline-settings N] [--coarse N]
+    [--baseline-settings N] [--coarse N] [--compare]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import calibrate as cal  # noqa: E402
+from calibrate import _predict_fast  # noqa: E402
 from calibrate._predict import (  # noqa: E402
     BAND_LEVELS,
     _draw_arrays,
@@ -99,6 +100,11 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=200)
     ap.add_argument("--baseline-settings", type=int, default=100)
     ap.add_argument("--coarse", type=int, default=0, help="also label from N-point curves")
+    ap.add_argument(
+        "--compare", action="store_true",
+        help="first time the previous kernels (vmapped classify, XLA-sort bands) and the new "
+        "ones (batch-last classifier, partition bands) in this one run",
+    )  # fmt: skip
     a = ap.parse_args()
     lrs = [1e-4, 3e-4, 1e-3]
     run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in lrs]
@@ -119,6 +125,20 @@ def main() -> None:
         f"{len(jax.devices())} {jax.devices()[0].platform} devices ({os.cpu_count()} cpus)"
     )
     res = {}
+    if a.compare:
+        for cls_, bm in (("vmap", "sort"), ("batch", "partition")):
+            _predict_fast.CLASSIFIER, _predict_fast.BAND_METHOD = cls_, bm
+            for bands in (True, False):
+                times, _ = _timed(
+                    lambda b=bands: cal.predict(
+                        post, settings, max_draws=a.draws, n_points=a.points, bands=b
+                    )
+                )
+                print(
+                    f"  classifier={cls_:5} bands={bands!s:5} ({bm}): warm {times[1]:.1f} s "
+                    f"({n / times[1]:,.0f} curves/s; {_load()})"
+                )
+        _predict_fast.CLASSIFIER, _predict_fast.BAND_METHOD = "batch", "partition"
     for bands in (True, False):
         times, pred = _timed(
             lambda b=bands: cal.predict(

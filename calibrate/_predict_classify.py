@@ -1,0 +1,118 @@
+"""simulate.classify's per-node regimes on a batch of curves laid out with the batch LAST.
+
+:func:`classify_batch` is :func:`simulate.classify` for solutions with the input on
+throughout (its ``ode`` branch, default options), written on ``(T, N, B)`` curves: the
+reductions over time and one zig-zag scan whose every step is a wide SIMD operation over
+the batch, with the same comparisons on the same values, so the same labels (checked
+against ``simulate.classify`` in tests/calibrate/test_predict_fast_classify.py). The
+predictor's per-curve vmap of ``simulate.classify`` runs two scans over time per node with
+the batch first.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+import simulate
+
+__all__ = ["classify_batch"]
+
+
+def classify_batch(
+    y: jax.Array,
+    ok: jax.Array,
+    *,
+    rel_tol: float = 0.02,
+    abs_tol: float = 1e-6,
+    collapse_level: float = 0.05,
+    sustain_ratio: float = 0.5,
+    growth_ratio: float = 2.0,
+    diverge_level: float = 1e6,
+) -> jax.Array:
+    """Per-node regime codes of :func:`simulate.classify` (default options, ``ode``
+    solutions, input on throughout) for curves ``y`` of shape ``(T, N, B)``.
+
+    Args:
+        y: Levels, time first, batch last.
+        ok: Per-curve solver success ``(B,)`` (``False``: every node ``failed``).
+
+    Returns:
+        Codes of :class:`simulate.Regime`, ``(N, B)`` int8.
+    """
+    T = y.shape[0]
+    R = simulate.Regime
+    y_start, y_end = y[0], y[-1]
+    y_max, y_min = jnp.max(y, axis=0), jnp.min(y, axis=0)
+    scale = jnp.maximum(jnp.max(jnp.abs(y), axis=0), abs_tol)
+    h = jnp.maximum(rel_tol * scale, abs_tol)
+    late0 = T - max(T // 4, 1)
+    late_max, late_min = jnp.max(y[late0:], axis=0), jnp.min(y[late0:], axis=0)
+    m = 0.5 * (late_max + late_min)
+    a_late = 0.5 * (late_max - late_min)
+    mid = y[T // 4 : T // 2]
+    a_mid = jnp.maximum(jnp.max(jnp.abs(mid - m), axis=0, initial=0.0), 0.0)
+    n_late, best = _turning_points(y, m, h, T // 2)
+    excursion = jnp.maximum(
+        y_max - jnp.maximum(y_start, y_end), jnp.minimum(y_start, y_end) - y_min
+    )
+    overshoot = excursion > h
+    settled = a_late <= h
+    growing = (a_mid > h) & (a_late > growth_ratio * a_mid)
+    late_turns = n_late >= 2
+    sustained = late_turns & ~settled & (a_late >= sustain_ratio * a_mid) & ~growing
+    damped = (best >= 2) & ~sustained & (settled | (late_turns & ~growing))
+    unsettled = ~settled & ~sustained & ~damped
+    label = jnp.where(
+        sustained,
+        int(R.SUSTAINED),
+        jnp.where(
+            damped,
+            int(R.DAMPED),
+            jnp.where(
+                unsettled,
+                int(R.UNSETTLED),
+                jnp.where(overshoot, int(R.OVERSHOOT), int(R.CONVERGED)),
+            ),
+        ),
+    )
+    label = jnp.where((y_end < collapse_level) & settled, int(R.COLLAPSE), label)
+    finite = jnp.all(jnp.isfinite(y), axis=0)
+    sc = jnp.maximum(1.0, jnp.abs(jnp.where(jnp.isfinite(y_start), y_start, 0.0)))
+    values = jnp.where(jnp.isfinite(y), jnp.abs(y), 0.0)
+    huge = jnp.any(values > diverge_level * sc, axis=0)
+    label = jnp.where(huge & finite, int(R.COLLAPSE), label)
+    label = jnp.where(~ok[None, :] | ~finite, int(R.FAILED), label)
+    return label.astype(jnp.int8)
+
+
+def _turning_points(y: jax.Array, m: jax.Array, h: jax.Array, late_from: int):
+    """simulate's zig-zag of height ``h`` (``simulate._features._turning_points`` with the
+    whole run in the window) on ``(T, ...)`` curves: turning points from index
+    ``late_from`` on, and the longest alternating chain beyond ``m ± h``."""
+    i32 = jnp.int32
+
+    def step(carry, inp):
+        direction, ext, n_late, prev_dev, chain, best = carry
+        yi, li = inp
+        up, down = yi > ext + h, yi < ext - h
+        start = direction == 0
+        new_dir = jnp.where(start & up, 1, jnp.where(start & down, -1, direction))
+        turn = ((direction == 1) & down) | ((direction == -1) & up)
+        dev = ext - m
+        beyond = jnp.abs(dev) > h
+        alternate = beyond & (prev_dev * dev < 0) & (jnp.abs(dev) < jnp.abs(prev_dev))
+        new_chain = jnp.where(alternate, chain + 1, jnp.where(beyond, 1, 0))
+        chain = jnp.where(turn, new_chain, chain)
+        prev_dev = jnp.where(turn, dev, prev_dev)
+        new_dir = jnp.where(turn, -direction, new_dir)
+        grow = ((new_dir == 1) & (yi > ext)) | ((new_dir == -1) & (yi < ext))
+        ext = jnp.where(turn | grow | (start & (up | down)), yi, ext)
+        n_late = n_late + (turn & li).astype(i32)
+        return (new_dir, ext, n_late, prev_dev, chain, jnp.maximum(best, chain)), None
+
+    z = jnp.zeros(y.shape[1:], i32)
+    init = (z, y[0], z, jnp.zeros_like(y[0]), z, z)
+    late = jnp.arange(1, y.shape[0]) >= late_from
+    (_, _, n_late, _, _, best), _ = jax.lax.scan(step, init, (y[1:], late))
+    return n_late, best
