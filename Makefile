@@ -19,11 +19,12 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
-# One pytest process per package (plus the top-level tests): a single process compiling every
-# package's JAX programs crashed inside XLA late in a full run on the 2-core CI machine.
-TEST_GROUPS := tests/simulate tests/calibrate tests/llm_runs "tests/test_*.py"
+# One pytest process per package (plus the top-level tests), two at a time on the 2 cores: a
+# single process compiling every package's JAX programs crashed inside XLA late in a full
+# run on the 2-core CI machine. TEST_LANES=1 runs the groups one after another.
+TEST_LANES ?= 2
 test: install
-	@set -e; for g in $(TEST_GROUPS); do echo "== pytest $$g"; $(BIN)/python -m pytest -q $$g; done
+	$(BIN)/python tests/run_groups.py --lanes $(TEST_LANES)
 
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow

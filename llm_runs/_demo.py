@@ -265,7 +265,7 @@ class _Demo:
             return self._best_line(), True
         space = write_text(self.out / "space.yaml", yaml.safe_dump(self.cfg.space()))
         _call(
-            _py("calibrate", "recommend", str(self.fit_dir()), "--space", str(space),
+            _py("calibrate", "recommend", str(self.out / "fit"), "--space", str(space),
                 "--out", str(rec), "--draws", str(self.cfg.draws)),
             self.logs / "recommend.log",
         )  # fmt: skip

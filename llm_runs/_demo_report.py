@@ -8,12 +8,11 @@ interval, and the observed regime against the predicted regime probabilities.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
-from simulate._io import read_json_object, write_json, write_text
+from simulate._io import read_json_object, save_figure, write_json, write_text
 
 from ._competence_plot import competence_figure
 from ._demo_config import DemoConfig
@@ -100,10 +99,7 @@ def _confirm_figure(pred: dict[str, Any], steps: list[float], run: Path, path: P
     axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle("Forecast (made before the run) vs the confirmation run")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)
 
 
 def _pct(x: float | None) -> str:
@@ -164,7 +160,8 @@ def write_report(out: Path, cfg: DemoConfig, fit_dir: Path) -> Path:
         "## Recommendation",
         "",
         f"{rec['n_candidates']} candidates, {rec['draws']} posterior draws each, horizon "
-        f"{rec['horizon_steps']:g} steps; ranked by {rec['ranked_by']}.",
+        f"{rec['horizon_steps']:g} steps; ranked by {rec['ranked_by']}. Model: "
+        f"{rec.get('motif_source', fit_dir.name)}.",
         "",
         "| rank | setting | final (mean [q05, q95]) | P(converged) | P(oscillating) "
         "| P(collapse) |",

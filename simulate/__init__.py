@@ -17,6 +17,7 @@ from ._io import atomic_dir as atomic_dir
 from ._io import check_writable as check_writable
 from ._io import jsonable as jsonable
 from ._io import read_text as read_text
+from ._io import save_figure as save_figure
 from ._io import write_json as write_json
 from ._io import write_text as write_text
 from ._param_names import check_param_value as check_param_value

@@ -37,6 +37,7 @@ __all__ = [
     "jsonable",
     "read_json_object",
     "read_text",
+    "save_figure",
     "write_json",
     "write_text",
 ]
@@ -168,3 +169,20 @@ def read_json_object(path: str | Path, *, what: str = "file") -> dict[str, Any]:
     if not isinstance(data, dict):
         raise AgentmotifsError(f"{what} {str(path)!r} must hold a JSON object")
     return data
+
+
+def save_figure(fig: Any, path: str | Path, *, dpi: int = 110) -> Path:
+    """Save a matplotlib figure atomically (a same-folder temporary file, then a rename: no
+    half-written figure) and close it; returns the path."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
+    try:
+        fig.savefig(tmp, dpi=dpi)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return path

@@ -1,0 +1,154 @@
+"""Summary, table and figure of the recommendation comparison (``recommend_bench.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simulate import save_figure
+
+__all__ = ["cluster_bootstrap", "figure", "summarise", "table_md"]
+
+
+def cluster_bootstrap(
+    values: dict[int, Sequence[float]], *, n_boot: int = 4000, seed: int = 0
+) -> tuple[float, float]:
+    """95 % percentile interval of the mean, resampling repetitions (clusters) and then the
+    values within each.
+
+    Args:
+        values: Per repetition, its values (e.g. regrets of every run of a method).
+        n_boot: Bootstrap resamples.
+        seed: Seed of the resampling.
+
+    Returns:
+        ``(low, high)``.
+    """
+    rng = np.random.default_rng(seed)
+    groups = [np.asarray(v, float) for v in values.values() if len(v)]
+    means = np.empty(n_boot)
+    for b in range(n_boot):
+        pick = rng.integers(len(groups), size=len(groups))
+        means[b] = np.mean(
+            np.concatenate([rng.choice(groups[i], size=groups[i].size) for i in pick])
+        )
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def summarise(picks: list[dict[str, Any]], table: Any, methods: Sequence[str]) -> dict[str, Any]:
+    """``summary.json``: per method the regret (mean, 95 % interval, per repetition) and the
+    unstable picks (count, share), the steps spent; the grid's true values."""
+    regret: dict[str, Any] = {}
+    unstable: dict[str, Any] = {}
+    steps: dict[str, float] = {}
+    for m in methods:
+        mine = [p for p in picks if p["method"] == m]
+        by_seed: dict[int, list[float]] = {}
+        for p in mine:
+            by_seed.setdefault(int(p["seed"]), []).append(float(p["regret"]))
+        vals = [float(p["regret"]) for p in mine]
+        lo, hi = cluster_bootstrap(by_seed)
+        regret[m] = {
+            "mean": float(np.mean(vals)),
+            "ci95": [lo, hi],
+            "per_seed": {str(s): float(np.mean(v)) for s, v in sorted(by_seed.items())},
+            "zero_regret_share": float(np.mean([v == 0.0 for v in vals])),
+            "n": len(vals),
+        }
+        n_bad = sum(bool(p["unstable"]) for p in mine)
+        unstable[m] = {"count": n_bad, "n": len(mine), "share": n_bad / len(mine)}
+        steps[m] = float(np.mean([p["steps"] for p in mine]))
+    best = max(table.settings, key=table.true_value)
+    lowest = min(methods, key=lambda m: regret[m]["mean"])
+    return {
+        "regret": regret,
+        "unstable_picks": unstable,
+        "steps_spent_mean": steps,
+        "lowest_mean_regret": lowest,
+        "motif_model_lowest": lowest == "motif_model",
+        "motif_model_never_unstable": unstable.get("motif_model", {}).get("count", 1) == 0,
+        "best_setting": {"rl.lr": best[0], "rl.staleness": best[1]},
+        "best_value": table.best_value(),
+        "true_values": [
+            {"rl.lr": s[0], "rl.staleness": s[1], "value": table.true_value(s)}
+            for s in table.settings
+        ],
+        "regret_definition": "best mean final end-to-end accuracy on the grid (mean over "
+        "seeds) minus the pick's; unstable: the pick's run at the repetition's seed "
+        "oscillated or collapsed",
+    }
+
+
+def table_md(s: dict[str, Any]) -> str:
+    """The README's table."""
+    lines = [
+        "| method | regret: mean [95 % CI] | per seed (0, 1, 2) | zero-regret picks "
+        "| unstable picks | steps spent |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m, r in s["regret"].items():
+        u = s["unstable_picks"][m]
+        per = ", ".join(f"{v:.3f}" for v in r["per_seed"].values())
+        lines.append(
+            f"| {m} | {r['mean']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] | {per} | "
+            f"{r['zero_regret_share']:.0%} | {u['count']}/{u['n']} | "
+            f"{s['steps_spent_mean'][m]:.0f} |"
+        )
+    b = s["best_setting"]
+    lines.append("")
+    lines.append(
+        f"Best setting on the grid: rl.lr={b['rl.lr']:g}, rl.staleness={b['rl.staleness']} "
+        f"(mean final end-to-end accuracy {s['best_value']:.3f})."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def figure(s: dict[str, Any], picks: list[dict[str, Any]], table: Any, path: Path) -> None:
+    """Regret per method (every pick, mean and interval) | the grid's true values with the
+    methods' picks."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = list(s["regret"])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    rng = np.random.default_rng(0)
+    for i, m in enumerate(methods):
+        mine = [p for p in picks if p["method"] == m]
+        y = [p["regret"] for p in mine]
+        col = ["C3" if p["unstable"] else "C0" for p in mine]
+        a1.scatter(i + rng.uniform(-0.15, 0.15, len(y)), y, s=14, c=col, alpha=0.7)
+        r = s["regret"][m]
+        a1.errorbar(i + 0.3, r["mean"], yerr=[[r["mean"] - r["ci95"][0]],
+                    [r["ci95"][1] - r["mean"]]], fmt="D", color="k", ms=5)  # fmt: skip
+    a1.set_xticks(range(len(methods)), [m.replace("_", "\n") for m in methods], fontsize=8)
+    a1.set_ylabel("regret (end-to-end accuracy)")
+    a1.set_title("regret per pick (red: unstable), mean and 95 % CI")
+    lrs = sorted({x[0] for x in table.settings})
+    ks = sorted({x[1] for x in table.settings})
+    grid = np.array([[table.true_value((lr, k)) for lr in lrs] for k in ks])
+    im = a2.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    fig.colorbar(im, ax=a2, label="mean final end-to-end accuracy")
+    a2.set_xticks(range(len(lrs)), [f"{v:g}" for v in lrs])
+    a2.set_yticks(range(len(ks)), [str(k) for k in ks])
+    a2.set_xlabel("rl.lr")
+    a2.set_ylabel("rl.staleness")
+    for i, m in enumerate(methods):
+        counts: dict[tuple[int, int], int] = {}
+        for p in picks:
+            if p["method"] == m:
+                key = (lrs.index(p["setting"]["rl.lr"]), ks.index(p["setting"]["rl.staleness"]))
+                counts[key] = counts.get(key, 0) + 1
+        dx = (i - (len(methods) - 1) / 2) * 0.13
+        for (x, y), c in counts.items():
+            a2.scatter(x + dx, y, s=12 + 10 * c, color=f"C{i}", edgecolor="w",
+                       label=m if (x, y) == next(iter(counts)) else None)  # fmt: skip
+    a2.legend(fontsize=7, loc="upper right")
+    a2.set_title("true values and picks (size: how often)")
+    fig.tight_layout()
+    save_figure(fig, path)

@@ -1,0 +1,212 @@
+"""Does the motif model choose the next run better than what a practitioner would use?
+(issue 19 §2).
+
+Equal compute for every method, counted in optimizer steps, on one grid of real runs (the
+regime-map grid: 4 learning rates x 4 policy lags, 200 steps, seeds 0-2), read as a tabular
+benchmark (a method that "runs" a setting for n steps with seed r reads the logged end-to-end
+accuracy of that run at step n and pays n steps):
+
+- motif model: the 4 corner pilots of seed r → ``calibrate fit`` (C1-AND, laplace, rho and
+  delta linked to both knobs) → ``calibrate recommend --space`` over the grid → one
+  confirmation run (not paid for when the pick is a pilot);
+- random search, Optuna TPE + Hyperband, a GP surrogate on the same pilots, early-curve
+  (ScaleRL sigmoid) extrapolation: :mod:`_recommend_baselines`.
+
+Regret = best true value on the grid − the pick's true value, a setting's true value being
+its mean final end-to-end accuracy over all seeds. A pick is unstable when its run at the
+repetition's seed (the confirmation run) oscillated or collapsed (``llm_runs.observed_regime``).
+Repetitions: pilot seed r = 0, 1, 2; the stochastic baselines run ``rng_seeds`` times per
+repetition. The design is stored in ``config.json`` before any method runs and is checked on
+every later call.
+
+Usage: python paper/recommend_bench.py [--runs runs/regime_map] [--out paper/results/recommend]
+    [--seeds 0,1,2] [--rng-seeds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _recommend_baselines as rb
+import _recommend_summary as summ
+import regime_map
+
+import simulate
+
+HERE = Path(__file__).resolve().parent
+LINKS = regime_map.LINKS  # the regime map's links: the same model
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchConfig:
+    """The comparison's design (``config.json``, written before any method runs).
+
+    Attributes:
+        seeds: Repetitions: the pilot (and confirmation) seed of each.
+        budget_steps: Optimizer steps every method may spend per repetition.
+        rng_seeds: Runs of each stochastic baseline per repetition.
+        motif, gate: The model fitted by the motif model (the grid's wiring).
+        risk: recommend's largest acceptable P(oscillating or collapse).
+        draws: Posterior draws per candidate.
+        methods: The methods compared.
+    """
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    budget_steps: int = 1000
+    rng_seeds: int = 10
+    motif: str = "C1"
+    gate: str = "AND"
+    risk: float = 0.1
+    draws: int = 200
+    methods: tuple[str, ...] = ("motif_model", *rb.BASELINES)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v
+                for k, v in dataclasses.asdict(self).items()}  # fmt: skip
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def motif_model(table: rb.RunTable, runs: Path, out: Path, cfg: BenchConfig, seed: int) -> rb.Pick:
+    """Pilots (the grid's corners at ``seed``) → fit → recommend → confirmation (a lookup)."""
+    corners = table.corners()
+    rep = out / "motif_model" / f"seed{seed}"
+    fit = rep / "fit"
+    names = [_run_name(runs, s, seed) for s in corners]
+    if not (fit / "posterior.nc").is_file():
+        links = simulate.write_json(rep / "links.json", LINKS)
+        _call([sys.executable, "-m", "calibrate", "fit", *names, "--motif", cfg.motif,
+               "--gate", cfg.gate, "--hierarchy", str(links), "--method", "laplace",
+               "--out", str(fit), "--no-progress"], rep / "fit.log")  # fmt: skip
+    rec = rep / "rec"
+    if not (rec / "recommendation.json").is_file():
+        lrs = sorted({s[0] for s in table.settings})
+        ks = sorted({s[1] for s in table.settings})
+        space = {"fields": {"rl.lr": {"choices": lrs}, "rl.staleness": {"choices": ks}},
+                 "budget_steps": table.horizon, "risk": cfg.risk, "target": 0.8,
+                 "n_candidates": len(lrs) * len(ks), "seed": seed}  # fmt: skip
+        sp = simulate.write_text(rep / "space.yaml", yaml.safe_dump(space))
+        _call([sys.executable, "-m", "calibrate", "recommend", str(fit), "--space", str(sp),
+               "--out", str(rec), "--draws", str(cfg.draws)], rep / "recommend.log")  # fmt: skip
+    r = json.loads((rec / "recommendation.json").read_text())
+    setting = (float(r["best"]["rl.lr"]), int(r["best"]["rl.staleness"]))
+    ledger = rb.Ledger(table, seed, cfg.budget_steps)
+    for s in corners:
+        ledger.run(s, table.horizon, note="pilot")
+    if setting not in corners:
+        ledger.run(setting, table.horizon, note="confirmation")
+    top = r["top"][0]
+    return ledger.pick("motif_model", setting, predicted_final=top["final"], risk=top["risk"],
+                       within_risk=top["within_risk"])  # fmt: skip
+
+
+def _run_name(runs: Path, setting: tuple[float, int], seed: int) -> str:
+    path = runs / f"lr{setting[0]:g}_k{setting[1]}_s{seed}"
+    if not (path / "manifest.json").is_file():
+        raise rb.BenchmarkError(f"no run folder {path}")
+    return str(path)
+
+
+def _call(args: list[str], log: Path) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as fh:
+        rc = subprocess.call(args, stdout=fh, stderr=subprocess.STDOUT)
+    if rc != 0:
+        raise rb.BenchmarkError(f"`{' '.join(args[2:4])}` failed (exit {rc}); see {log}")
+
+
+def pick_record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[str, Any]:
+    """A pick as stored in ``picks.json``: its regret and stability with what it spent."""
+    return simulate.jsonable({
+        "method": p.method, "seed": p.seed, "rng_seed": rng_seed,
+        "setting": {"rl.lr": p.setting[0], "rl.staleness": p.setting[1]},
+        "steps": p.steps, "budget": p.budget, "true_value": table.true_value(p.setting),
+        "regret": table.regret(p.setting), "final_at_seed": table.final(p.setting, p.seed),
+        "regime_at_seed": table.curve(p.setting, p.seed).regime,
+        "unstable": table.unstable(p.setting, p.seed),
+        "evaluated": len(p.trace), "info": dict(p.info), "created": _now(),
+    })  # fmt: skip
+
+
+def run(runs: Path, out: Path, cfg: BenchConfig) -> dict[str, Any]:
+    """Every method on every repetition; writes picks.json, summary.json, table.md, figure."""
+    stored = out / "config.json"
+    design = {"design": cfg.to_dict(), "runs": str(runs), "links": LINKS}
+    if stored.is_file():
+        old = json.loads(stored.read_text())
+        if old["design"] != design["design"]:
+            raise rb.BenchmarkError(f"{stored} holds another design; use another --out")
+    else:
+        simulate.write_json(stored, design | {"created": _now()})
+    table, skipped = rb.RunTable.from_runs(runs, seeds=cfg.seeds)
+    missing = [(s, r) for s in table.settings for r in cfg.seeds if (s, r) not in table.curves]
+    if missing or sorted(table.seeds) != sorted(cfg.seeds):
+        raise rb.BenchmarkError(
+            f"the grid is incomplete: {len(missing)} (setting, seed) pair(s) missing, seeds "
+            f"present {sorted(table.seeds)}; skipped: {skipped[:4]}"
+        )
+    t0 = time.time()
+    picks: list[dict[str, Any]] = []
+    for seed in cfg.seeds:
+        for m in cfg.methods:
+            if m == "motif_model":
+                picks.append(pick_record(table, motif_model(table, runs, out, cfg, seed), None))
+                continue
+            fn = rb.BASELINES[m]
+            n = cfg.rng_seeds if m in ("random_search", "optuna_tpe") else 1
+            for k in range(n):
+                p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=k)
+                picks.append(pick_record(table, p, k))
+            print(f"  seed {seed}: {m} ({time.time() - t0:.0f} s)", flush=True)
+    simulate.write_json(out / "picks.json", picks)
+    summary = summ.summarise(picks, table, cfg.methods)
+    summary |= {"wall_s": round(time.time() - t0, 1), "command": "python paper/recommend_bench.py"}
+    simulate.write_json(out / "summary.json", summary)
+    simulate.write_text(out / "table.md", summ.table_md(summary))
+    summ.figure(summary, picks, table, out / "recommend.png")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", default="runs/regime_map", help="the grid's run folders")
+    ap.add_argument("--out", default=str(HERE / "results" / "recommend"), help="results folder")
+    ap.add_argument("--seeds", default="0,1,2", help="repetitions (pilot seeds), comma list")
+    ap.add_argument("--rng-seeds", type=int, default=10, help="runs per stochastic baseline")
+    a = ap.parse_args(argv)
+    try:
+        seeds = tuple(int(s) for s in a.seeds.split(","))
+    except ValueError:
+        print(f"error: --seeds must be a comma list of integers, got {a.seeds!r}", file=sys.stderr)
+        return 2
+    if a.rng_seeds < 1:
+        print(f"error: --rng-seeds must be >= 1, got {a.rng_seeds}", file=sys.stderr)
+        return 2
+    if not Path(a.runs).is_dir():
+        print(f"error: --runs {a.runs} is not a folder", file=sys.stderr)
+        return 2
+    cfg = BenchConfig(seeds=seeds, rng_seeds=a.rng_seeds)
+    try:
+        s = run(Path(a.runs), Path(a.out), cfg)
+    except simulate.AgentmotifsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(summ.table_md(s))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""Run the default test suite as one pytest process per group, ``--lanes`` at a time.
+
+One process per package keeps each process's compiled JAX programs few (a single process
+compiling every package's programs crashed inside XLA late in a full run on the 2-core CI
+machine); running two groups at once uses both cores, since most tests keep one core busy
+(compilation, small solves, single-threaded torch). Each group's output is printed whole
+when it ends, with its wall time; the exit status is non-zero if any group failed.
+
+Usage: python tests/run_groups.py [--lanes N] [PYTEST_ARGS...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The groups, longest first (so that the lanes end close together).
+GROUPS: tuple[tuple[str, ...], ...] = (
+    ("tests/calibrate",),
+    ("tests/simulate",),
+    tuple(sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py"))),
+    ("tests/llm_runs",),
+)
+
+
+def _run(group: tuple[str, ...], extra: list[str]) -> tuple[str, int, float, str]:
+    name = group[0] if len(group) == 1 else "tests/test_*.py"
+    t0 = time.time()
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as fh:
+        rc = subprocess.call(
+            [sys.executable, "-m", "pytest", "-q", *group, *extra],
+            stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT,
+        )  # fmt: skip
+        fh.seek(0)
+        return name, rc, time.time() - t0, fh.read()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lanes", type=int, default=2, help="groups run at once (default 2)")
+    a, extra = ap.parse_known_args(argv)
+    if a.lanes < 1:
+        print(f"error: --lanes must be >= 1, got {a.lanes}", file=sys.stderr)
+        return 2
+    t0 = time.time()
+    failed = []
+    with ThreadPoolExecutor(max_workers=a.lanes) as ex:
+        futs = [ex.submit(_run, g, extra) for g in GROUPS]
+        for f in futs:
+            name, rc, dt, out = f.result()
+            print(f"== pytest {name}  ({dt:.0f} s, exit {rc})", flush=True)
+            print(out, end="", flush=True)
+            if rc != 0:
+                failed.append(name)
+    status = f"FAILED: {', '.join(failed)}" if failed else "all groups passed"
+    print(f"== {status} in {time.time() - t0:.0f} s ({a.lanes} lane(s))")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
