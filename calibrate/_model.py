@@ -306,10 +306,10 @@ def build_model(
             tt for b, tt in zip(layout.bases, layout.targets, strict=True) if b == lk.param
         )
         for target in tg:
-            name = f"{lk.param}[{target}]"
-            link_index.append(layout.index(name))
+            pname = f"{lk.param}[{target}]"
+            link_index.append(layout.index(pname))
             link_x.append(x)
-            link_names.append(f"c[{name}~{lk.covariate}]")
+            link_names.append(f"c[{pname}~{lk.covariate}]")
     n, k = t["n_eval"].to_numpy(float), np.asarray(data.successes, dtype=float)
     return CurveModel(
         network=net,

@@ -226,3 +226,17 @@ def test_recommend_sweeps_a_log1p_link_over_its_domain(stale_fit):
     with pytest.raises(cal.ConfigError, match=r"must be a finite number >= 0"):
         cal.recommend(post, param="rl.staleness", grid=[0, -1])
     assert cal.recommend(post, param="rl.staleness", grid=[0, 4], max_draws=10)["value"] in (0, 4)
+
+
+def test_a_linked_model_keeps_its_network_label():
+    """Regression: the link loop's variable overwrote the label, so fits with links were
+    saved as 'delta[Z]' in network.json instead of 'C1-AND'."""
+    data = cal.synthetic_curves(
+        "C1", TRUTH, key=jax.random.key(1), steps=STEPS[:6], runs=2, hyper={"k": [1.0, 2.0]}
+    )
+    cfg = cal.FitConfig(
+        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "k"), cal.Link("delta", "k")))
+    )
+    cm = cal.build_model(data, "C1", cfg)
+    assert cm.name == "C1-AND"
+    assert cm.network.to_spec(cm.name).name == "C1-AND"
