@@ -263,7 +263,8 @@ def recommend_space(
     base, held = _base_pilot(first, refs, {f.name for f in space.fields})
     settings = [{k: v for k, v in c.items() if k in refs} | held for c in cands]
     steps = space.budget_steps
-    ev = evaluate(pl, settings, steps=steps, max_draws=max_draws, key=key)
+    ev = evaluate(pl, settings, objective_index(first, space.objective), steps=steps,
+                  max_draws=max_draws, key=key)  # fmt: skip
     mean, risk, net = ev.mean, ev.risk, ev.net
     order = rank_candidates(mean, risk, space.risk)
     n_ok = int(np.sum((risk <= space.risk) & np.isfinite(mean)))
@@ -316,6 +317,17 @@ def recommend_space(
             "train_config": train,
         }
     ) | {"_arrays": {"settings": cands, "utility": mean, "risk": risk, "pilots": pilots}}
+
+
+def objective_index(post: Posterior, objective: str) -> int:
+    """Index of the space's ``objective`` agent (``last``: the output node) in the fit."""
+    names = list(post.model.network.names)
+    if objective == "last":
+        return len(names) - 1
+    if objective not in names:
+        raise ConfigError(f"space: objective {objective!r} is not an agent of the fit {names}"
+                          " (or 'last')")  # fmt: skip
+    return names.index(objective)
 
 
 def rank_candidates(mean: np.ndarray, risk: np.ndarray, bound: float) -> list[int]:

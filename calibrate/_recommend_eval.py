@@ -50,17 +50,19 @@ class Evaluation:
     """Per-candidate predictions combined over the plan's fits.
 
     Attributes:
-        mean: Posterior mean final competence of the last agent ``(S,)`` (NaN when a
+        mean: Posterior mean final competence of the proxy agent ``(S,)`` (NaN when a
             draw's solve failed).
         net: Grouped network regime probabilities, group -> ``(S,)``.
         risk: P(oscillating or collapse or failed) ``(S,)``.
         draws: Posterior draws per fit.
-        proxy_agent: The last agent's name.
+        proxy_agent: The proxy agent's name (``agent``: its index, default the last).
     """
 
-    def __init__(self, plan: Plan, settings: list[dict[str, Any]], **kw: Any) -> None:
+    def __init__(
+        self, plan: Plan, settings: list[dict[str, Any]], agent: int = -1, **kw: Any
+    ) -> None:
         s = len(settings)
-        self.plan, self.settings, self.kw = plan, settings, kw
+        self.plan, self.settings, self.kw, self.agent = plan, settings, kw, agent
         self.mean = np.zeros(s)
         self.net = {g: np.zeros(s) for g in GROUPS}
         self.finals: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # label -> (pos, (n, G))
@@ -73,7 +75,7 @@ class Evaluation:
                 continue
             w = np.asarray([dict(plan.components[i])[label] for i in pos])
             pred = predict(post, [settings[i] for i in pos], bands=False, **kw)
-            final = pred.final[:, :, -1]  # (n, G): end-to-end proxy = the last agent
+            final = pred.final[:, :, agent]  # (n, G): the end-to-end proxy
             ok = np.all(np.isfinite(final), axis=1)
             safe = np.where(np.isfinite(final), final, np.nan)
             m = np.where(ok, np.nanmean(safe, 1) if safe.size else np.nan, np.nan)
@@ -83,7 +85,7 @@ class Evaluation:
                 self.net[g][pos] += w * net[g]
             self.finals[label] = (pos, final)
             self.draws[label] = int(pred.draw_index.size)
-            self.proxy_agent = pred.agents[-1]
+            self.proxy_agent = pred.agents[agent]
         self.risk = self.net["oscillating"] + self.net["collapse"] + self.net["failed"]
 
     def _pooled(self, i: int, per: dict[str, tuple[np.ndarray, np.ndarray]]):
@@ -104,10 +106,10 @@ class Evaluation:
         return weighted_quantile(np.concatenate(vals), np.concatenate(wts), q)
 
 
-def evaluate(plan: Plan, settings: list[dict[str, Any]], **kw: Any) -> Evaluation:
-    """Predict every candidate (``kw``: :func:`calibrate.predict`'s ``steps``,
-    ``max_draws``, ``key``)."""
-    return Evaluation(plan, settings, **kw)
+def evaluate(plan: Plan, settings: list[dict[str, Any]], agent: int = -1, **kw: Any) -> Evaluation:
+    """Predict every candidate (``agent``: index of the proxy agent; ``kw``:
+    :func:`calibrate.predict`'s ``steps``, ``max_draws``, ``key``)."""
+    return Evaluation(plan, settings, agent, **kw)
 
 
 def head_stats(
@@ -131,9 +133,9 @@ def head_stats(
             **kw,
         )  # fmt: skip
         assert pred.curves is not None  # keep_curves=True
-        hit = pred.curves[..., -1] >= target  # (n, G, T)
+        hit = pred.curves[..., ev.agent] >= target  # (n, G, T)
         firsts[label] = (pos, np.where(hit.any(-1), pred.t[np.argmax(hit, axis=-1)], np.inf))
-        nr = new_run_draws(post, sets, replicates=replicates, **kw)
+        nr = new_run_draws(post, sets, replicates=replicates, agent=ev.agent, **kw)
         runs[label], var[label] = (pos, nr["y"]), (pos, nr["var"])
     rows = []
     for i in head:

@@ -31,10 +31,10 @@ from ._predict import predict
 __all__ = ["new_run_draws", "seed_spread_note"]
 
 
-def _proxy_n_eval(post: Posterior) -> int:
-    """Median evaluation size of the last agent in the fitted data."""
+def _proxy_n_eval(post: Posterior, agent: int = -1) -> int:
+    """Median evaluation size of the proxy agent (index; default the last) in the data."""
     cm = post.model
-    sel = cm.node_idx == cm.network.size - 1
+    sel = cm.node_idx == agent % cm.network.size
     return int(np.median(cm.n_eval[sel] if sel.any() else cm.n_eval))
 
 
@@ -69,6 +69,7 @@ def new_run_draws(
     max_draws: int,
     key: jax.Array | None = None,
     replicates: int = 8,
+    agent: int = -1,
 ) -> dict[str, Any]:
     """Final proxy of new runs at each setting: per posterior draw, ``replicates`` runs.
 
@@ -79,6 +80,7 @@ def new_run_draws(
         max_draws: Posterior draws (a random subset when the fit has more).
         key: PRNG key of the draw subset, the run effects and the evaluation noise.
         replicates: New runs per draw when the fit has random effects (>= 2).
+        agent: Index of the proxy agent (default the last).
 
     Returns:
         ``mu`` ``(S, G, M)``: each new run's mean final competence of the last agent;
@@ -110,9 +112,9 @@ def new_run_draws(
     runs.samples = samples
     pred = predict(runs, settings, steps=steps, max_draws=g * m, key=key, bands=False)
     fin = np.empty(pred.final.shape[:2])
-    fin[:, pred.draw_index] = pred.final[:, :, -1]  # back into draw-major order
+    fin[:, pred.draw_index] = pred.final[:, :, agent]  # back into draw-major order
     mu = fin.reshape(len(settings), g, m)
-    n = _proxy_n_eval(post)
+    n = _proxy_n_eval(post, agent)
     p = np.clip(np.where(np.isfinite(mu), mu, 0.5), 0.0, 1.0)
     noise_var = p * (1 - p) / n
     if cm.config.likelihood == "betabinomial":

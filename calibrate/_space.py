@@ -34,7 +34,7 @@ from simulate._errors import ConfigError
 __all__ = ["SearchSpace", "SpaceField"]
 
 _SCALES = ("log", "lin")
-_TOP_KEYS = ("fields", "budget_steps", "risk", "target", "n_candidates", "seed")
+_TOP_KEYS = ("fields", "budget_steps", "risk", "target", "n_candidates", "seed", "objective")
 _MAX_CANDIDATES = 100_000
 
 
@@ -162,6 +162,8 @@ class SearchSpace:
         target: Competence level of "steps to target", in (0, 1).
         n_candidates: Settings predicted (the grid when it is at most this large).
         seed: Seed of the scrambled Sobol sequence.
+        objective: The agent whose final competence is the utility (the end-to-end
+            proxy): ``last`` (the output node, default) or an agent's name.
     """
 
     fields: tuple[SpaceField, ...]
@@ -170,8 +172,12 @@ class SearchSpace:
     target: float = 0.8
     n_candidates: int = 1024
     seed: int = 0
+    objective: str = "last"
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.objective, str) and self.objective):
+            raise ConfigError(f"space: objective must be an agent name or 'last', got "
+                              f"{self.objective!r}")  # fmt: skip
         if not isinstance(self.fields, tuple) or not self.fields:
             raise ConfigError("space: fields must name at least one training-config field")
         names = [f.name for f in self.fields]
@@ -246,6 +252,7 @@ class SearchSpace:
             "target": self.target,
             "n_candidates": self.n_candidates,
             "seed": self.seed,
+            "objective": self.objective,
         }
 
     @classmethod

@@ -69,8 +69,10 @@ def summarise(picks: list[dict[str, Any]], table: Any, methods: Sequence[str]) -
         "unstable_picks": unstable,
         "steps_spent_mean": steps,
         "lowest_mean_regret": lowest,
-        "motif_model_lowest": lowest == "motif_model",
-        "motif_model_never_unstable": unstable.get("motif_model", {}).get("count", 1) == 0,
+        "motif_model_lowest": lowest.startswith("motif model"),
+        "motif_model_unstable_picks": {
+            m: u["count"] for m, u in unstable.items() if m.startswith("motif model")
+        },
         "best_setting": {"rl.lr": best[0], "rl.staleness": best[1]},
         "best_value": table.best_value(),
         "true_values": [

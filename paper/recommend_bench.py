@@ -8,7 +8,10 @@ accuracy of that run at step n and pays n steps):
 
 - motif model: the 4 corner pilots of seed r → ``calibrate fit`` (C1-AND, laplace, rho and
   delta linked to both knobs) → ``calibrate recommend --space`` over the grid → one
-  confirmation run (not paid for when the pick is a pilot);
+  confirmation run (not paid for when the pick is a pilot). Two objectives: the output
+  node Z (recommend's default) and the solver X (``objective: X``; added after a trial on
+  seeds 0-1 showed that Z's probe competence stays near 0.5 in this task, so ranking by it
+  ranks by noise);
 - random search, Optuna TPE + Hyperband, a GP surrogate on the same pilots, early-curve
   (ScaleRL sigmoid) extrapolation: :mod:`_recommend_baselines`.
 
@@ -69,7 +72,7 @@ class BenchConfig:
     gate: str = "AND"
     risk: float = 0.1
     draws: int = 200
-    methods: tuple[str, ...] = ("motif_model", *rb.BASELINES)
+    methods: tuple[str, ...] = ("motif model", "motif model (X)", *rb.BASELINES)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v
@@ -80,7 +83,15 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def motif_model(table: rb.RunTable, runs: Path, out: Path, cfg: BenchConfig, seed: int) -> rb.Pick:
+#: The motif model's variants: method name -> recommend's objective.
+OBJECTIVES = {"motif model": "last", "motif model (X)": "X"}
+#: Baselines that draw random numbers (run ``rng_seeds`` times per repetition).
+STOCHASTIC = ("random search", "optuna")
+
+
+def motif_model(
+    table: rb.RunTable, runs: Path, out: Path, cfg: BenchConfig, seed: int, objective: str
+) -> rb.Pick:
     """Pilots (the grid's corners at ``seed``) → fit → recommend → confirmation (a lookup)."""
     corners = table.corners()
     rep = out / "motif_model" / f"seed{seed}"
@@ -91,16 +102,18 @@ def motif_model(table: rb.RunTable, runs: Path, out: Path, cfg: BenchConfig, see
         _call([sys.executable, "-m", "calibrate", "fit", *names, "--motif", cfg.motif,
                "--gate", cfg.gate, "--hierarchy", str(links), "--method", "laplace",
                "--out", str(fit), "--no-progress"], rep / "fit.log")  # fmt: skip
-    rec = rep / "rec"
+    rec = rep / f"rec_{objective}"
     if not (rec / "recommendation.json").is_file():
         lrs = sorted({s[0] for s in table.settings})
         ks = sorted({s[1] for s in table.settings})
         space = {"fields": {"rl.lr": {"choices": lrs}, "rl.staleness": {"choices": ks}},
                  "budget_steps": table.horizon, "risk": cfg.risk, "target": 0.8,
-                 "n_candidates": len(lrs) * len(ks), "seed": seed}  # fmt: skip
-        sp = simulate.write_text(rep / "space.yaml", yaml.safe_dump(space))
+                 "n_candidates": len(lrs) * len(ks), "seed": seed,
+                 "objective": objective}  # fmt: skip
+        sp = simulate.write_text(rep / f"space_{objective}.yaml", yaml.safe_dump(space))
         _call([sys.executable, "-m", "calibrate", "recommend", str(fit), "--space", str(sp),
-               "--out", str(rec), "--draws", str(cfg.draws)], rep / "recommend.log")  # fmt: skip
+               "--out", str(rec), "--draws", str(cfg.draws)],
+              rep / f"recommend_{objective}.log")  # fmt: skip
     r = json.loads((rec / "recommendation.json").read_text())
     setting = (float(r["best"]["rl.lr"]), int(r["best"]["rl.staleness"]))
     ledger = rb.Ledger(table, seed, cfg.budget_steps)
@@ -109,8 +122,11 @@ def motif_model(table: rb.RunTable, runs: Path, out: Path, cfg: BenchConfig, see
     if setting not in corners:
         ledger.run(setting, table.horizon, note="confirmation")
     top = r["top"][0]
-    return ledger.pick("motif_model", setting, predicted_final=top["final"], risk=top["risk"],
-                       within_risk=top["within_risk"])  # fmt: skip
+    name = next(m for m, o in OBJECTIVES.items() if o == objective)
+    made = dt.datetime.fromtimestamp((rec / "recommendation.json").stat().st_mtime, dt.UTC)
+    return ledger.pick(name, setting, predicted_final=top["final"], risk=top["risk"],
+                       within_risk=top["within_risk"], proxy_agent=r["proxy_agent"],
+                       recommended_at=made.isoformat(timespec="seconds"))  # fmt: skip
 
 
 def _run_name(runs: Path, setting: tuple[float, int], seed: int) -> str:
@@ -162,11 +178,13 @@ def run(runs: Path, out: Path, cfg: BenchConfig) -> dict[str, Any]:
     picks: list[dict[str, Any]] = []
     for seed in cfg.seeds:
         for m in cfg.methods:
-            if m == "motif_model":
-                picks.append(pick_record(table, motif_model(table, runs, out, cfg, seed), None))
+            if m in OBJECTIVES:
+                p = motif_model(table, runs, out, cfg, seed, OBJECTIVES[m])
+                picks.append(pick_record(table, p, None))
+                print(f"  seed {seed}: {m} ({time.time() - t0:.0f} s)", flush=True)
                 continue
             fn = rb.BASELINES[m]
-            n = cfg.rng_seeds if m in ("random_search", "optuna_tpe") else 1
+            n = cfg.rng_seeds if m in STOCHASTIC else 1
             for k in range(n):
                 p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=k)
                 picks.append(pick_record(table, p, k))

@@ -106,3 +106,11 @@ def test_an_incomplete_grid_or_another_design_is_refused(tmp_path: Path) -> None
     r = _bench("--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "o"),
                "--rng-seeds", "3", cwd=tmp_path)  # fmt: skip
     assert r.returncode == 2 and "another design" in r.stderr
+
+
+def test_every_method_of_the_design_exists() -> None:
+    """The design names each baseline by its registry name (a misspelt name once made the
+    stochastic baselines run once instead of rng_seeds times)."""
+    cfg = bench.BenchConfig()
+    assert set(bench.STOCHASTIC) <= set(rb.BASELINES)
+    assert set(cfg.methods) == set(bench.OBJECTIVES) | set(rb.BASELINES)

@@ -92,20 +92,24 @@ def test_risk_bound_excludes_higher_but_collapsing_candidates(fit):
     assert risks == sorted(risks)
 
 
-def test_ranking_equals_a_brute_force_loop_over_candidates(fit):
-    """Oracle: predict each Sobol candidate on its own (same draws), rank by hand."""
+@pytest.mark.parametrize("objective", ["last", "X"])
+def test_ranking_equals_a_brute_force_loop_over_candidates(fit, objective):
+    """Oracle: predict each Sobol candidate on its own (same draws), rank by hand, with the
+    output node (``last``) or agent X as the objective."""
     post, _, _ = fit
     space = SearchSpace.from_dict(
         {"fields": {"rl.lr": {"low": 1e-4, "high": 3e-2}}, "budget_steps": 300,
-         "risk": 0.2, "n_candidates": 7, "seed": 4}
+         "risk": 0.2, "n_candidates": 7, "seed": 4, "objective": objective}
     )  # fmt: skip
+    j = -1 if objective == "last" else 0
     key = jax.random.key(1)
     rec = recommend_space(post, space, max_draws=30, top=7, key=key)
+    assert rec["proxy_agent"] == ("Z" if objective == "last" else "X")
     mean, risk = [], []
     for c in space.candidates():
         p = cal.predict(post, [c], steps=300, max_draws=30, key=key, bands=False)
         _, net = p.groups()
-        mean.append(float(p.final[0, :, -1].mean()))
+        mean.append(float(p.final[0, :, j].mean()))
         risk.append(float(net["oscillating"][0] + net["collapse"][0] + net["failed"][0]))
     ok = [i for i in range(7) if risk[i] <= 0.2]
     bad = [i for i in range(7) if risk[i] > 0.2]
@@ -118,6 +122,10 @@ def test_ranking_equals_a_brute_force_loop_over_candidates(fit):
         assert r["risk"] == pytest.approx(risk[i], abs=1e-12)
     arr = rec["_arrays"]
     assert rank_candidates(arr["utility"], arr["risk"], 0.2) == oracle
+    if objective == "X":
+        with pytest.raises(cal.ConfigError, match="objective 'W' is not an agent"):
+            bad_space = SearchSpace.from_dict(space.to_dict() | {"objective": "W"})
+            recommend_space(post, bad_space, max_draws=30, top=1)
 
 
 def test_space_file_round_trip_sobol_bounds_and_seed():
