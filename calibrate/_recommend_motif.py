@@ -147,8 +147,10 @@ class Plan:
         components: Per candidate, ``((label, weight), ...)`` (weights sum to 1).
         fits: Label -> fit, for every label used.
         motif_source: One line saying where the motif's posterior comes from.
-        selection: True when the fits come from a selection (then ``best.yaml`` carries
-            the motif and gate of each candidate's heaviest fit).
+        selection: True when the fits come from a selection folder.
+        pilot_wiring: True when ``best.yaml`` keeps the base pilot's wiring (the space does
+            not search ``network.motif``: every fit models the pilots' runs); otherwise it
+            carries the motif and gate of the candidate's (heaviest) fit.
     """
 
     components: list[tuple[tuple[str, float], ...]]
@@ -156,6 +158,7 @@ class Plan:
     motif_source: str
     selection: bool
     presets: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    pilot_wiring: bool = False
 
     @property
     def primary(self) -> Posterior:
@@ -164,8 +167,9 @@ class Plan:
 
     def network_fields(self, i: int) -> dict[str, Any]:
         """``network.*`` fields of candidate ``i``'s training config: its heaviest fit's
-        motif and gate (a preset; otherwise the fit's network spec); empty for one fit."""
-        if not self.selection:
+        motif and gate (a preset; otherwise the fit's network spec); empty for one fit
+        or when the pilots' wiring is kept."""
+        if not self.selection or self.pilot_wiring:
             return {}
         label = max(self.components[i], key=lambda c: c[1])[0]
         if label in self.presets:
@@ -248,10 +252,12 @@ def plan(
             candidates, labels, strict=True))  # fmt: skip
         source = f"own fit per motif: {', '.join(pairs)}"
         return Plan([((lb, 1.0),) for lb in labels], posts, source, True, fits.presets())
+    # the motif is not searched: the fits only model the pilots' runs, so best.yaml keeps
+    # the pilots' wiring
     if motif_weights == "best":
         best = fits.best
         return Plan([((best, 1.0),)] * len(candidates), {best: fits.get(best)},
-                    f"selection best: {best}", True, fits.presets())  # fmt: skip
+                    f"selection best: {best}", True, fits.presets(), True)  # fmt: skip
     w = {str(r["label"]): float(r["weight"]) for r in fits.ranking}
     kept = {lb: v for lb, v in w.items() if v >= MIN_WEIGHT}
     if not kept:
@@ -264,4 +270,4 @@ def plan(
         source += f" ({dropped} fit(s) with weight < {MIN_WEIGHT:g} left out, renormalised)"
     comp = tuple(kept.items())
     posts = {lb: fits.get(lb) for lb in kept}
-    return Plan([comp] * len(candidates), posts, source, True, fits.presets())
+    return Plan([comp] * len(candidates), posts, source, True, fits.presets(), True)

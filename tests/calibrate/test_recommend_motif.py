@@ -156,14 +156,15 @@ def test_cli_motif_in_space_best_yaml_and_unknown_motif(sel, tmp_path, capsys):
     best = load_config(out / "best.yaml")  # validated by llm_runs.config
     assert (best.network.motif, best.network.gate) == ("I1", "AND")
     assert best.rl.lr == rec["best"]["rl.lr"] and best.steps == 300
-    # no motif in the space: the selection's best fit, its motif in best.yaml
+    # no motif in the space: predicted by the selection's best fit; best.yaml keeps the
+    # pilots' wiring (C1-AND), which every fit of the selection models
     code, out, cap = run({"rl.lr": {"choices": [3e-4, 1e-3]}})
     assert code == 0, cap.err
     rec = json.loads((out / "recommendation.json").read_text())
     label = json.loads((folder / "selection.json").read_text())["best"]
     assert rec["motif_source"] == f"selection best: {label}"
     best = load_config(out / "best.yaml")
-    assert f"{best.network.motif}-{best.network.gate}" == label
+    assert (best.network.motif, best.network.gate) == ("C1", "AND")
     code, out, cap = run({"rl.lr": {"choices": [3e-4, 1e-3]}}, "--motif-weights", "stacking")
     assert code == 0, cap.err
     assert json.loads((out / "recommendation.json").read_text())["motif_source"].startswith(
