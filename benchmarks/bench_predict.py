@@ -102,8 +102,8 @@ def main() -> None:
     ap.add_argument("--coarse", type=int, default=0, help="also label from N-point curves")
     ap.add_argument(
         "--compare", action="store_true",
-        help="first time the previous kernels (vmapped classify, XLA-sort bands) and the new "
-        "ones (batch-last classifier, partition bands) in this one run",
+        help="first time the previous classifier (vmapped classify) and the new batch-last one "
+        "in this one run",
     )  # fmt: skip
     a = ap.parse_args()
     lrs = [1e-4, 3e-4, 1e-3]
@@ -126,7 +126,7 @@ def main() -> None:
     )
     res = {}
     if a.compare:
-        for cls_, bm in (("vmap", "sort"), ("batch", "partition")):
+        for cls_, bm in (("vmap", "sort"), ("batch", "sort")):
             _predict_fast.CLASSIFIER, _predict_fast.BAND_METHOD = cls_, bm
             for bands in (True, False):
                 times, _ = _timed(
@@ -138,7 +138,7 @@ def main() -> None:
                     f"  classifier={cls_:5} bands={bands!s:5} ({bm}): warm {times[1]:.1f} s "
                     f"({n / times[1]:,.0f} curves/s; {_load()})"
                 )
-        _predict_fast.CLASSIFIER, _predict_fast.BAND_METHOD = "batch", "partition"
+        _predict_fast.CLASSIFIER, _predict_fast.BAND_METHOD = "batch", "sort"
     for bands in (True, False):
         times, pred = _timed(
             lambda b=bands: cal.predict(

@@ -10,9 +10,12 @@ for its one sign structure (:func:`simulate.with_log_hill` with ``fixed_structur
 same values as the fit's (up to rounding) with fewer operations.
 
 Measured (``benchmarks/bench_predict.py``, see docs/benchmarks.md): the per-step quantile
-bands (a sort of the draws at every step) cost more than the solves themselves, so a call
-for thousands of settings that needs only final competences and regimes should pass
-``bands=False``.
+bands (XLA's CPU sort of every column) cost more than the solves; a host-side
+:func:`numpy.partition` (:func:`band_quantiles`) is there but off (see
+:data:`BAND_METHOD`). The regimes are classified by
+:func:`calibrate._predict_classify.classify_batch` (the batch as the last axis;
+simulate.classify's labels). A call for thousands of settings that needs only final
+competences and regimes should still pass ``bands=False``.
 """
 
 from __future__ import annotations
@@ -47,9 +50,11 @@ BAND_LEVELS = (0.05, 0.25, 0.75, 0.95)
 #: :func:`curve_regimes`); the same labels, kept switchable for the benchmark.
 CLASSIFIER = "batch"
 
-#: How the bands are computed: ``"partition"`` (:func:`band_quantiles`) or ``"sort"``
-#: (``jnp.quantile``, XLA's sort); the same values to rounding, kept for the benchmark.
-BAND_METHOD = "partition"
+#: How the bands are computed: ``"sort"`` (``jnp.quantile``, XLA's sort) or
+#: ``"partition"`` (:func:`band_quantiles`, 4.6x less CPU in isolation). Not the default:
+#: the benchmark (100 settings x 200 draws, two CPU devices) hung in its host callback
+#: (every thread waiting on a futex); the cause is not yet found.
+BAND_METHOD = "sort"
 
 #: Solves per ``lax.map`` step (settings per step = this // draws, at least 1).
 SOLVES_PER_CHUNK = 2000
