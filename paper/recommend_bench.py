@@ -23,7 +23,10 @@ repetition. The design is stored in ``config.json`` before any method runs and i
 every later call.
 
 Usage: python paper/recommend_bench.py [--runs runs/regime_map] [--out paper/results/recommend]
-    [--seeds 0,1,2] [--rng-seeds N]
+    [--seeds 0,1,2] [--rng-seeds N] [--train [--workers N] [--code TREE]]
+
+``--train`` first trains the missing runs of the grid (the regime map's settings at these
+seeds; the seed-2 runs were made that way, with the code pinned at the regime map's commit).
 """
 
 from __future__ import annotations
@@ -204,6 +207,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(HERE / "results" / "recommend"), help="results folder")
     ap.add_argument("--seeds", default="0,1,2", help="repetitions (pilot seeds), comma list")
     ap.add_argument("--rng-seeds", type=int, default=10, help="runs per stochastic baseline")
+    ap.add_argument(
+        "--train",
+        action="store_true",
+        help="first train the grid's missing runs (the regime map's design, these "
+        "seeds; resumable)",
+    )
+    ap.add_argument("--workers", type=int, default=2, help="with --train: runs at once")
+    ap.add_argument(
+        "--code", default=None, help="with --train: train with the llm_runs of this source tree"
+    )
     a = ap.parse_args(argv)
     try:
         seeds = tuple(int(s) for s in a.seeds.split(","))
@@ -213,6 +226,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.rng_seeds < 1:
         print(f"error: --rng-seeds must be >= 1, got {a.rng_seeds}", file=sys.stderr)
         return 2
+    if a.workers < 1:
+        print(f"error: --workers must be >= 1, got {a.workers}", file=sys.stderr)
+        return 2
+    if a.train:
+        design = json.loads((HERE / "results" / "regime_map" / "config.json").read_text())
+        mc = dataclasses.replace(regime_map.MapConfig.from_dict(design["design"]), seeds=seeds)
+        Path(a.runs).mkdir(parents=True, exist_ok=True)
+        regime_map.run_cells(mc, mc.cells(), Path(a.runs), a.workers, a.code)
     if not Path(a.runs).is_dir():
         print(f"error: --runs {a.runs} is not a folder", file=sys.stderr)
         return 2
