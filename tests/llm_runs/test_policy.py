@@ -3,6 +3,8 @@ only its own; generation; the edges' Hill regulation."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -96,3 +98,30 @@ def test_edge_mechanisms_per_edge():
     assert f["Y"]["budget"] == pytest.approx(0.2) and f["Y"]["coupling"] == 1.0
     assert f["Z"]["credit"] == pytest.approx(0.5 * 16 / 17)
     assert f["Z"]["coupling"] == pytest.approx(0.1)  # X->Z coupling, X incompetent
+
+
+def test_pretraining_ignores_the_callers_thread_count(tmp_path):
+    """One cache key, one set of weights: the base is pretrained on PRETRAIN_THREADS
+    thread(s) whatever torch's setting (2 threads summed in another order and drifted:
+    final loss 0.84 vs 0.78 over the tiny preset's 2000 steps); the setting is restored."""
+    import torch
+    from safetensors.torch import load_file
+
+    from llm_runs._base_model import PRETRAIN_THREADS, pretrain_base
+    from llm_runs._tasks import get_task
+
+    before = torch.get_num_threads()
+    weights = []
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            out = pretrain_base(get_task("math"), tmp_path / f"b{n}", preset="tiny", steps=3)
+            assert torch.get_num_threads() == n  # restored
+            meta = json.loads((out / "agentmotifs_base.json").read_text())
+            assert meta["threads"] == PRETRAIN_THREADS
+            weights.append(load_file(str(out / "model.safetensors")))
+    finally:
+        torch.set_num_threads(before)
+    assert weights[0].keys() == weights[1].keys()
+    for k in weights[0]:
+        assert torch.equal(weights[0][k], weights[1][k]), k
