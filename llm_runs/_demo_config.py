@@ -36,7 +36,11 @@ class DemoConfig:
         staleness_choices: Searched policy lags.
         budget_steps: Steps of the recommended (confirmation) run: the forecast horizon.
         risk: Largest acceptable P(oscillating or collapse) of a recommendation.
-        target: Competence of the last agent for "steps to target".
+        target: Competence of the objective agent for "steps to target".
+        objective: The agent whose forecast final competence ranks the candidates
+            (recommend's ``objective``): the solver ``X`` by default, since on the math
+            task the end-to-end answer follows it while the critic Z stays near 0.5 (the
+            recommendation comparison in the README); ``last`` ranks by the output node.
         n_candidates: Candidates predicted by ``recommend`` (Sobol points and choices).
         draws: Posterior draws per prediction.
         workers: Pilot runs trained at once (one CPU thread each).
@@ -56,6 +60,7 @@ class DemoConfig:
     budget_steps: int = 200
     risk: float = 0.1
     target: float = 0.8
+    objective: str = "X"
     n_candidates: int = 256
     draws: int = 200
     workers: int = 2
@@ -95,8 +100,11 @@ class DemoConfig:
                     f"demo: {name} must be an integer >= 4 x eval_every "
                     f"({4 * self.eval_every}) so that a regime can be judged, got {v!r}"
                 )
-        if not (_pos(self.risk) and self.risk <= 1) or not (0 < self.target <= 1):
-            raise ConfigError("demo: risk and target must lie in (0, 1]")
+        if not (isinstance(self.objective, str) and self.objective):
+            raise ConfigError(f"demo: objective must be an agent name or 'last', got "
+                              f"{self.objective!r}")  # fmt: skip
+        if not (_pos(self.risk) and self.risk <= 1) or not (0 < self.target < 1):
+            raise ConfigError("demo: risk must lie in (0, 1] and target in (0, 1)")
 
     @property
     def pilots(self) -> list[dict[str, Any]]:
@@ -115,6 +123,7 @@ class DemoConfig:
             "budget_steps": self.budget_steps,
             "risk": self.risk,
             "target": self.target,
+            "objective": self.objective,
             "n_candidates": self.n_candidates,
             "seed": self.seed,
         }

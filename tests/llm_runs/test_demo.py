@@ -39,6 +39,7 @@ def test_config_round_trips_json() -> None:
         ({"risk": 0.0}, "risk"),
         ({"workers": 0}, "workers"),
         ({"seed": -1}, "seed"),
+        ({"objective": ""}, "objective"),
         ({"steps": 3}, "unknown field"),
     ],
 )
