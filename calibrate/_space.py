@@ -280,24 +280,6 @@ class SearchSpace:
         Raises:
             ConfigError: Missing or unreadable file, a parse error, or an invalid space.
         """
-        from simulate._errors import AgentmotifsError
-        from simulate._io import read_text
+        from simulate._io import read_structured
 
-        p = Path(path)
-        try:
-            text = read_text(p, what="space file")
-        except AgentmotifsError as err:
-            raise ConfigError(str(err)) from None
-        try:
-            if p.suffix.lower() in (".yaml", ".yml"):
-                import yaml
-
-                data = yaml.safe_load(text)
-            else:
-                import json
-
-                data = json.loads(text)
-        except Exception as err:  # YAML and JSON parse errors of either library
-            msg = " ".join(str(err).split())
-            raise ConfigError(f"space file {p}: cannot parse ({msg})") from None
-        return cls.from_dict(data)
+        return cls.from_dict(read_structured(path, what="space file", error=ConfigError))

@@ -15,7 +15,6 @@ dotted field, e.g. ``rl.algo``. Example YAML::
 from __future__ import annotations
 
 import dataclasses
-import json
 import types
 import typing
 from collections.abc import Mapping
@@ -45,8 +44,7 @@ __all__ = [
     "set_dotted",
 ]
 
-from simulate._errors import AgentmotifsError
-from simulate._io import read_text, write_json, write_text
+from simulate._io import read_structured, write_json, write_text
 
 from ._config_sections import ALGOS as ALGOS
 from ._config_sections import CREDITS as CREDITS
@@ -175,21 +173,7 @@ def _validated(cls: Any, kwargs: dict[str, Any], where: str) -> Any:
 def read_config_file(path: str | Path) -> Any:
     """The parsed content of a ``.json``/``.yaml``/``.yml`` config file (one-line
     :class:`ConfigError` when it is missing, unreadable or malformed)."""
-    p = Path(path)
-    if not p.exists():
-        raise ConfigError(f"config file not found: {p}")
-    try:
-        text = read_text(p, what="config file")
-    except AgentmotifsError as err:
-        raise ConfigError(str(err)) from None
-    try:
-        if p.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            return yaml.safe_load(text)
-        return json.loads(text)
-    except Exception as err:  # parse errors of either format (one line: YAML's span lines)
-        raise ConfigError(f"{p}: cannot parse ({' '.join(str(err).split())})") from None
+    return read_structured(path, what="config file", error=ConfigError)
 
 
 def _write(data: Any, path: str | Path) -> Path:

@@ -36,6 +36,7 @@ __all__ = [
     "check_writable",
     "jsonable",
     "read_json_object",
+    "read_structured",
     "read_text",
     "save_figure",
     "write_json",
@@ -153,6 +154,32 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
         ) from None
     except OSError as err:
         raise AgentmotifsError(f"{what} {str(p)!r} cannot be read: {err.strerror}") from None
+
+
+def read_structured(
+    path: str | Path, *, what: str, error: type[Exception] = AgentmotifsError
+) -> Any:
+    """Parse a user-given ``.yaml``/``.yml`` (YAML) or other (JSON) file.
+
+    Every problem is one line raised as ``error``: ``"{what} 'PATH' not found: it does
+    not exist"``, an unreadable file, or ``"{what} PATH: cannot parse (...)"`` (YAML's
+    multi-line messages joined). The config, network-spec and search-space readers use it.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise error(f"{what} {str(p)!r} not found: it does not exist")
+    try:
+        text = read_text(p, what=what)
+    except AgentmotifsError as err:
+        raise error(str(err)) from None
+    try:
+        if p.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            return yaml.safe_load(text)
+        return json.loads(text)
+    except Exception as err:  # parse errors of either format
+        raise error(f"{what} {p}: cannot parse ({' '.join(str(err).split())})") from None
 
 
 def read_json_object(path: str | Path, *, what: str = "file") -> dict[str, Any]:

@@ -25,14 +25,13 @@ external input schedule; by default the nodes without incoming edges.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ._errors import AgentmotifsError
-from ._io import read_text, write_json, write_text
+from ._io import read_structured, write_json, write_text
 
 __all__ = [
     "FFL_SIGNS",
@@ -262,23 +261,7 @@ class NetworkSpec:
 
 def load_spec(path: str | Path) -> NetworkSpec:
     """Read a spec from a ``.json``, ``.yaml`` or ``.yml`` file."""
-    path = Path(path)
-    if not path.exists():
-        raise SpecError(f"network spec file not found: {path}")
-    try:
-        text = read_text(path, what="network spec file")
-    except AgentmotifsError as err:
-        raise SpecError(str(err)) from None
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as err:  # parse errors of either format
-        raise SpecError(f"{path}: cannot parse network spec ({err})") from None
-    return NetworkSpec.from_dict(data)
+    return NetworkSpec.from_dict(read_structured(path, what="network spec file", error=SpecError))
 
 
 def save_spec(spec: NetworkSpec, path: str | Path) -> Path:
