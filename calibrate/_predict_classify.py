@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 import simulate
+from simulate._features import zigzag_update
 
 __all__ = ["classify_batch"]
 
@@ -95,19 +96,9 @@ def _turning_points(y: jax.Array, m: jax.Array, h: jax.Array, late_from: int):
     def step(carry, inp):
         direction, ext, n_late, prev_dev, chain, best = carry
         yi, li = inp
-        up, down = yi > ext + h, yi < ext - h
-        start = direction == 0
-        new_dir = jnp.where(start & up, 1, jnp.where(start & down, -1, direction))
-        turn = ((direction == 1) & down) | ((direction == -1) & up)
-        dev = ext - m
-        beyond = jnp.abs(dev) > h
-        alternate = beyond & (prev_dev * dev < 0) & (jnp.abs(dev) < jnp.abs(prev_dev))
-        new_chain = jnp.where(alternate, chain + 1, jnp.where(beyond, 1, 0))
-        chain = jnp.where(turn, new_chain, chain)
-        prev_dev = jnp.where(turn, dev, prev_dev)
-        new_dir = jnp.where(turn, -direction, new_dir)
-        grow = ((new_dir == 1) & (yi > ext)) | ((new_dir == -1) & (yi < ext))
-        ext = jnp.where(turn | grow | (start & (up | down)), yi, ext)
+        new_dir, ext, prev_dev, chain, turn = zigzag_update(
+            direction, ext, prev_dev, chain, yi, True, m, h
+        )
         n_late = n_late + (turn & li).astype(i32)
         return (new_dir, ext, n_late, prev_dev, chain, jnp.maximum(best, chain)), None
 

@@ -49,6 +49,31 @@ def _crossings(y, m, h, w):
     return n_cross, n_up, first_i, last_i
 
 
+def zigzag_update(direction, ext, prev_dev, chain, yi, wi, m, h):
+    """One sample of the zig-zag of height ``h`` (elementwise: any batch shape).
+
+    ``direction`` is 0 before the first move, else +1/-1; ``ext`` the running extreme;
+    ``prev_dev`` and ``chain`` the last turning point's deviation from ``m`` and the run of
+    turning points beyond ``m ± h`` that alternate sides with decreasing distance; ``wi``
+    whether the sample is in the window. Returns the updated ``(direction, ext, prev_dev,
+    chain)`` and whether the sample is a turning point.
+    """
+    up, down = yi > ext + h, yi < ext - h
+    start = (direction == 0) & wi
+    new_dir = jnp.where(start & up, 1, jnp.where(start & down, -1, direction))
+    turn = wi & (((direction == 1) & down) | ((direction == -1) & up))
+    dev = ext - m
+    beyond = jnp.abs(dev) > h
+    alternate = beyond & (prev_dev * dev < 0) & (jnp.abs(dev) < jnp.abs(prev_dev))
+    new_chain = jnp.where(alternate, chain + 1, jnp.where(beyond, 1, 0))
+    chain = jnp.where(turn, new_chain, chain)
+    prev_dev = jnp.where(turn, dev, prev_dev)
+    new_dir = jnp.where(turn, -direction, new_dir)
+    grow = wi & (((new_dir == 1) & (yi > ext)) | ((new_dir == -1) & (yi < ext)))
+    ext = jnp.where(turn | grow | (start & (up | down)), yi, ext)
+    return new_dir, ext, prev_dev, chain, turn
+
+
 def _turning_points(y, m, h, w, late):
     """Turning points of ``y`` over the masked samples, by a zig-zag of height ``h``.
 
@@ -62,19 +87,9 @@ def _turning_points(y, m, h, w, late):
         direction, ext, n_turn, n_late, prev_dev, chain, best = carry
         yi, wi, li = inp
         ext = jnp.where(jnp.isnan(ext) & wi, yi, ext)
-        up, down = yi > ext + h, yi < ext - h
-        start = (direction == 0) & wi
-        new_dir = jnp.where(start & up, 1, jnp.where(start & down, -1, direction))
-        turn = wi & (((direction == 1) & down) | ((direction == -1) & up))
-        dev = ext - m
-        beyond = jnp.abs(dev) > h
-        alternate = beyond & (prev_dev * dev < 0) & (jnp.abs(dev) < jnp.abs(prev_dev))
-        new_chain = jnp.where(alternate, chain + 1, jnp.where(beyond, 1, 0))
-        chain = jnp.where(turn, new_chain, chain)
-        prev_dev = jnp.where(turn, dev, prev_dev)
-        new_dir = jnp.where(turn, -direction, new_dir)
-        grow = wi & (((new_dir == 1) & (yi > ext)) | ((new_dir == -1) & (yi < ext)))
-        ext = jnp.where(turn | grow | (start & (up | down)), yi, ext)
+        new_dir, ext, prev_dev, chain, turn = zigzag_update(
+            direction, ext, prev_dev, chain, yi, wi, m, h
+        )
         carry = (
             new_dir,
             ext,
