@@ -25,9 +25,10 @@ from typing import Any
 import yaml
 
 from simulate._errors import AgentmotifsError, ConfigError, OutputError
-from simulate._io import check_writable, read_json_object, write_json, write_text
+from simulate._io import check_writable, read_json_object, read_text, write_json, write_text
 
 from ._demo_config import DemoConfig
+from .runlog import read_manifest
 
 __all__ = ["STAGES", "StageError", "run_demo"]
 
@@ -169,7 +170,7 @@ def _run_status(folder: Path) -> str | None:
     man = folder / "manifest.json"
     if not man.is_file():
         return None
-    return str(read_json_object(man, what="run manifest").get("status"))
+    return str(read_manifest(folder).get("status"))
 
 
 def pilot_name(setting: dict[str, Any]) -> str:
@@ -271,7 +272,7 @@ class _Demo:
         )  # fmt: skip
         if not (rec / "best.yaml").is_file():
             raise StageError(f"recommend wrote no best.yaml (log: {self.logs / 'recommend.log'})")
-        shutil.copyfile(rec / "recommendation.json", self.out / "recommendation.json")
+        write_text(self.out / "recommendation.json", read_text(rec / "recommendation.json"))
         return self._best_line(), False
 
     def _best_line(self) -> str:
