@@ -284,3 +284,80 @@ class RLConfig:
             "must be an int >= 0",
         )
         _check(_num(self.is_cap) and self.is_cap >= 1, f"{p}.is_cap", "must be >= 1")
+
+
+POOL_UPDATES = ("grad", "es")
+POOL_SAMPLINGS = ("uniform", "fitness")
+
+
+@dataclasses.dataclass
+class PoolConfig:
+    """Pool-of-Agents: how the ``pool_size`` K members of each role start, are sampled for
+    rollouts and learn (ignored when K = 1, except ``init_noise``).
+
+    Attributes:
+        init_noise: Standard deviation of the Gaussian noise added to each member's LoRA B
+            matrices at the start (B starts at zero, so 0 makes every member the base).
+        sampling: ``uniform`` (rollout i uses member i mod K, the same K lineages in every
+            role) or ``fitness`` (each rollout draws a member of each role with probability
+            softmax(EMA reward / temperature)).
+        temperature: Softmax temperature of ``fitness`` sampling (reward units).
+        ema_decay: Decay of the members' EMA training reward (fitness).
+        update: ``grad`` (each member a policy-gradient update on its own rollouts, with
+            ``rl.algo``) or ``es`` (evolution strategies over each role's LoRA parameters:
+            the K members are antithetic Gaussian perturbations ``theta +- es_sigma * eps``
+            of a centre ``theta``; their rank-normalised rewards give a gradient estimate
+            that the AdamW optimizer applies to the centre at ``rl.lr``; K must be even).
+        es_sigma: Perturbation scale of ``es`` (parameter units).
+        exploit_every: PBT-style exploit/explore period in steps (0: off): the weakest
+            ``exploit_frac`` of a role's members (by EMA reward) copy the parameters and
+            optimizer state of a random member of the strongest ``exploit_frac``, then
+            perturb their LoRA B by ``explore_noise``.
+        exploit_frac: Quantile of members replaced (at least one when K >= 2).
+        explore_noise: Standard deviation of the explore perturbation.
+    """
+
+    init_noise: float = 0.0
+    sampling: str = "uniform"
+    temperature: float = 0.1
+    ema_decay: float = 0.9
+    update: str = "grad"
+    es_sigma: float = 0.02
+    exploit_every: int = 0
+    exploit_frac: float = 0.25
+    explore_noise: float = 0.01
+
+    def validate(self, p: str) -> None:
+        _check(self.sampling in POOL_SAMPLINGS, f"{p}.sampling", f"must be one of {POOL_SAMPLINGS}")
+        _check(self.update in POOL_UPDATES, f"{p}.update", f"must be one of {POOL_UPDATES}")
+        for name in ("init_noise", "explore_noise"):
+            v = getattr(self, name)
+            _check(_num(v) and v >= 0, f"{p}.{name}", "must be >= 0")
+        for name in ("temperature", "es_sigma"):
+            v = getattr(self, name)
+            _check(_num(v) and v > 0, f"{p}.{name}", "must be > 0")
+        _check(
+            _num(self.ema_decay) and 0 <= self.ema_decay < 1, f"{p}.ema_decay", "must be in [0, 1)"
+        )
+        _check(
+            _num(self.exploit_frac) and 0 < self.exploit_frac <= 0.5,
+            f"{p}.exploit_frac",
+            "must be in (0, 0.5]",
+        )
+        _check(
+            isinstance(self.exploit_every, int)
+            and not isinstance(self.exploit_every, bool)
+            and self.exploit_every >= 0,
+            f"{p}.exploit_every",
+            "must be an int >= 0",
+        )
+        _check(
+            self.update != "es" or self.sampling == "uniform",
+            f"{p}.sampling",
+            "evolution strategies (update es) evaluate every perturbation: use uniform",
+        )
+        _check(
+            self.update != "es" or self.exploit_every == 0,
+            f"{p}.exploit_every",
+            "evolution strategies (update es) have no members to exploit: use 0",
+        )

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 SCHEMA = "agentmotifs.runlog"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: pool fields (members, pool_spread, pool_fitness); 1 still read
 STATUSES = ("running", "finished", "diverged")
 
 _AGENT_REQUIRED = ("step", "agent", "competence", "n_eval")
@@ -87,12 +87,30 @@ def validate_row(row: Any, where: str = "row") -> dict[str, Any]:
         for k in _AGENT_OPTIONAL_NUM:
             if row.get(k) is not None and not is_num(row[k]):
                 raise RunLogError(f"{where}: '{k}' must be a finite number or null, got {row[k]!r}")
+        _check_pool_fields(row, where)
         share = row.get("budget_share")
         if share is not None and not 0.0 <= share <= 1.0:
             raise RunLogError(f"{where}: 'budget_share' must be in [0, 1], got {share!r}")
     elif row.get("reward") is not None and not is_num(row["reward"]):
         raise RunLogError(f"{where}: 'reward' must be a finite number or null")
     return row
+
+
+def _check_pool_fields(row: dict[str, Any], where: str) -> None:
+    """Schema 2's optional Pool-of-Agents fields of an agent row."""
+    members = row.get("members")
+    if members is not None and not (
+        isinstance(members, list) and members and all(is_num(v) and 0 <= v <= 1 for v in members)
+    ):
+        raise RunLogError(f"{where}: 'members' must be a list of numbers in [0, 1]")
+    spread = row.get("pool_spread")
+    if spread is not None and not (is_num(spread) and spread >= 0):
+        raise RunLogError(f"{where}: 'pool_spread' must be a number >= 0, got {spread!r}")
+    fit = row.get("pool_fitness")
+    if fit is not None and not (
+        isinstance(fit, list) and fit and all(v is None or is_num(v) for v in fit)
+    ):
+        raise RunLogError(f"{where}: 'pool_fitness' must be a list of numbers or nulls")
 
 
 def validate_manifest(m: Any, where: str) -> dict[str, Any]:

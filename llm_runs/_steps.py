@@ -13,6 +13,7 @@ import torch
 
 from ._edges import EdgeController
 from ._policy import Encoded, MultiAdapter
+from ._pool import Pool
 from ._rl import advantages, assign_credit, corrupt, policy_loss
 from ._staleness import AdapterRing, Snapshot, use_snapshot
 from ._tasks import Probe, Problem, Task
@@ -40,6 +41,7 @@ class State:
     rng: np.random.Generator
     gen: torch.Generator
     members: dict[str, list[str]]
+    pool: Pool
     baseline: dict[str, float] = field(default_factory=dict)
     acc: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     acc_e2e: list[float] = field(default_factory=list)
@@ -73,13 +75,18 @@ def _generate(
     member: int | None = None,
     stale: Snapshot | None = None,
     behaviour: Behaviour | None = None,
+    assign: np.ndarray | None = None,
 ) -> list[str]:
-    """Outputs of ``role`` for ``prompts`` (pool members by index, or one ``member``),
-    sampled with the adapters of ``stale`` if given (policy lag); with ``behaviour`` the
-    sampled ids and their log-probs from the sampling pass are stored there under ``role``."""
+    """Outputs of ``role`` for ``prompts`` (pool members by index ``i mod K``, by ``assign``
+    (N,), or one ``member``), sampled with the adapters of ``stale`` if given (policy lag);
+    with ``behaviour`` the sampled ids and their log-probs from the sampling pass are stored
+    there under ``role``."""
     names = st.members[role]
     n_new = st.task.out_len[role]
-    assign = _assign(len(prompts), len(names)) if member is None else np.full(len(prompts), member)
+    if member is not None:
+        assign = np.full(len(prompts), member)
+    elif assign is None:
+        assign = _assign(len(prompts), len(names))
     texts: list[str] = [""] * len(prompts)
     dev = st.policy.device
     if behaviour is not None:
@@ -156,9 +163,8 @@ def _set_lr(st: State, step: int, factors: dict[str, dict[str, float]]) -> None:
 
 
 def _clip_and_step(st: State) -> None:
-    for names in st.members.values():
-        for name in names:
-            torch.nn.utils.clip_grad_norm_(st.policy.params[name], st.cfg.rl.grad_clip)
+    for _, params in st.pool.trainable():
+        torch.nn.utils.clip_grad_norm_(params, st.cfg.rl.grad_clip)
     st.opt.step()
     st.opt.zero_grad(set_to_none=True)
 
@@ -223,14 +229,24 @@ def rollout(
     greedy: bool,
     stale: Snapshot | None = None,
     behaviour: Behaviour | None = None,
+    assign: dict[str, np.ndarray] | None = None,
 ) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
-    """Run the X → Y → Z pipeline (with the adapters of ``stale`` if given); returns
-    per-rollout outputs and per-role prompts (and fills ``behaviour`` if given)."""
+    """Run the X → Y → Z pipeline (with the adapters of ``stale`` if given, the pool members
+    of ``assign`` (role → (N,)) if given); returns per-rollout outputs and per-role prompts
+    (and fills ``behaviour`` if given)."""
     outs: list[dict[str, str]] = [{} for _ in problems]
     prompts: dict[str, list[str]] = {}
     for role in st.roles:
         prompts[role] = [st.task.prompt(role, p, o) for p, o in zip(problems, outs, strict=True)]
-        texts = _generate(st, role, prompts[role], greedy=greedy, stale=stale, behaviour=behaviour)
+        texts = _generate(
+            st,
+            role,
+            prompts[role],
+            greedy=greedy,
+            stale=stale,
+            behaviour=behaviour,
+            assign=None if assign is None else assign[role],
+        )
         for o, t in zip(outs, texts, strict=True):
             o[role] = t
     return outs, prompts
@@ -245,7 +261,10 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
     base = task.sample(st.rng, rl.batch, split="train", shifted=_shifted(cfg, step))
     probs = [p for p in base for _ in range(rl.group)]
     sampled: Behaviour | None = None if stale is None else {}
-    outs, prompts = rollout(st, probs, greedy=False, stale=stale, behaviour=sampled)
+    if st.pool.es:
+        st.pool.es_begin()
+    assign = st.pool.draw(st.rng, len(probs))
+    outs, prompts = rollout(st, probs, greedy=False, stale=stale, behaviour=sampled, assign=assign)
     e2e = np.array([task.verify(p, o[st.roles[-1]]) for p, o in zip(probs, outs, strict=True)])
     local = {}
     for role in st.roles:
@@ -269,7 +288,14 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
         st.baseline[role] = (
             rl.baseline_decay * st.baseline.get(role, mean) + (1 - rl.baseline_decay) * mean
         )
+        st.pool.observe(role, r)
         n = max(1, round(factors[role]["budget"] * rl.batch)) * rl.group
+        if st.pool.es:
+            st.pool.es_gradient(role, r[:n])
+            lr_role = _lr(st, step, role, factors)
+            st.record(role, reward=float(r.mean()), reward_std=float(r.std()), lr=lr_role)
+            st.record(role, budget_share=n / len(probs))
+            continue
         comp = _targets(pol, [o[role] for o in outs[:n]], task.out_len[role])
         work.append(
             (
@@ -281,14 +307,17 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
                 n,
             )
         )
+    if st.pool.es:
+        _clip_and_step(st)
+        return
     epochs = rl.ppo_epochs if rl.algo == "ppo" else 1
     old: dict[tuple[str, int], torch.Tensor] = {}
     for epoch in range(epochs):
         for role, pr, comp, adv, r, n in work:
-            assign = _assign(n, len(st.members[role]))
+            member_of = assign[role][:n]
             losses, ents, kls = [], [], []
             for k, name in enumerate(st.members[role]):
-                idx = np.nonzero(assign == k)[0]
+                idx = np.nonzero(member_of == k)[0]
                 if idx.size == 0:
                     continue
                 enc = pol.encode([pr[i] for i in idx])
@@ -336,14 +365,17 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
 def evaluate(
     st: State, step: int, probes: dict[str, list[Probe]], test: list[Problem]
 ) -> tuple[dict[str, float], float, dict[str, list[float]]]:
-    """Probe competence per role (mean over pool members), end-to-end test accuracy."""
+    """Probe competence per role (mean over pool members; with evolution strategies the
+    centre's), end-to-end test accuracy."""
     comp: dict[str, float] = {}
     per_member: dict[str, list[float]] = {}
+    if st.pool.es:
+        st.pool.centre_to_members()
     for role in st.roles:
         items = probes[role]
         prompts = [st.task.prompt(role, pb.problem, pb.upstream) for pb in items]
         scores = []
-        for k in range(len(st.members[role])):
+        for k in range(1 if st.pool.es else len(st.members[role])):
             outs = _generate(st, role, prompts, greedy=True, member=k)
             scores.append(
                 float(np.mean([o == pb.target for o, pb in zip(outs, items, strict=True)]))

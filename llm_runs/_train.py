@@ -20,7 +20,6 @@ are not finite as null), marks the manifest ``status: "diverged"`` with ``diverg
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import sys
@@ -38,9 +37,11 @@ from . import runlog
 from ._base_model import get_base
 from ._edges import EdgeController, in_windows, pulse_windows
 from ._policy import MultiAdapter
+from ._pool import Pool
+from ._rows import log_rows, nonfinite
 from ._runfolder import CKPT_FILE, check_device, embed_spec, open_run_folder, same_run
 from ._staleness import AdapterRing
-from ._steps import State, evaluate, metric_rows, rl_step, warmup_step
+from ._steps import State, evaluate, rl_step, warmup_step
 from ._tasks import get_task
 from .config import ConfigError, TrainConfig
 
@@ -92,7 +93,8 @@ def _setup(cfg: TrainConfig, progress: bool) -> tuple[State, Any]:
         seed=cfg.seed,
         device=cfg.device,
     )
-    groups = [{"params": pol.params[n], "role": r} for r in roles for n in members[r]]
+    pool = Pool(cfg, pol, members)
+    groups = [{"params": ps, "role": r} for r, ps in pool.trainable()]
     opt = torch.optim.AdamW(groups, lr=cfg.rl.lr, weight_decay=cfg.rl.weight_decay)
     gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 1)
     st = State(
@@ -104,6 +106,7 @@ def _setup(cfg: TrainConfig, progress: bool) -> tuple[State, Any]:
         rng=np.random.default_rng([cfg.seed, 99]),
         gen=gen,
         members=members,
+        pool=pool,
         ring=AdapterRing(cfg.rl.staleness),
     )
     return st, base
@@ -129,6 +132,7 @@ def _save(st: State, path: Path, next_step: int, extra: dict[str, Any]) -> None:
         "acc": st.acc,
         "acc_e2e": list(st.acc_e2e),
         "ring": st.ring.state(),
+        "pool": st.pool.state(),
         **extra,
     }
     tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -154,71 +158,8 @@ def _load(st: State, path: Path, run_id: str | None) -> dict[str, Any]:
     st.acc = state["acc"]
     st.acc_e2e = list(state["acc_e2e"])
     st.ring.load_state(state.get("ring"))
+    st.pool.load_state(state.get("pool"))
     return state
-
-
-def _rows(
-    st: State,
-    step: int,
-    comp: dict[str, float],
-    acc: float,
-    n_probe: int,
-    n_test: int,
-    pulse: bool,
-    shifted: bool,
-    members: dict[str, list[float]],
-) -> list[dict[str, Any]]:
-    metrics = {
-        role: {k: (v if math.isfinite(v) else None) for k, v in m.items()}
-        for role, m in metric_rows(st).items()
-    }  # a diverged step's NaN/inf metrics are logged as null
-    reg = st.edges.regulation()
-    rows: list[dict[str, Any]] = []
-    for role in st.roles:
-        m = metrics.get(role, {})
-        row = {
-            "kind": "agent",
-            "step": step,
-            "agent": role,
-            "competence": comp[role],
-            "n_eval": n_probe,
-            **{
-                k: m.get(k)
-                for k in ("reward", "reward_std", "entropy", "kl", "lr", "budget_share", "loss")
-            },
-            "ema": st.edges.ema[role] if math.isfinite(st.edges.ema[role]) else None,
-            "regulation": reg[role],
-        }
-        if len(st.members[role]) > 1:
-            row["members"] = members[role]
-        rows.append(row)
-    e2e_reward = float(np.mean(st.acc_e2e)) if st.acc_e2e else None
-    st.acc_e2e = []
-    rows.append(
-        {
-            "kind": "e2e",
-            "step": step,
-            "accuracy": acc,
-            "n_eval": n_test,
-            "reward": e2e_reward,
-            "pulse": pulse,
-            "shifted": shifted,
-        }
-    )
-    return rows
-
-
-def _nonfinite(st: State) -> str | None:
-    """Why the run has diverged (non-finite parameters or training metrics), or None."""
-    for role, d in st.acc.items():
-        for k, values in d.items():
-            bad = [v for v in values if not math.isfinite(v)]
-            if bad:
-                return f"{k} of agent {role} became {bad[0]}"
-    for name, params in st.policy.params.items():
-        if not all(bool(torch.isfinite(p).all()) for p in params):
-            return f"parameters of adapter {name} became non-finite"
-    return None
 
 
 def train(
@@ -337,7 +278,7 @@ def _run(cfg: TrainConfig, out: Path, manifest: dict[str, Any] | None, progress:
         probes, test = sets[shifted]
         comp, acc, members = evaluate(st, step, probes, test)
         pulse = in_windows(step, windows)
-        writer.write(_rows(st, step, comp, acc, n_probe, n_test, pulse, shifted, members))
+        writer.write(log_rows(st, step, comp, acc, n_probe, n_test, pulse, shifted, members))
         post.update({"e2e": f"{acc:.2f}", **{r: f"{v:.2f}" for r, v in comp.items()}})
 
     try:
@@ -355,11 +296,12 @@ def _run(cfg: TrainConfig, out: Path, manifest: dict[str, Any] | None, progress:
                     log_kl = (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps
                     mode = cfg.task.spurious.mode
                     rl_step(st, step, pulse=pulse, pulse_mode=mode, log_kl=log_kl)
+                    st.pool.maybe_exploit(step, st.opt, st.rng)
                     post["phase"] = "rl"
                     post["R"] = f"{st.acc_e2e[-1]:.2f}"
-                why = _nonfinite(st)
+                why = nonfinite(st)
             except RuntimeError as err:  # sampling from NaN/inf probabilities
-                why = _nonfinite(st) or (
+                why = nonfinite(st) or (
                     f"{err}".splitlines()[0]
                     if any(w in str(err).lower() for w in ("nan", "inf"))
                     else None

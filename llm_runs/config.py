@@ -31,6 +31,7 @@ __all__ = [
     "LoraConfig",
     "ModelConfig",
     "NetworkConfig",
+    "PoolConfig",
     "RLConfig",
     "ShiftConfig",
     "SpuriousConfig",
@@ -56,6 +57,7 @@ from ._config_sections import EdgeConfig as EdgeConfig
 from ._config_sections import LoraConfig as LoraConfig
 from ._config_sections import ModelConfig as ModelConfig
 from ._config_sections import NetworkConfig as NetworkConfig
+from ._config_sections import PoolConfig as PoolConfig
 from ._config_sections import RLConfig as RLConfig
 from ._config_sections import ShiftConfig as ShiftConfig
 from ._config_sections import SpuriousConfig as SpuriousConfig
@@ -71,7 +73,8 @@ class TrainConfig:
         steps: Optimizer steps in total (warm-up included).
         eval_every: Probe/test evaluation period (steps); also at step 0 and the end.
         ckpt_every: Checkpoint period (steps); 0 disables checkpoints.
-        pool_size: Adapters per role (Pool-of-Agents); rollouts draw a member per sample.
+        pool_size: Adapters per role K (Pool-of-Agents); rollouts draw a member per sample.
+        pool: How pool members start, are sampled and learn (:class:`PoolConfig`).
         device: ``cpu``, ``cuda`` or ``cuda:N``. bf16 autocast is used on CUDA.
         threads: torch CPU threads (None: torch's default). 1 by default: the tiny model's
             matmuls gain little from a second thread, and on a shared 2-core machine a
@@ -88,6 +91,7 @@ class TrainConfig:
     ckpt_every: int = 50
     seed: int = 0
     pool_size: int = 1
+    pool: PoolConfig = dataclasses.field(default_factory=PoolConfig)
     device: str = "cpu"
     threads: int | None = 1
     name: str | None = None
@@ -113,6 +117,23 @@ class TrainConfig:
             isinstance(self.seed, int) and not isinstance(self.seed, bool), "seed", "must be an int"
         )
         _check(_pos_int(self.pool_size), "pool_size", "must be a positive int")
+        self.pool.validate("pool")
+        if self.pool.update == "es":
+            _check(
+                self.pool_size >= 2 and self.pool_size % 2 == 0,
+                "pool_size",
+                "evolution strategies (pool.update es) need an even pool_size >= 2",
+            )
+            _check(
+                self.rl.staleness == 0,
+                "rl.staleness",
+                "evolution strategies (pool.update es) are on-policy: staleness must be 0",
+            )
+            _check(
+                self.rl.warmup_steps == 0,
+                "rl.warmup_steps",
+                "evolution strategies (pool.update es) have no supervised warm-up: use 0",
+            )
         _check(
             self.device == "cpu" or self.device.startswith("cuda"),
             "device",

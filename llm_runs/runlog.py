@@ -7,7 +7,8 @@ A training run writes one folder::
       competence.jsonl   # one JSON object per line, appended and flushed per eval step
       checkpoints/       # llm_runs only; not part of the schema
 
-Schema ``agentmotifs.runlog``, version 1 (:data:`SCHEMA_VERSION`).
+Schema ``agentmotifs.runlog``, version 2 (:data:`SCHEMA_VERSION`); version 1 logs (no pool
+fields) are still read.
 
 ``manifest.json`` (a JSON object):
     ``schema`` (str, ``"agentmotifs.runlog"``), ``schema_version`` (int), ``run`` (str, run
@@ -29,8 +30,12 @@ Schema ``agentmotifs.runlog``, version 1 (:data:`SCHEMA_VERSION`).
     of the rollout batch the agent trained on, in [0, 1]), ``loss`` (mean policy loss),
     ``ema`` (EMA competence used by the edge controllers), ``regulation`` (gated Hill
     regulation G_i per mechanism, ``{"budget": g, "credit": g, "coupling": g}``).
-    Training metrics are null at step 0. Names follow TRL where they overlap (``reward``,
-    ``reward_std``, ``entropy``, ``kl``, ``loss``).
+    Pool-of-Agents runs (``pool_size`` K > 1, schema 2) add ``members`` (per-member probe
+    competence, K floats in [0, 1]; ``competence`` is their mean; absent with evolution
+    strategies, whose ``competence`` is the centre's), ``pool_spread`` (their standard
+    deviation) and ``pool_fitness`` (each member's EMA training reward, K numbers or nulls
+    before a member was rewarded). Training metrics are null at step 0. Names follow TRL
+    where they overlap (``reward``, ``reward_std``, ``entropy``, ``kl``, ``loss``).
 
 ``kind = "e2e"`` — one per evaluation step:
     ``step``, ``accuracy`` (end-to-end exact-match accuracy of the X→Y→Z pipeline on the
