@@ -72,6 +72,13 @@ if TYPE_CHECKING:
     from ._phase import PhaseResult as PhaseResult
     from ._phase import phase_diagram as phase_diagram
     from ._phase_plot import plot_phase_grid as plot_phase_grid
+    from ._population import POPULATION_MODELS as POPULATION_MODELS
+    from ._population import fixation_probability as fixation_probability
+    from ._population import moran as moran
+    from ._population import neutral_variance as neutral_variance
+    from ._population import simulate_population as simulate_population
+    from ._population import start_frequency as start_frequency
+    from ._population import wright_fisher as wright_fisher
     from ._regulation import edge_term as edge_term
     from ._regulation import gate_and as gate_and
     from ._regulation import gate_or as gate_or
@@ -124,6 +131,13 @@ _LAZY: dict[str, str] = {
     "phase_diagram": "_phase",
     "enable_compilation_cache": "_jaxsetup",
     "plot_phase_grid": "_phase_plot",
+    "POPULATION_MODELS": "_population",
+    "fixation_probability": "_population",
+    "moran": "_population",
+    "neutral_variance": "_population",
+    "simulate_population": "_population",
+    "start_frequency": "_population",
+    "wright_fisher": "_population",
     "run_demo": "_demo",
     "edge_term": "_regulation",
     "gate_and": "_regulation",

@@ -1,4 +1,4 @@
-"""Command line: ``python -m simulate {motifs,trajectory,phase,export-sbml,demo}``.
+"""Command line: ``python -m simulate {motifs,trajectory,phase,population,export-sbml,demo}``.
 
 Every command computes in float64 (JAX's 64-bit mode is turned on before any array exists)
 unless ``--float32`` is given where offered; numbers are checked before any work, output
@@ -280,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._phase_cli import add_phase_parser
 
     add_phase_parser(sub)
+    from ._population_cli import add_population_parser
+
+    add_population_parser(sub)
     _add_export_parser(sub)
     return p
 
