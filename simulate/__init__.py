@@ -72,6 +72,12 @@ if TYPE_CHECKING:
     from ._phase import PhaseResult as PhaseResult
     from ._phase import phase_diagram as phase_diagram
     from ._phase_plot import plot_phase_grid as plot_phase_grid
+    from ._pool import PoolPaths as PoolPaths
+    from ._pool import PoolStats as PoolStats
+    from ._pool import compute_cost as compute_cost
+    from ._pool import fit_pool_sigma as fit_pool_sigma
+    from ._pool import pool_paths as pool_paths
+    from ._pool import pool_variance as pool_variance
     from ._population import POPULATION_MODELS as POPULATION_MODELS
     from ._population import fixation_probability as fixation_probability
     from ._population import moran as moran
@@ -131,6 +137,12 @@ _LAZY: dict[str, str] = {
     "phase_diagram": "_phase",
     "enable_compilation_cache": "_jaxsetup",
     "plot_phase_grid": "_phase_plot",
+    "PoolPaths": "_pool",
+    "PoolStats": "_pool",
+    "compute_cost": "_pool",
+    "fit_pool_sigma": "_pool",
+    "pool_paths": "_pool",
+    "pool_variance": "_pool",
     "POPULATION_MODELS": "_population",
     "fixation_probability": "_population",
     "moran": "_population",
