@@ -73,11 +73,11 @@ if TYPE_CHECKING:
     from ._phase import phase_diagram as phase_diagram
     from ._phase_plot import plot_phase_grid as plot_phase_grid
     from ._pool import PoolPaths as PoolPaths
-    from ._pool import PoolStats as PoolStats
     from ._pool import compute_cost as compute_cost
-    from ._pool import fit_pool_sigma as fit_pool_sigma
     from ._pool import pool_paths as pool_paths
-    from ._pool import pool_variance as pool_variance
+    from ._pool_stats import PoolStats as PoolStats
+    from ._pool_stats import fit_pool_sigma as fit_pool_sigma
+    from ._pool_stats import pool_variance as pool_variance
     from ._population import POPULATION_MODELS as POPULATION_MODELS
     from ._population import fixation_probability as fixation_probability
     from ._population import moran as moran
@@ -138,11 +138,11 @@ _LAZY: dict[str, str] = {
     "enable_compilation_cache": "_jaxsetup",
     "plot_phase_grid": "_phase_plot",
     "PoolPaths": "_pool",
-    "PoolStats": "_pool",
+    "PoolStats": "_pool_stats",
     "compute_cost": "_pool",
-    "fit_pool_sigma": "_pool",
+    "fit_pool_sigma": "_pool_stats",
     "pool_paths": "_pool",
-    "pool_variance": "_pool",
+    "pool_variance": "_pool_stats",
     "POPULATION_MODELS": "_population",
     "fixation_probability": "_population",
     "moran": "_population",

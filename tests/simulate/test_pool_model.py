@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import simulate as sim
-from simulate._pool import compute_cost, fit_pool_sigma, pool_paths, pool_variance
+from simulate import compute_cost, fit_pool_sigma, pool_paths, pool_variance
 from simulate.spec import NetworkSpec, SpecError
 
 C1 = {"t1": 20.0, "dt": 0.02, "n_seeds": 100, "n_points": 21}
@@ -46,29 +46,27 @@ def _ou_model(rho, delta, sigma):
 def test_member_mean_variance_scales_as_ornstein_uhlenbeck():
     """Single role, regulation-free drift rho (1 - A) - delta A: a linear OU process
     around A* with rate lam = rho + delta and noise g = sigma_eff sqrt(A*(1 - A*)). Its
-    Euler–Maruyama stationary variance is g^2 dt / (1 - (1 - lam dt)^2); the mean of K
-    independent members has 1/K of it. split=False: var(K) = var(1)/K; split=True
-    (sigma_eff = sigma sqrt(K)): var(K) = var(1)."""
-    rho, delta, sigma, dt = 1.0, 1.0, 0.1, 0.01
+    Euler–Maruyama stationary variance is var1 = g^2 dt / (1 - (1 - lam dt)^2) per member;
+    the mean of K independent members has 1/K of a member's. split=False: members have
+    var1, the role var1/K; split=True (sigma_eff = sigma sqrt(K)): members K var1, the
+    role var1."""
+    rho, delta, sigma, dt, K = 1.0, 1.0, 0.1, 0.01, 4
     model, a_star = _ou_model(rho, delta, sigma)
     lam = rho + delta
-    g2 = sigma**2 * a_star * (1 - a_star)
-    var1 = g2 * dt / (1 - (1 - lam * dt) ** 2)
+    var1 = sigma**2 * a_star * (1 - a_star) * dt / (1 - (1 - lam * dt) ** 2)
     kw = {"t1": 20.0, "dt": dt, "n_seeds": 400, "n_points": 41}
     # effective sample size: seeds x save times after 3 relaxation times, discounted for the
-    # lag-0.5 autocorrelation rho_t = exp(-lam 0.5) of an OU process
-    n_times = 41 - 7
+    # lag-0.5 autocorrelation r = exp(-lam 0.5) of an OU process (members: K times more)
     r = np.exp(-lam * 0.5)
-    n_eff = 400 * n_times * (1 - r) / (1 + r)
-    tol = Z * np.sqrt(2 / n_eff)  # relative sampling sd of a variance
-    measured = {}
-    for K, split in ((1, False), (4, False), (4, True)):
-        st = pool_variance(model, K, split=split, key=jax.random.key(K + 10 * split), **kw)
-        measured[K, split] = float(np.mean(np.asarray(st.role_var)[7:, 0]))
-        assert abs(float(np.mean(np.asarray(st.role_mean)[7:, 0])) - a_star) < 0.01
-    assert measured[1, False] == pytest.approx(var1, rel=tol)
-    assert measured[4, False] == pytest.approx(var1 / 4, rel=tol)
-    assert measured[4, True] == pytest.approx(var1, rel=tol)
+    n_eff = 400 * (41 - 7) * (1 - r) / (1 + r)
+    tol, tol_members = Z * np.sqrt(2 / n_eff), Z * np.sqrt(2 / (K * n_eff))
+    for split, role_var, member_var in ((False, var1 / K, var1), (True, var1, K * var1)):
+        p = pool_paths(model, K, split=split, key=jax.random.key(3 + split), **kw)
+        members = np.asarray(p.members)[:, 7:, 0, :]  # (seeds, T, K)
+        roles = np.asarray(p.roles)[:, 7:, 0]
+        assert abs(roles.mean() - a_star) < 0.01
+        assert roles.var(axis=0, ddof=1).mean() == pytest.approx(role_var, rel=tol)
+        assert members.var(axis=0, ddof=1).mean() == pytest.approx(member_var, rel=tol_members)
 
 
 def test_fit_pool_sigma_recovers_a_known_sigma():
