@@ -23,6 +23,15 @@ every parameter.
 Usage: python benchmarks/bench_calibrate.py [--samples N] [--warmup N] [--solver quad|rk4]
        [--baseline-samples N] [--skip-baseline] [--seed N] [--target-accept P]
        [--n-eval N] [--no-pool] [--oracle-mass]
+       [--peers [nutpie,blackjax,numpyro]] [--peer-space z,w] [--repeats N]
+
+``--peers`` then samples the same posterior (same log density, same Laplace starts at the
+fit's MAP, same chains, warm-up and draw count) with calibrate's chains program and with
+the samplers a user would pick instead (benchmarks/_peers_calibrate.py: nutpie, blackjax,
+numpyro's stock dense NUTS), one after another in one process (``--repeats`` rounds in
+rotated order), and prints one table: compile and sampling seconds, minimum bulk ESS,
+ESS/s, R-hat, divergences, gradients per effective draw and calibrate's ratios. Peers not
+installed are skipped with a message (``pip install -e '.[bench]'``).
 """
 
 from __future__ import annotations
@@ -204,6 +213,55 @@ def run(
     return wall, ess / wall, post
 
 
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages (the figures are only comparable in one run)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def peers(post: cal.Posterior, names: list[str], spaces: list[str], seed: int, repeats: int):
+    """Sample ``post``'s posterior with calibrate's program and each installed peer, from the
+    same starts; print the table (and a skip line per peer not installed)."""
+    import _peers_calibrate as pc
+
+    have = pc.available()
+    for n in names:
+        if not have[n]:
+            print(f"peers: {n} is not installed; skipped (pip install -e '.[bench]')")
+    names = [n for n in names if have[n]]
+    starts_w, cov_w = pc.laplace_starts(post, jax.random.key(seed + 1000))
+    jobs = [("calibrate", "w")] + [(n, sp) for sp in spaces for n in names]
+    runners = {
+        "nutpie": pc.run_nutpie,
+        "blackjax": pc.run_blackjax,
+        "numpyro": pc.run_numpyro,
+    }
+    rows: list[dict] = []
+    for r in range(repeats):
+        k = r % len(jobs)
+        for name, space in jobs[k:] + jobs[:k]:  # rotated: load drifts hit all alike
+            pb = pc.problem(post, space, starts_w)
+            if name == "calibrate":
+                row = pc.run_calibrate(pb, cov_w, seed + r)
+            else:
+                row = runners[name](pb, seed + r)
+            row["load"] = _load()
+            row["round"] = r
+            rows.append(row)
+            print(
+                f"  [{r}] {name:<10} {space}: sample {row['sample_s']:.1f} s, min ESS "
+                f"{row['ess']:.0f} ({row['worst']}), load {row['load']}",
+                flush=True,
+            )
+    for r in range(repeats):
+        print(f"== peers, round {r} (same posterior, starts and draw count)")
+        print(pc.table([x for x in rows if x["round"] == r], load=_load()))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=1000)
@@ -243,7 +301,26 @@ def main() -> None:
         help="then rerun NUTS with the posterior's covariance as a fixed mass "
         "(the geometry's bound on ESS per draw)",
     )
+    ap.add_argument(
+        "--peers",
+        nargs="?",
+        const="nutpie,blackjax,numpyro",
+        help="also sample with calibrate's program and these peers (comma-separated; "
+        "default all): the same log density, starts and draws",
+    )
+    ap.add_argument(
+        "--peer-space",
+        default="z,w",
+        help="the peers' coordinates: z (the model's, as a user would) and/or w "
+        "(calibrate's sampling coordinates)",
+    )
+    ap.add_argument("--repeats", type=int, default=1, help="rounds of the peer comparison")
     a = ap.parse_args()
+    names = [n for n in (a.peers or "").split(",") if n]
+    spaces = [v for v in a.peer_space.split(",") if v]
+    bad = [n for n in names if n not in ("nutpie", "blackjax", "numpyro")]
+    if bad or any(v not in ("z", "w") for v in spaces) or a.repeats < 1:
+        ap.error("--peers: nutpie, blackjax, numpyro; --peer-space: z and/or w; --repeats >= 1")
     d = data(a.n_eval)
     print(
         f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points x {a.n_eval} evals; "
@@ -263,6 +340,8 @@ def main() -> None:
     wall, rate, post = run(opt, d, "optimised", a.seed)
     if a.oracle_mass:
         oracle_mass(post, a.seed)
+    if a.peers:
+        peers(post, names, spaces, a.seed, a.repeats)
     if not a.skip_baseline:
         n = a.baseline_samples
         base = cal.FitConfig(
