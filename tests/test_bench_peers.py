@@ -20,7 +20,7 @@ from calibrate import FlatParams, SamplingCoords, draws_to_z, neg_log_joint_and_
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import _peers_calibrate as pc  # noqa: E402
+import _peers_calibrate as pc
 
 TRUTH = {
     "rho[X]": 0.03,
