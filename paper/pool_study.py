@@ -139,7 +139,7 @@ def train_phase(cfg: StudyConfig, phase: str, runs: Path, workers: int, code: st
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description="The Pool-of-Agents study (issue 20 §3).")
     ap.add_argument("--phase", default="all",
                     choices=["single", "predict", "pool", "summary", "all"])  # fmt: skip
     ap.add_argument("--runs", default="runs/pool")

@@ -1,0 +1,320 @@
+"""Analysis of the Pool-of-Agents study (driver: paper/pool_study.py): the simulator's
+prediction, stored before the pool runs, and the summary of what the runs show.
+
+Quantities (per setting and method, over seeds):
+- variance across seeds (``ddof=1``) of each role's probe competence A_i(t) and of the
+  end-to-end test accuracy at every evaluation step; ``variance_by_K`` reports the mean over
+  roles and evaluation steps after step 0, with a 95 % bootstrap interval over seeds;
+- final end-to-end accuracy; steps to the target accuracy (first evaluation at or above it);
+- collapse: the run diverged, or its final end-to-end accuracy is below half its step-0
+  value (rule fixed after the first single-agent runs, before any pool run: simulate's
+  classifier, ``llm_runs.observed_regime``, labels the competence curves and called a run
+  whose accuracy fell from 0.33 to 0.05 "converged", to a low level); the classifier's
+  labels are reported beside it;
+- wall time per run (its ``timing.json``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simulate._io import write_json, write_text
+
+TARGET = 0.5  # end-to-end accuracy target of "steps to target" (all runs start near 0.36)
+N_BOOT = 2000
+COLLAPSE_FRACTION = 0.5  # collapse: final e2e accuracy below this fraction of step 0's
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _git() -> str | None:
+    res = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
+    return res.stdout.strip() or None
+
+
+def run_curves(path: Path) -> dict[str, Any] | None:
+    """Per-run arrays: ``steps`` (T,), ``comp`` (T, roles), ``e2e`` (T,), status, seconds;
+    None for a run still training."""
+    from llm_runs import observed_regime
+    from llm_runs.runlog import read_run
+
+    log = read_run(path)
+    if log.status not in ("finished", "diverged"):
+        return None
+    roles = log.manifest["agents"]
+    steps = sorted({r["step"] for r in log.e2e_rows})
+    comp = np.array(
+        [[next(r["competence"] for r in log.agent_rows if r["step"] == s and r["agent"] == a)
+          for a in roles] for s in steps]
+    )  # fmt: skip
+    e2e = np.array([next(r["accuracy"] for r in log.e2e_rows if r["step"] == s) for s in steps])
+    timing = path / "timing.json"
+    label = observed_regime(log)["regime"]
+    return {
+        "steps": np.array(steps),
+        "comp": comp,
+        "e2e": e2e,
+        "roles": roles,
+        "status": log.status,
+        "collapsed": log.status == "diverged" or bool(e2e[-1] < COLLAPSE_FRACTION * e2e[0]),
+        "regime": label,
+        "seconds": json.loads(timing.read_text())["seconds"] if timing.is_file() else None,
+        "n_probe": log.manifest["config"]["task"]["n_probe"],
+    }
+
+
+def group_runs(cfg: Any, runs: Path) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+    """Every finished run of the design, by ``(setting, method, K)`` (seeds in order)."""
+    from pool_study import run_name
+
+    out: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for phase in ("single", "pool"):
+        for setting, method, k, seed in cfg.jobs(phase):
+            path = runs / run_name(setting, method, k, seed)
+            if (path / "manifest.json").is_file():
+                c = run_curves(path)
+                if c is not None:
+                    out.setdefault((setting, method, k), []).append(c)
+    return out
+
+
+def _stack(group: list[dict[str, Any]], key: str) -> np.ndarray:
+    """(seeds, T, ...) of ``key``, truncated to the shortest run (a diverged run ends early;
+    its last value is carried forward, the state it stopped in)."""
+    T = max(len(g["steps"]) for g in group)
+    rows = []
+    for g in group:
+        v = g[key]
+        pad = [v[-1]] * (T - len(v))
+        rows.append(np.concatenate([v, np.array(pad).reshape(-1, *v.shape[1:])]) if pad else v)
+    return np.stack(rows)
+
+
+def seed_variance(group: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Any]:
+    """Variance across seeds of the role competences (mean over roles and evaluation steps
+    after 0) and of the end-to-end accuracy, with 95 % bootstrap intervals over seeds."""
+    comp, e2e = _stack(group, "comp")[:, 1:], _stack(group, "e2e")[:, 1:]
+    n = comp.shape[0]
+    if n < 2:
+        return {"competence": None, "competence_ci95": None, "e2e": None, "e2e_ci95": None,
+                "per_step_competence": None, "per_step_e2e": None, "seeds": n}  # fmt: skip
+
+    def stat(idx: np.ndarray) -> tuple[float, float]:
+        return (float(comp[idx].var(axis=0, ddof=1).mean()),
+                float(e2e[idx].var(axis=0, ddof=1).mean()))  # fmt: skip
+
+    point = stat(np.arange(n))
+    boots = np.array([stat(rng.integers(0, n, n)) for _ in range(N_BOOT)])
+    lo, hi = np.percentile(boots, [2.5, 97.5], axis=0)
+    return {
+        "competence": point[0],
+        "competence_ci95": [float(lo[0]), float(hi[0])],
+        "e2e": point[1],
+        "e2e_ci95": [float(lo[1]), float(hi[1])],
+        "per_step_competence": comp.var(axis=0, ddof=1).mean(axis=1).tolist(),
+        "per_step_e2e": e2e.var(axis=0, ddof=1).tolist(),
+        "seeds": n,
+    }
+
+
+def probe_floor(group: list[dict[str, Any]], k: int) -> float:
+    """Binomial probe-noise variance A(1-A)/(n K) of a role's measured competence (K members
+    each scored on the same n probes, taken as independent), mean over roles and steps."""
+    comp = _stack(group, "comp")[:, 1:]
+    return float((comp * (1 - comp)).mean() / (group[0]["n_probe"] * k))
+
+
+# -- the prediction (stored before the pool runs) ----------------------------------------
+def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
+    """Calibrate the simulator's pool model on the K = 1 GRPO runs of each setting and
+    predict the across-seed competence variance for every grad pool size; written once."""
+    path = out / "predictions.json"
+    if path.is_file():
+        print(f"note: {path} exists (predictions are made once); kept as it is")
+        return json.loads(path.read_text())
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import calibrate
+    import simulate
+    from simulate import fit_pool_sigma, pool_variance
+
+    groups = group_runs(cfg, runs)
+    doc: dict[str, Any] = {"created": _now(), "git_revision": _git(), "settings": {}}
+    for setting in cfg.settings:
+        single = groups.get((setting, "grad", 1), [])
+        if len(single) < 2:
+            raise RuntimeError(f"{setting}: K = 1 runs missing; run --phase single first")
+        fit_dir = out / f"fit_{setting}"
+        if not (fit_dir / "posterior.nc").is_file():
+            from pool_study import run_name
+
+            inputs = [str(runs / run_name(setting, "grad", 1, s)) for s in cfg.seeds]
+            args = [sys.executable, "-m", "calibrate", "fit", *inputs, "--motif", "C1",
+                    "--gate", "AND", "--method", "laplace", "--out", str(fit_dir),
+                    "--no-progress"]  # fmt: skip
+            if subprocess.call(args) != 0:
+                raise RuntimeError(f"calibrate fit of the {setting} K = 1 runs failed")
+        post = calibrate.load_fit(fit_dir)
+        params = {k: float(np.median(v)) for k, v in post.params().items()}
+        known = {}
+        for k, v in params.items():
+            try:
+                simulate.parse_param_name(k)
+                known[k] = v
+            except simulate.SpecError:
+                continue  # observation-model parameters (noise, dispersion)
+        model = simulate.make_model("C1", "competence", known)
+        floor1 = probe_floor(single, 1)
+        measured = seed_variance(single, np.random.default_rng(0))["competence"]
+        target = max(measured - floor1, 1e-5)
+        window = (float(cfg.eval_every), float(cfg.steps))
+        common = {"t1": float(cfg.steps), "dt": 0.5, "n_seeds": 512, "split": True,
+                  "n_points": int(cfg.steps // cfg.eval_every) + 1}  # fmt: skip
+        key = jax.random.key(0)
+        sigma = fit_pool_sigma(model, target, window=window, key=key, bounds=(1e-4, 3.0), **common)
+        by_k = {}
+        for k in cfg.grad_K:
+            st = pool_variance(model, k, sigma=sigma, key=jax.random.key(1), **common)
+            t = np.asarray(st.t)
+            sel = (t >= window[0]) & (t <= window[1])
+            true_var = float(np.asarray(st.role_var)[sel].mean())
+            mean = np.asarray(st.role_mean)[sel]
+            floor = float((mean * (1 - mean)).mean() / (single[0]["n_probe"] * k))
+            by_k[str(k)] = {
+                "competence_variance": true_var + floor,
+                "true_variance": true_var,
+                "probe_noise_floor": floor,
+                "collapse_fraction": float(np.max(np.asarray(st.collapsed))),
+            }
+        doc["settings"][setting] = {
+            "fit": str(fit_dir),
+            "params": known,
+            "sigma": sigma,
+            "measured_K1_variance": measured,
+            "K1_probe_noise_floor": floor1,
+            "predicted": by_k,
+        }
+        print(
+            f"  {setting}: sigma {sigma:.4g}; predicted variance by K "
+            + ", ".join(f"{k}: {v['competence_variance']:.4g}" for k, v in by_k.items())
+        )
+    write_json(path, doc)
+    return doc
+
+
+# -- the summary -------------------------------------------------------------------------
+def _wilson(k: int, n: int) -> list[float]:
+    if n == 0:
+        return [0.0, 1.0]
+    z, p = 1.96, k / n
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, c - h), min(1.0, c + h)]
+
+
+def _mean_ci(x: np.ndarray, rng: np.random.Generator) -> list[float]:
+    boots = [float(rng.choice(x, x.size).mean()) for _ in range(N_BOOT)]
+    return [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))]
+
+
+def method_label(method: str, k: int) -> str:
+    return {"grad": f"grad K={k}" if k > 1 else "GRPO (single)", "ppo": "PPO (single)"}.get(
+        method, f"es K={k}"
+    )
+
+
+def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
+    """Write ``summary.json``, ``table.md`` and ``pool.png`` from the finished runs."""
+    rng = np.random.default_rng(0)
+    groups = group_runs(cfg, runs)
+    pred_path = out / "predictions.json"
+    pred = json.loads(pred_path.read_text()) if pred_path.is_file() else None
+    methods: dict[str, Any] = {}
+    variance_by_K: dict[str, Any] = {}
+    predicted: dict[str, Any] = {}
+    collapse: dict[str, Any] = {}
+    for (setting, method, k), group in sorted(groups.items()):
+        var = seed_variance(group, rng)
+        finals = np.array([g["e2e"][-1] for g in group])
+        hit = [next((int(s) for s, a in zip(g["steps"], g["e2e"], strict=True) if a >= TARGET),
+                    None) for g in group]  # fmt: skip
+        n_col = sum(g["collapsed"] for g in group)
+        secs = [g["seconds"] for g in group if g["seconds"] is not None]
+        name = method_label(method, k)
+        methods.setdefault(setting, {})[name] = {
+            "method": method, "K": k, "seeds": len(group), "variance": var,
+            "final_e2e": float(finals.mean()), "final_e2e_ci95": _mean_ci(finals, rng),
+            "steps_to_target": hit, "reached_target": sum(h is not None for h in hit),
+            "collapsed": n_col, "collapse_rate_ci95": _wilson(n_col, len(group)),
+            "regimes": [g["regime"] for g in group],
+            "wall_s_mean": float(np.mean(secs)) if secs else None,
+            "e2e_mean_curve": _stack(group, "e2e").mean(0).tolist(),
+            "e2e_sd_curve": _stack(group, "e2e").std(0, ddof=1).tolist(),
+            "steps": group[0]["steps"].tolist(),
+        }  # fmt: skip
+        collapse.setdefault(setting, {})[name] = n_col / len(group)
+        if method in ("grad", "es"):
+            variance_by_K.setdefault(setting, {}).setdefault(method, {})[str(k)] = {
+                "competence": var["competence"], "competence_ci95": var["competence_ci95"],
+                "e2e": var["e2e"], "e2e_ci95": var["e2e_ci95"],
+            }  # fmt: skip
+    if pred is not None:
+        for setting, s in pred["settings"].items():
+            predicted[setting] = {k: v["competence_variance"] for k, v in s["predicted"].items()}
+    summary = {
+        "target_e2e": TARGET,
+        "variance_by_K": variance_by_K,
+        "predicted_variance_by_K": predicted,
+        "collapse_rate_by_method": collapse,
+        "methods": methods,
+        "predictions_created": None if pred is None else pred["created"],
+        "command": "python paper/pool_study.py",
+    }
+    write_json(out / "summary.json", summary)
+    write_text(out / "table.md", _table(summary))
+    from _pool_figure import pool_figure
+
+    pool_figure(summary, out / "pool.png")
+    return summary
+
+
+def _fmt(x: float | None, d: int = 3) -> str:
+    return "–" if x is None else f"{x:.{d}f}"
+
+
+def _table(s: dict[str, Any]) -> str:
+    lines = ["| setting | method | seeds | var A (×1e3) [95 % CI] | predicted var A (×1e3) | "
+             "var e2e (×1e3) | final e2e [95 % CI] | reached 0.5 | collapsed | wall s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for setting, ms in s["methods"].items():
+        pred = s["predicted_variance_by_K"].get(setting, {})
+        for name, m in ms.items():
+            v = m["variance"]
+            p = pred.get(str(m["K"])) if m["method"] == "grad" else None
+            ci = v["competence_ci95"]
+            fc = m["final_e2e_ci95"]
+            var_a = (
+                "–"
+                if ci is None
+                else (f"{1e3 * v['competence']:.2f} [{1e3 * ci[0]:.2f}, {1e3 * ci[1]:.2f}]")
+            )
+            var_e = "–" if v["e2e"] is None else f"{1e3 * v['e2e']:.2f}"
+            lines.append(
+                f"| {setting} | {name} | {m['seeds']} | {var_a} | "
+                f"{'–' if p is None else f'{1e3 * p:.2f}'} | {var_e} | "
+                f"{m['final_e2e']:.3f} [{fc[0]:.3f}, {fc[1]:.3f}] | "
+                f"{m['reached_target']}/{m['seeds']} | {m['collapsed']}/{m['seeds']} | "
+                f"{_fmt(m['wall_s_mean'], 0)} |"
+            )
+    return "\n".join(lines) + "\n"
