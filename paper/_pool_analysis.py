@@ -22,6 +22,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -217,7 +218,7 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
 def _wilson(k: int, n: int) -> list[float]:
     if n == 0:
         return [0.0, 1.0]
-    z, p = 1.96, k / n
+    z, p = NormalDist().inv_cdf(0.975), k / n
     c = (p + z * z / (2 * n)) / (1 + z * z / n)
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return [max(0.0, c - h), min(1.0, c + h)]

@@ -66,7 +66,7 @@ class StudyConfig:
         """``(setting, method, K, seed)`` of a training phase (``single`` or ``pool``)."""
         if phase == "single":
             methods = [("grad", 1), ("ppo", 1)]
-        else:  # es first: the grad pools' predictions must exist before they train
+        else:
             methods = [("es", k) for k in self.es_K] + [("grad", k) for k in self.grad_K if k > 1]
         return [(s, m, k, seed) for seed in self.seeds for s in self.settings for m, k in methods]
 
@@ -159,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         write_json(stored, dataclasses.asdict(cfg))
     phases = ["single", "predict", "pool", "summary"] if a.phase == "all" else [a.phase]
+    if phases == ["pool"] and not (out / "predictions.json").is_file():
+        msg = "the simulator's predictions are stored before the pool runs (run --phase predict)"
+        print(f"error: {out / 'predictions.json'} is missing: {msg}", file=sys.stderr)
+        return 2
     for ph in phases:
         print(f"== {ph} ({_now()})", flush=True)
         if ph in ("single", "pool"):

@@ -1,0 +1,99 @@
+"""Benchmark: Pool-of-Agents step time and memory against the pool size K (one run).
+
+For each ``pool.update`` (``grad``, ``es``) and K (``--K``, default 1,2,4,8; ES needs an
+even K), a joint 3-role run (``llm_runs`` math task, the same 32 rollouts per step split
+among the members) is set up on one shared base; the runs take turns, one RL step each per
+round, so that a load change on a shared machine hits every run alike. Prints per run the
+median seconds per step and its ratio to single-agent (grad, K = 1) training, and the
+memory the pool adds: exact bytes of adapter parameters, gradients and AdamW state (and the
+ES centres), with its ratio to K = 1. One base plus K adapters per role: the base is
+counted once whatever K is. Goal (issue 20): memory grows as the adapters only (K x the
+adapter bytes, base shared); step time at matched rollouts within 1.5x of K = 1 for grad.
+
+Usage: python benchmarks/bench_pool.py [--K 1,2,4,8] [--steps 8] [--preset tiny]
+       [--batch 8 --group 4] [--cache DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import torch
+
+
+def _bytes(st) -> int:
+    """Adapter parameters + gradients + optimizer state (+ ES centres) in bytes."""
+    seen: set[int] = set()
+    total = 0
+    params = [p for ps in st.policy.params.values() for p in ps]
+    params += [p for ps in st.pool.centre.values() for p in ps]
+    for p in params:
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        total += p.numel() * p.element_size()
+        if p.grad is not None:
+            total += p.grad.numel() * p.grad.element_size()
+        for v in st.opt.state.get(p, {}).values():
+            if torch.is_tensor(v):
+                total += v.numel() * v.element_size()
+    return total
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--K", default="1,2,4,8")
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--cache", default=None)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    from llm_runs import rl_step, setup_training
+    from llm_runs.config import TrainConfig
+
+    ks = [int(k) for k in a.K.split(",")]
+    runs = {}
+    for update in ("grad", "es"):
+        for k in ks:
+            if update == "es" and (k < 2 or k % 2):
+                continue
+            cfg = TrainConfig.from_dict(
+                {
+                    "model": {"preset": a.preset, "base_cache": a.cache},
+                    "rl": {"algo": "grpo", "batch": a.batch, "group": a.group},
+                    "pool_size": k,
+                    "pool": {"update": update, "init_noise": 0.01 if k > 1 else 0.0},
+                    "threads": 1,
+                }
+            )
+            st, _ = setup_training(cfg, progress=False)
+            rl_step(st, 0, pulse=False, pulse_mode="flip", log_kl=False)  # warm up
+            runs[(update, k)] = st
+    wall: dict[tuple[str, int], list[float]] = {r: [] for r in runs}
+    for r in range(a.steps):
+        for key, st in runs.items():
+            t0 = time.perf_counter()
+            rl_step(st, 1 + r, pulse=False, pulse_mode="flip", log_kl=False)
+            wall[key].append(time.perf_counter() - t0)
+    ref_t = statistics.median(wall[("grad", 1)]) if ("grad", 1) in wall else None
+    ref_m = _bytes(runs[("grad", 1)]) if ("grad", 1) in runs else None
+    load = os.getloadavg()[0]
+    print(f"pool step time and memory, {a.preset} base, {a.batch * a.group} rollouts/step, "
+          f"{a.steps} interleaved steps, load {load:.1f}")  # fmt: skip
+    print(f"{'update':>6} {'K':>3} {'s/step':>8} {'x K=1':>7} {'pool MiB':>9} {'x K=1':>7}")
+    for (update, k), st in runs.items():
+        t = statistics.median(wall[(update, k)])
+        m = _bytes(st)
+        rt = f"{t / ref_t:7.2f}" if ref_t else "      –"
+        rm = f"{m / ref_m:7.2f}" if ref_m else "      –"
+        print(f"{update:>6} {k:>3} {t:8.3f} {rt} {m / 2**20:9.3f} {rm}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
