@@ -17,6 +17,18 @@ Usage::
     python benchmarks/bench_llm.py                      # tiny preset on CPU
     python benchmarks/bench_llm.py --device cuda --preset small --batch 128
     python benchmarks/bench_llm.py --staleness 0,4,16 --preset micro   # policy-lag cost
+    python benchmarks/bench_llm.py --peer trl --steps 40 --batch 8 --group 4
+
+5. ``--peer trl`` (instead of 1-3): the 3-role pipeline's per-role GRPO updates by TRL
+   (one ``GRPOTrainer`` per role, each a peft LoRA adapter on its own copy of the same
+   cached base; benchmarks/_peer_trl.py) and by llm_runs' joint trainer (three adapters on
+   one base, ``rl.algo grpo``): the same batch (``--batch`` prompts x ``--group``
+   samples per role), learning rate, LoRA rank and steps. The phases take turns (llm_runs'
+   first half, TRL's three trainers, llm_runs' second half) in one process at 1 torch
+   thread. Prints seconds per 3-role step, tokens/s, memory (exact bytes of parameters,
+   gradients and optimizer state; and the process's resident-memory growth while each side
+   was built and trained), each role's probe competence before and after, and the ratios.
+   Without TRL installed it prints one line and exits 0.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import statistics
 import time
 from typing import Any
@@ -230,6 +243,165 @@ def _print_staleness(rows: list[dict[str, float]]) -> None:
         )
 
 
+def _rss_mb() -> float:
+    """Resident memory of this process (MB), from /proc (NaN where unavailable)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def _load() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def bench_trl(
+    preset: str,
+    batch: int,
+    group: int,
+    steps: int,
+    cache: str | None,
+    lr: float = 1e-3,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """llm_runs' joint GRPO steps vs one TRL GRPOTrainer per role (see module docstring)."""
+    import tempfile
+
+    import _peer_trl as pt
+    import numpy as np
+
+    from llm_runs import rl_step, setup_training
+    from llm_runs._steps import evaluate
+    from llm_runs.config import TrainConfig
+
+    cfg = TrainConfig.from_dict(
+        {
+            "model": {"preset": preset, "base_cache": cache},
+            "rl": {"batch": batch, "group": group, "algo": "grpo", "warmup_steps": 0, "lr": lr},
+            "threads": torch.get_num_threads(),
+            "seed": seed,
+        }
+    )
+    import peft  # noqa: F401  (imports first: the memory growths below are the sides' own)
+    import trl  # noqa: F401
+
+    rss0 = _rss_mb()
+    st, base = setup_training(cfg, progress=False)
+    task, roles = st.task, st.roles
+    probes = {r: task.probes(r, 100, seed=0) for r in roles}
+    test = task.sample(np.random.default_rng([0, 5]), 50, split="test")
+    before, _, _ = evaluate(st, 0, probes, test)
+    rss_llm = _rss_mb() - rss0
+    # tokens a 3-role step processes: batch x group rollouts x ([bos] + prompt + output)
+    p0 = task.sample(np.random.default_rng(0), 1)[0]
+    tokens = sum(
+        batch * group * (2 + len(task.prompt(r, p0, task.gold_upstream(r, p0))) + task.out_len[r])
+        - batch * group
+        for r in roles
+    )
+    wall: dict[str, list[float]] = {"llm_runs": [], **{r: [] for r in roles}}
+    loads = []
+
+    def llm_steps(lo: int, hi: int) -> None:
+        for s in range(lo, hi):
+            t0 = time.perf_counter()
+            rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
+            wall["llm_runs"].append(time.perf_counter() - t0)
+        loads.append(_load())
+
+    half = steps // 2
+    llm_steps(0, half)
+    llm_bytes = _trl_free_bytes(st)
+    hf_tok = pt.hf_tokenizer(base.tokenizer)
+    after_trl, trl_bytes = {}, 0
+    rss1 = _rss_mb()
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, r in enumerate(roles):
+            trainer, timer = pt.make_trainer(
+                base.model,
+                hf_tok,
+                task,
+                r,
+                steps=steps,
+                prompts_per_step=batch,
+                group=group,
+                lr=lr,
+                r=cfg.lora.r,
+                alpha=cfg.lora.alpha,
+                seed=cfg.seed + i,
+                out_dir=f"{tmp}/{r}",
+            )
+            trainer.train()
+            wall[r] = timer.times
+            after_trl[r] = pt.probe_competence(trainer.model, hf_tok, task, probes[r])
+            trl_bytes += pt.trainable_bytes(trainer.model, trainer.optimizer)
+            loads.append(_load())
+    rss_trl = _rss_mb() - rss1
+    llm_steps(half, steps)
+    after_llm, _, _ = evaluate(st, steps, probes, test)
+    # the first step of each side compiles nothing but warms caches: medians
+    t_llm = statistics.median(wall["llm_runs"])
+    t_trl = sum(statistics.median(wall[r]) for r in roles)
+    return {
+        "steps": steps,
+        "seed": seed,
+        "batch": batch,
+        "group": group,
+        "tokens_per_step": tokens,
+        "llm_runs_s_per_step": t_llm,
+        "trl_s_per_step": t_trl,
+        "trl_role_s_per_step": {r: statistics.median(wall[r]) for r in roles},
+        "llm_runs_tokens_per_s": tokens / t_llm,
+        "trl_tokens_per_s": tokens / t_trl,
+        "llm_runs_tensor_MB": llm_bytes / 2**20,
+        "trl_tensor_MB": trl_bytes / 2**20,
+        "llm_runs_rss_growth_MB": rss_llm,
+        "trl_rss_growth_MB": rss_trl,
+        "probe_before": before,
+        "probe_after_llm_runs": after_llm,
+        "probe_after_trl": after_trl,
+        "loads": loads,
+    }
+
+
+def _trl_free_bytes(st: Any) -> int:
+    """Bytes of llm_runs' model (one base, all adapters), gradients and optimizer state."""
+    import _peer_trl as pt
+
+    return pt.trainable_bytes(st.policy.model, st.opt)
+
+
+def _print_trl(r: dict[str, Any]) -> None:
+    roles = list(r["probe_before"])
+    print(
+        f"== bench_llm --peer trl: 3 roles x {r['batch']} prompts x {r['group']} samples per "
+        f"step, {r['steps']} steps, seed {r['seed']}, 1 torch thread"
+    )
+    print(
+        f"{'':<22}{'s/step':>8}{'tokens/s':>10}{'tensor MB':>11}{'RSS growth MB':>15}  "
+        + "  ".join(f"probe {x} before->after" for x in roles)
+    )
+    for side, key in (("llm_runs (joint)", "llm_runs"), ("TRL (3 GRPOTrainers)", "trl")):
+        after = r[f"probe_after_{key}"]
+        print(
+            f"{side:<22}{r[f'{key}_s_per_step']:>8.3f}{r[f'{key}_tokens_per_s']:>10.0f}"
+            f"{r[f'{key}_tensor_MB']:>11.2f}{r[f'{key}_rss_growth_MB']:>15.0f}  "
+            + "  ".join(f"{r['probe_before'][x]:>11.2f} -> {after[x]:.2f}" for x in roles)
+        )
+    print(
+        f"ratio llm_runs/TRL: throughput {r['trl_s_per_step'] / r['llm_runs_s_per_step']:.2f}x "
+        f"(goal >= 1.0x), tensor memory {r['llm_runs_tensor_MB'] / r['trl_tensor_MB']:.2f}x "
+        f"(goal <= 1.0x); TRL per role s/step "
+        + ", ".join(f"{k} {v:.3f}" for k, v in r["trl_role_s_per_step"].items())
+    )
+    print(f"load average after each phase: {' | '.join(r['loads'])}")
+
+
 def main() -> None:
     """Run all three benchmarks and print a table plus a JSON line."""
     ap = argparse.ArgumentParser(description=__doc__)
@@ -249,10 +421,32 @@ def main() -> None:
         "instead of benchmarks 1-3 (the base is pretrained into --base-cache if missing)",
     )
     ap.add_argument("--base-cache", help="folder of cached pretrained bases")
+    ap.add_argument(
+        "--peer",
+        choices=("trl",),
+        help="compare llm_runs' joint RL steps with a peer trainer (trl: one TRL "
+        "GRPOTrainer per role) instead of benchmarks 1-3",
+    )
+    ap.add_argument("--group", type=int, default=4, help="--peer: samples per prompt")
+    ap.add_argument("--seed", type=int, default=0, help="--peer: training seed of both sides")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.peer == "trl":
+        import importlib.util
+
+        if importlib.util.find_spec("trl") is None:
+            print("bench_llm --peer trl: TRL is not installed; skipped (pip install -e '.[bench]')")
+            return
+        if args.batch < 1 or args.group < 2 or args.steps < 2:
+            ap.error("--peer trl needs --batch >= 1, --group >= 2 (GRPO) and --steps >= 2")
+        res = bench_trl(
+            args.preset, args.batch, args.group, args.steps, args.base_cache, seed=args.seed
+        )
+        _print_trl(res)
+        print(json.dumps({"peer_trl": res}))
+        return
     if args.staleness:
         try:
             ks = [int(v) for v in args.staleness.split(",")]

@@ -176,3 +176,96 @@ def test_peer_runs_on_the_shared_starts(post, peer):
     assert row["method"] == peer and row["space"] == "w"
     assert np.isfinite(row["ess"]) and row["ess"] > 0
     assert row["grads"] >= 2 * 40  # at least one leapfrog step per draw
+
+
+# -- TRL glue (benchmarks/_peer_trl.py) ------------------------------------------------------
+
+
+def test_trl_tokenizer_has_the_projects_ids():
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("transformers")
+    import _peer_trl as pt
+
+    from llm_runs import CharTokenizer
+
+    tok = CharTokenizer()
+    hf = pt.hf_tokenizer(tok)
+    for text in ["X012|03+04=", "Z01+02|003|003+004=", " 0a+-|>"]:
+        ids = hf(pt.BOS + text, add_special_tokens=False)["input_ids"]
+        assert ids == [tok.bos_id, *tok.encode(text)]
+        assert hf.decode(ids, skip_special_tokens=True) == tok.decode(ids) == text
+    assert (hf.pad_token_id, hf.bos_token_id, hf.eos_token_id) == (
+        tok.pad_id,
+        tok.bos_id,
+        tok.eos_id,
+    )
+    assert hf.padding_side == "left"
+
+
+def test_trl_rows_and_reward_are_the_tasks():
+    import _peer_trl as pt
+
+    from llm_runs._tasks import get_task, split_of
+
+    task = get_task("math")
+    for role in task.roles:
+        rows = pt.role_prompts(task, role, 20, seed=0)
+        reward = pt.role_reward(task, role)
+        assert len(rows) == 20 and all(r["prompt"].startswith(pt.BOS) for r in rows)
+        golds = [r["gold"] for r in rows]
+        # a completion is scored on its first out_len characters against the gold
+        got = reward(
+            [r["prompt"] for r in rows],
+            [g + "xyz" for g in golds[:10]] + ["999" if g != "999" else "998" for g in golds[10:]],
+            golds,
+        )
+        assert got == [1.0] * 10 + [0.0] * 10
+    # the rows are training problems with their gold upstream: Y's gold is X's gold + c
+    p = task.sample(np.random.default_rng([0, 31, 1]), 1, split="train")[0]
+    row = pt.role_prompts(task, "Y", 1, seed=0)[0]
+    assert split_of(p.key) == "train"
+    assert row == {
+        "prompt": pt.BOS + task.prompt("Y", p, task.gold_upstream("Y", p)),
+        "gold": p.gold["Y"],
+    }
+
+
+def test_trl_trainer_steps_on_a_micro_base(tmp_path):
+    """One GRPO step of a role's TRL trainer on an untrained micro GPT-2 (no download):
+    only the LoRA weights train, and the probe scorer runs."""
+    pytest.importorskip("trl")
+    import _peer_trl as pt
+    import torch
+
+    from llm_runs import CharTokenizer, build_model
+    from llm_runs._tasks import get_task
+
+    torch.manual_seed(0)
+    tok = CharTokenizer()
+    task = get_task("math")
+    model = build_model("micro", tok.vocab_size)
+    hf = pt.hf_tokenizer(tok)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    trainer, timer = pt.make_trainer(
+        model,
+        hf,
+        task,
+        "X",
+        steps=1,
+        prompts_per_step=2,
+        group=2,
+        lr=1e-2,
+        r=4,
+        alpha=8,
+        seed=0,
+        out_dir=str(tmp_path),
+    )
+    trainer.train()
+    assert len(timer.times) == 1
+    # the caller's model is untouched (the trainer wraps a copy)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    names = [n for n, p in trainer.model.named_parameters() if p.requires_grad]
+    assert names and all("lora" in n for n in names)
+    acc = pt.probe_competence(trainer.model, hf, task, task.probes("X", 4, seed=0))
+    assert 0.0 <= acc <= 1.0
+    assert pt.trainable_bytes(trainer.model, trainer.optimizer) > 0
