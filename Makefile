@@ -36,7 +36,7 @@ bench: install
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 	@if $(BIN)/python -c "import nutpie, blackjax, trl" 2>/dev/null; then \
 		$(BIN)/python benchmarks/bench_calibrate.py --skip-baseline --peers && \
-		$(BIN)/python benchmarks/bench_llm.py --peer trl; \
+		$(BIN)/python benchmarks/bench_llm.py --peer trl --steps 40 --batch 8 --group 4; \
 	else echo "== peers skipped: the bench extra is not installed" \
 		"($(BIN)/pip install -e '.[bench]' 'torch==2.13.0' for nutpie, blackjax, trl)"; fi
 

@@ -269,3 +269,22 @@ def test_trl_trainer_steps_on_a_micro_base(tmp_path):
     acc = pt.probe_competence(trainer.model, hf, task, task.probes("X", 4, seed=0))
     assert 0.0 <= acc <= 1.0
     assert pt.trainable_bytes(trainer.model, trainer.optimizer) > 0
+
+
+def test_missing_peers_are_reported_not_fatal(monkeypatch, capsys):
+    """Without the bench extra: the peers read as unavailable, and ``bench_llm --peer trl``
+    prints one line naming the extra and returns normally."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    hidden = {"nutpie", "blackjax", "trl"}
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in hidden else real(name, *a)
+    )
+    assert pc.available() == {"nutpie": False, "blackjax": False, "numpyro": True}
+    import bench_llm
+
+    monkeypatch.setattr(sys, "argv", ["bench_llm.py", "--peer", "trl"])
+    bench_llm.main()
+    out = capsys.readouterr().out
+    assert "TRL is not installed" in out and ".[bench]" in out
