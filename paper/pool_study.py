@@ -96,8 +96,8 @@ class StudyConfig:
         }
 
 
-QUICK = {"seeds": [0, 1], "steps": 6, "eval_every": 3, "n_probe": 8, "n_test": 8,
-         "grad_K": [1, 2], "es_K": [2], "preset": "micro"}  # fmt: skip
+QUICK = {"settings": {"stable": 1e-3}, "seeds": [0, 1], "steps": 8, "eval_every": 2,
+         "n_probe": 8, "n_test": 8, "grad_K": [1, 2], "es_K": [2], "preset": "micro"}  # fmt: skip
 
 
 def run_name(setting: str, method: str, k: int, seed: int) -> str:

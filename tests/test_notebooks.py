@@ -13,7 +13,7 @@ import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 #: Text each notebook's outputs must contain (its key result was printed).
-EXPECTED = {"calibration.ipynb": "rho[X]"}
+EXPECTED = {"calibration.ipynb": "rho[X]", "pool_of_agents.ipynb": "Kimura"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
