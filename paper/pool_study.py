@@ -31,7 +31,6 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +39,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _subproc import call_logged  # noqa: E402
 
 from simulate._io import write_json  # noqa: E402
 
@@ -119,12 +120,7 @@ def _train(cfg: StudyConfig, job: tuple[str, str, int, int], runs: Path, code: s
     write_json(conf, cfg.train_config(*job))
     args = [sys.executable, "-m", "llm_runs", "train", "--out", str(out), "--no-progress"]
     args += ["--resume"] if man.is_file() else ["--config", str(conf)]
-    log = runs / "logs" / f"{name}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a") as fh:
-        rc = subprocess.call(args, stdout=fh, stderr=subprocess.STDOUT, cwd=code)
-    if rc != 0:
-        raise RuntimeError(f"training {name} failed (exit {rc}); see {log}")
+    call_logged(args, runs / "logs" / f"{name}.log", cwd=code, what=f"training {name}")
     return name
 
 

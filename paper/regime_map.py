@@ -36,6 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _regime_report as report
+from _subproc import call_logged
 
 import simulate
 
@@ -156,12 +157,7 @@ def _train(cfg: MapConfig, cell: tuple[int, int], seed: int, runs: Path, code: s
         args += ["--set", kv]
     if man.is_file():
         args = [*base, "--resume"]
-    log = runs / "logs" / f"{name}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a") as fh:
-        rc = subprocess.call(args, stdout=fh, stderr=subprocess.STDOUT, cwd=code)
-    if rc != 0:
-        raise RuntimeError(f"training {name} failed (exit {rc}); see {log}")
+    call_logged(args, runs / "logs" / f"{name}.log", cwd=code, what=f"training {name}")
     return name
 
 
