@@ -50,8 +50,12 @@ lint: install
 demo: install
 	$(BIN)/python -m llm_runs demo --out runs/demo
 
+# The paper: figures and paper/numbers.tex from paper/figures/*.py and the committed results,
+# then paper/main.pdf when latexmk (or pdflatex + bibtex) is installed; without LaTeX it stops
+# after the figures and names the Debian packages. PAPER_ARGS=--toy: small sizes.
+PAPER_ARGS ?=
 paper: install
-	$(BIN)/python paper/make_figures.py
+	$(BIN)/python paper/make_figures.py --pdf $(PAPER_ARGS)
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache

@@ -4,7 +4,7 @@ All eight FFLs (AND) with negative end-to-end reward feedback from Z (its thresh
 ``K[Z->X]`` swept, ``K[Z->Y]`` = 0.3) and an Erlang policy lag ``tau``; competence
 kinetics. One panel per motif; regimes coloured, stability boundaries drawn.
 
-    python paper/fig_phase.py --out paper/figures/phase --num 48
+    python paper/figures/fig_phase.py --out paper/figures/phase --num 48   # --toy: 8 x 8
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="paper/figures/phase")
     ap.add_argument("--num", type=int, default=48, help="grid points per axis")
+    ap.add_argument("--toy", action="store_true", help="an 8 x 8 grid (tests)")
     args = ap.parse_args()
+    num = 8 if args.toy else args.num
     res = sim.phase_diagram(
         "all",
         "AND",
-        sim.grid("tau", 0.2, 30.0, args.num, "log"),
-        sim.grid("K[Z->X]", 0.1, 1.0, args.num, "log"),
+        sim.grid("tau", 0.2, 30.0, num, "log"),
+        sim.grid("K[Z->X]", 0.1, 1.0, num, "log"),
         kinetics="competence",
         params={"rho": 1.0, "b": 0.0, "delta": 0.1, "K": 0.3, "n": 4.0},
         feedback=-1,

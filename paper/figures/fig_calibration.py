@@ -4,7 +4,8 @@ For each run folder (made by paper/llm_c1_vs_i1.py) fits all 16 FFL presets by L
 PSIS and ranks them by PSIS-LOO (``python -m calibrate fit RUN --motif auto``), then
 fits the top-ranked structure by NUTS and draws the posterior predictive bands.
 
-    python paper/fig_calibration.py --runs paper/figures/runs --out paper/figures/calibration
+    python paper/figures/fig_calibration.py --runs paper/figures/runs \
+        --out paper/figures/calibration
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", default="paper/figures/runs")
     ap.add_argument("--out", default="paper/figures/calibration")
-    ap.add_argument("--quick", action="store_true", help="fewer draws")
+    ap.add_argument("--quick", "--toy", action="store_true", help="fewer draws")
     args = ap.parse_args()
     draws = ["--samples", "200", "--warmup", "200", "--chains", "2"] if args.quick else []
     for run in ("c1_math", "i1_math"):
