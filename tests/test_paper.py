@@ -190,7 +190,8 @@ def test_pdf_builds_when_latex_is_present(tmp_path):
     assert make_figures.build_pdf(tmp_path / "main.tex") == 0
     assert (tmp_path / "main.pdf").stat().st_size > 100_000
     log = (tmp_path / "main.log").read_text(encoding="latin-1")
-    assert "Citation" not in log or "undefined" not in log, "a citation is undefined"
+    assert not re.findall(r"(?:Citation|Reference) `[^']*' .*undefined", log)
+    assert "Overfull" not in log
 
 
 @pytest.mark.slow
@@ -214,3 +215,18 @@ def test_training_figures_regenerate_toy(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "llm_c1_vs_i1.png").stat().st_size > 10_000
     assert (tmp_path / "calibration" / "c1_math" / "selection").is_dir()
+
+
+def test_latex_toolchain_choice(monkeypatch, tmp_path):
+    """latexmk when present, else pdflatex + bibtex + two pdflatex passes, else no PDF."""
+    monkeypatch.delenv("AGENTMOTIFS_NO_LATEX", raising=False)
+    tex = tmp_path / "main.tex"
+    have: set[str] = {"latexmk", "pdflatex", "bibtex"}
+    monkeypatch.setattr(make_figures.shutil, "which", lambda n: n if n in have else None)
+    assert [c[0] for c in make_figures.latex_commands(tex)] == ["latexmk"]
+    have.discard("latexmk")
+    assert [c[0] for c in make_figures.latex_commands(tex)] == [
+        "pdflatex", "bibtex", "pdflatex", "pdflatex"
+    ]  # fmt: skip
+    have.discard("bibtex")
+    assert make_figures.latex_commands(tex) is None
