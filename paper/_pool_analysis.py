@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +25,12 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+from _recommend_summary import cluster_bootstrap
+from _regime_report import wilson
 
 from simulate._io import write_json, write_text
+
+Z95 = NormalDist().inv_cdf(0.975)
 
 TARGET = 0.5  # end-to-end accuracy target of "steps to target" (all runs start near 0.36)
 N_BOOT = 2000
@@ -221,20 +224,6 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
 
 
 # -- the summary -------------------------------------------------------------------------
-def _wilson(k: int, n: int) -> list[float]:
-    if n == 0:
-        return [0.0, 1.0]
-    z, p = NormalDist().inv_cdf(0.975), k / n
-    c = (p + z * z / (2 * n)) / (1 + z * z / n)
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [max(0.0, c - h), min(1.0, c + h)]
-
-
-def _mean_ci(x: np.ndarray, rng: np.random.Generator) -> list[float]:
-    boots = [float(rng.choice(x, x.size).mean()) for _ in range(N_BOOT)]
-    return [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))]
-
-
 def method_label(method: str, k: int) -> str:
     return {"grad": f"grad K={k}" if k > 1 else "GRPO (single)", "ppo": "PPO (single)"}.get(
         method, f"es K={k}"
@@ -251,7 +240,13 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     variance_by_K: dict[str, Any] = {}
     predicted: dict[str, Any] = {}
     collapse: dict[str, Any] = {}
-    for (setting, method, k), group in sorted(groups.items()):
+
+    def order(item: Any) -> tuple[str, int, int]:
+        (setting, method, k), _ = item
+        rank = 0 if (method, k) == ("grad", 1) else {"ppo": 1, "grad": 2, "es": 3}[method]
+        return setting, rank, k
+
+    for (setting, method, k), group in sorted(groups.items(), key=order):
         var = seed_variance(group, rng)
         finals = np.array([g["e2e"][-1] for g in group])
         hit = [next((int(s) for s, a in zip(g["steps"], g["e2e"], strict=True) if a >= TARGET),
@@ -261,9 +256,10 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         name = method_label(method, k)
         methods.setdefault(setting, {})[name] = {
             "method": method, "K": k, "seeds": len(group), "variance": var,
-            "final_e2e": float(finals.mean()), "final_e2e_ci95": _mean_ci(finals, rng),
+            "final_e2e": float(finals.mean()),
+            "final_e2e_ci95": list(cluster_bootstrap(dict(enumerate(finals[:, None])))),
             "steps_to_target": hit, "reached_target": sum(h is not None for h in hit),
-            "collapsed": n_col, "collapse_rate_ci95": _wilson(n_col, len(group)),
+            "collapsed": n_col, "collapse_rate_ci95": wilson(n_col, len(group), z=Z95),
             "regimes": [g["regime"] for g in group],
             "wall_s_mean": float(np.mean(secs)) if secs else None,
             "e2e_mean_curve": _stack(group, "e2e").mean(0).tolist(),

@@ -47,9 +47,9 @@ def test_a_run_that_ended_early_carries_its_last_state_forward():
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 5), (2, 5), (5, 5), (3, 40)])
-def test_wilson_interval_equals_scipy(k, n):
+def test_collapse_rate_interval_equals_scipys_wilson(k, n):
     want = stats.binomtest(k, n).proportion_ci(method="wilson")
-    np.testing.assert_allclose(pa._wilson(k, n), [want.low, want.high], atol=1e-12)
+    np.testing.assert_allclose(pa.wilson(k, n, z=pa.Z95), [want.low, want.high], atol=1e-12)
 
 
 def test_probe_noise_floor_is_the_binomial_variance_over_members():
