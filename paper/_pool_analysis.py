@@ -4,7 +4,7 @@ prediction, stored before the pool runs, and the summary of what the runs show.
 Quantities (per setting and method, over seeds):
 - variance across seeds (``ddof=1``) of each role's probe competence A_i(t) and of the
   end-to-end test accuracy at every evaluation step; ``variance_by_K`` reports the mean over
-  roles and evaluation steps after step 0, with a 95 % bootstrap interval over seeds;
+  roles and evaluation steps after step 0, with a 95 % chi-square interval (n - 1 df);
 - final end-to-end accuracy; steps to the target accuracy (first evaluation at or above it);
 - collapse: the run diverged, or its final end-to-end accuracy is below half its step-0
   value (rule fixed after the first single-agent runs, before any pool run: simulate's
@@ -33,7 +33,6 @@ from simulate._io import write_json, write_text
 Z95 = NormalDist().inv_cdf(0.975)
 
 TARGET = 0.5  # end-to-end accuracy target of "steps to target" (all runs start near 0.36)
-N_BOOT = 2000
 COLLAPSE_FRACTION = 0.5  # collapse: final e2e accuracy below this fraction of step 0's
 
 
@@ -105,27 +104,32 @@ def _stack(group: list[dict[str, Any]], key: str) -> np.ndarray:
     return np.stack(rows)
 
 
-def seed_variance(group: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Any]:
-    """Variance across seeds of the role competences (mean over roles and evaluation steps
-    after 0) and of the end-to-end accuracy, with 95 % bootstrap intervals over seeds."""
+def variance_interval(v: float, n: int) -> list[float]:
+    """95 % interval of a variance ``v`` estimated from ``n`` seeds: the normal-theory
+    ``[(n-1) v / chi2_0.975, (n-1) v / chi2_0.025]`` with ``n - 1`` degrees of freedom
+    (conservative for a mean over steps and roles, which has more)."""
+    from scipy.stats import chi2
+
+    df = n - 1
+    return [float(df * v / chi2.ppf(0.975, df)), float(df * v / chi2.ppf(0.025, df))]
+
+
+def seed_variance(group: list[dict[str, Any]]) -> dict[str, Any]:
+    """Variance across seeds (``ddof=1``) of the role competences (mean over roles and
+    evaluation steps after 0) and of the end-to-end accuracy, with 95 % intervals
+    (:func:`variance_interval`); None with fewer than 2 seeds."""
     comp, e2e = _stack(group, "comp")[:, 1:], _stack(group, "e2e")[:, 1:]
     n = comp.shape[0]
     if n < 2:
         return {"competence": None, "competence_ci95": None, "e2e": None, "e2e_ci95": None,
                 "per_step_competence": None, "per_step_e2e": None, "seeds": n}  # fmt: skip
-
-    def stat(idx: np.ndarray) -> tuple[float, float]:
-        return (float(comp[idx].var(axis=0, ddof=1).mean()),
-                float(e2e[idx].var(axis=0, ddof=1).mean()))  # fmt: skip
-
-    point = stat(np.arange(n))
-    boots = np.array([stat(rng.integers(0, n, n)) for _ in range(N_BOOT)])
-    lo, hi = np.percentile(boots, [2.5, 97.5], axis=0)
+    v_comp = float(comp.var(axis=0, ddof=1).mean())
+    v_e2e = float(e2e.var(axis=0, ddof=1).mean())
     return {
-        "competence": point[0],
-        "competence_ci95": [float(lo[0]), float(hi[0])],
-        "e2e": point[1],
-        "e2e_ci95": [float(lo[1]), float(hi[1])],
+        "competence": v_comp,
+        "competence_ci95": variance_interval(v_comp, n),
+        "e2e": v_e2e,
+        "e2e_ci95": variance_interval(v_e2e, n),
         "per_step_competence": comp.var(axis=0, ddof=1).mean(axis=1).tolist(),
         "per_step_e2e": e2e.var(axis=0, ddof=1).tolist(),
         "seeds": n,
@@ -181,7 +185,7 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         floor1 = probe_floor(single, 1)
         # sigma absorbs every source of seed-to-seed spread, probe noise included (the
         # probe set is fixed, so its binomial floor A(1-A)/n is only reported, not removed)
-        measured = seed_variance(single, np.random.default_rng(0))["competence"]
+        measured = seed_variance(single)["competence"]
         window = (float(cfg.eval_every), float(cfg.steps))
         common = {"t1": float(cfg.steps), "dt": 0.5, "n_seeds": 512, "split": True,
                   "n_points": int(cfg.steps // cfg.eval_every) + 1}  # fmt: skip
@@ -232,7 +236,6 @@ def method_label(method: str, k: int) -> str:
 
 def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     """Write ``summary.json``, ``table.md`` and ``pool.png`` from the finished runs."""
-    rng = np.random.default_rng(0)
     groups = group_runs(cfg, runs)
     pred_path = out / "predictions.json"
     pred = json.loads(pred_path.read_text()) if pred_path.is_file() else None
@@ -247,7 +250,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         return setting, rank, k
 
     for (setting, method, k), group in sorted(groups.items(), key=order):
-        var = seed_variance(group, rng)
+        var = seed_variance(group)
         finals = np.array([g["e2e"][-1] for g in group])
         hit = [next((int(s) for s, a in zip(g["steps"], g["e2e"], strict=True) if a >= TARGET),
                     None) for g in group]  # fmt: skip

@@ -28,14 +28,16 @@ def _run(comp: np.ndarray, e2e: np.ndarray, status: str = "finished") -> dict:
 def test_seed_variance_equals_numpy_and_its_interval_covers_it():
     rng = np.random.default_rng(3)
     runs = [_run(rng.uniform(0.2, 0.9, (7, 3)), rng.uniform(0, 1, 7)) for _ in range(6)]
-    got = pa.seed_variance(runs, np.random.default_rng(0))
+    got = pa.seed_variance(runs)
     comp = np.stack([r["comp"] for r in runs])[:, 1:]
     e2e = np.stack([r["e2e"] for r in runs])[:, 1:]
     assert got["competence"] == pytest.approx(comp.var(0, ddof=1).mean(), rel=1e-12)
     assert got["e2e"] == pytest.approx(e2e.var(0, ddof=1).mean(), rel=1e-12)
     lo, hi = got["competence_ci95"]
-    assert lo < got["competence"] < hi
-    one = pa.seed_variance(runs[:1], np.random.default_rng(0))
+    v, df = got["competence"], 5
+    assert lo == pytest.approx(df * v / stats.chi2.ppf(0.975, df), rel=1e-12)
+    assert hi == pytest.approx(df * v / stats.chi2.ppf(0.025, df), rel=1e-12)
+    one = pa.seed_variance(runs[:1])
     assert one["competence"] is None and one["competence_ci95"] is None
 
 
