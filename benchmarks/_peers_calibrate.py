@@ -155,6 +155,7 @@ def run_calibrate(pb: Problem, cov_w: np.ndarray, seed: int) -> dict[str, Any]:
     its sampling coordinates from the shared starts: the program :func:`calibrate.fit`
     runs, compiled and run here so that compile and sampling are timed apart."""
     from calibrate._fit import chain_method
+    from calibrate._reparam import start_energies
     from calibrate._sampler import compile_chains, run_chains
 
     if pb.space != "w":
@@ -168,8 +169,9 @@ def run_calibrate(pb: Problem, cov_w: np.ndarray, seed: int) -> dict[str, Any]:
         chain_method(cfg),
         transform=lambda w: pb.coords.to_z(w)[0],
     )
-    w0 = jnp.asarray(pb.starts)
-    energy = jax.block_until_ready(jax.jit(jax.vmap(jax.value_and_grad(pb.coords.potential)))(w0))
+    # the starts' energies as the fit gets them: the chain rule through the coordinates
+    # from the log joint's compiled gradient (no second trace of the potential's gradient)
+    energy = start_energies(pb.coords, pb.starts, _nlj(pb.cm))
     compile_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     mass = cov_w if cfg.dense_mass else np.diag(cov_w)
@@ -182,6 +184,16 @@ def run_calibrate(pb: Problem, cov_w: np.ndarray, seed: int) -> dict[str, Any]:
     return summarize("calibrate", zpb, z, st["diverging"], st["num_steps"], compile_s, sample_s) | {
         "space": "w"
     }
+
+
+def _nlj(cm: cal.CurveModel) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
+    """``z -> (minus log joint, its gradient)`` on the host (the fit's MAP objective)."""
+
+    def f(z: np.ndarray) -> tuple[float, np.ndarray]:
+        v, g = cal.neg_log_joint_and_grad(cm, jnp.asarray(z, float))
+        return float(v), np.asarray(g, float)
+
+    return f
 
 
 def run_nutpie(pb: Problem, seed: int, low_rank: bool = True) -> dict[str, Any]:

@@ -164,14 +164,20 @@ def test_available_names_the_three_peers():
     assert have["numpyro"]  # a core dependency
 
 
-@pytest.mark.parametrize("peer", ["nutpie", "blackjax"])
+@pytest.mark.slow  # compiles a NUTS program per sampler (make test-slow)
+@pytest.mark.parametrize("peer", ["calibrate", "numpyro", "nutpie", "blackjax"])
 def test_peer_runs_on_the_shared_starts(post, peer):
-    """A short run of each installed peer: finite draws of the right shape, counted
-    gradients (skipped without the bench extra)."""
+    """A short run of calibrate's program and of each installed peer: finite draws of the
+    right shape, counted gradients (nutpie and blackjax skipped without the bench extra)."""
     pytest.importorskip(peer)
-    starts_w, _ = pc.laplace_starts(post, jax.random.key(3))
+    starts_w, cov = pc.laplace_starts(post, jax.random.key(3))
     pb = pc.problem(post, "w", starts_w)
-    run = {"nutpie": pc.run_nutpie, "blackjax": pc.run_blackjax}[peer]
+    run = {
+        "calibrate": lambda pb, seed: pc.run_calibrate(pb, cov, seed),
+        "numpyro": pc.run_numpyro,
+        "nutpie": pc.run_nutpie,
+        "blackjax": pc.run_blackjax,
+    }[peer]
     row = run(pb, 0)
     assert row["method"] == peer and row["space"] == "w"
     assert np.isfinite(row["ess"]) and row["ess"] > 0
@@ -230,6 +236,7 @@ def test_trl_rows_and_reward_are_the_tasks():
     }
 
 
+@pytest.mark.slow  # a TRL trainer's first step (make test-slow)
 def test_trl_trainer_steps_on_a_micro_base(tmp_path):
     """One GRPO step of a role's TRL trainer on an untrained micro GPT-2 (no download):
     only the LoRA weights train, and the probe scorer runs."""
