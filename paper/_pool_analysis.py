@@ -235,7 +235,8 @@ def method_label(method: str, k: int) -> str:
 
 
 def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
-    """Write ``summary.json``, ``table.md`` and ``pool.png`` from the finished runs."""
+    """Write ``summary.json``, ``runs.json`` (every run's curves), ``table.md`` and
+    ``pool.png`` from the finished runs."""
     groups = group_runs(cfg, runs)
     pred_path = out / "predictions.json"
     pred = json.loads(pred_path.read_text()) if pred_path.is_file() else None
@@ -288,6 +289,15 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         "command": "python paper/pool_study.py",
     }
     write_json(out / "summary.json", summary)
+    write_json(out / "runs.json", {
+        f"{setting}/{method}/K{k}": [
+            {"run": Path(g["path"]).name, "steps": g["steps"].tolist(), "e2e": g["e2e"].tolist(),
+             "competence": g["comp"].tolist(), "roles": g["roles"], "status": g["status"],
+             "regime": g["regime"], "seconds": g["seconds"]}
+            for g in group
+        ]
+        for (setting, method, k), group in groups.items()
+    })  # fmt: skip
     write_text(out / "table.md", _table(summary))
     from _pool_figure import pool_figure
 

@@ -15,6 +15,7 @@ from simulate import save_figure
 def pool_figure(summary: dict[str, Any], path: Path) -> Path:
     """Draw the study figure from ``summary`` (see ``_pool_analysis.summarise``)."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -52,6 +53,7 @@ def pool_figure(summary: dict[str, Any], path: Path) -> Path:
                ylabel="variance of A_i across seeds",
                title=f"{setting}: variance vs K")  # fmt: skip
         ax.set_xticks([1, 2, 4, 8], labels=["1", "2", "4", "8"])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.legend(fontsize=7)
     fig.tight_layout()
     return save_figure(fig, path, dpi=120)
