@@ -40,6 +40,8 @@ import argparse
 import os
 import time
 
+from _machine import load_average
+
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
     # one CPU device per chain (before JAX starts): NUTS runs the 4 chains in parallel
     os.environ["XLA_FLAGS"] = (
@@ -213,15 +215,6 @@ def run(
     return wall, ess / wall, post
 
 
-def _load() -> str:
-    """The 1-, 5- and 15-minute load averages (the figures are only comparable in one run)."""
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "n/a"
-
-
 def peers(post: cal.Posterior, names: list[str], spaces: list[str], seed: int, repeats: int):
     """Sample ``post``'s posterior with calibrate's program and each installed peer, from the
     same starts; print the table (and a skip line per peer not installed)."""
@@ -248,7 +241,7 @@ def peers(post: cal.Posterior, names: list[str], spaces: list[str], seed: int, r
                 row = pc.run_calibrate(pb, cov_w, seed + r)
             else:
                 row = runners[name](pb, seed + r)
-            row["load"] = _load()
+            row["load"] = load_average()
             row["round"] = r
             rows.append(row)
             print(
@@ -258,7 +251,7 @@ def peers(post: cal.Posterior, names: list[str], spaces: list[str], seed: int, r
             )
     for r in range(repeats):
         print(f"== peers, round {r} (same posterior, starts and draw count)")
-        print(pc.table([x for x in rows if x["round"] == r], load=_load()))
+        print(pc.table([x for x in rows if x["round"] == r], load=load_average()))
     return rows
 
 

@@ -42,6 +42,7 @@ import time
 from typing import Any
 
 import torch
+from _machine import load_average
 
 from llm_runs import BASE_PRESETS, Base, CharTokenizer, MultiAdapter, build_model
 
@@ -252,14 +253,6 @@ def _rss_mb() -> float:
         return float("nan")
 
 
-def _load() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "n/a"
-
-
 def bench_trl(
     preset: str,
     batch: int,
@@ -312,7 +305,7 @@ def bench_trl(
             t0 = time.perf_counter()
             rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
             wall["llm_runs"].append(time.perf_counter() - t0)
-        loads.append(_load())
+        loads.append(load_average())
 
     half = steps // 2
     llm_steps(0, half)
@@ -340,7 +333,7 @@ def bench_trl(
             wall[r] = timer.times
             after_trl[r] = pt.probe_competence(trainer.model, hf_tok, task, probes[r])
             trl_bytes += pt.trainable_bytes(trainer.model, trainer.optimizer)
-            loads.append(_load())
+            loads.append(load_average())
     rss_trl = _rss_mb() - rss1
     llm_steps(half, steps)
     after_llm, _, _ = evaluate(st, steps, probes, test)

@@ -17,11 +17,11 @@ Usage: python benchmarks/bench_pool.py [--K 1,2,4,8] [--steps 8] [--preset tiny]
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 
 import torch
+from _machine import load_average
 
 
 def _bytes(st) -> int:
@@ -82,9 +82,8 @@ def main() -> int:
             wall[key].append(time.perf_counter() - t0)
     ref_t = statistics.median(wall[("grad", 1)]) if ("grad", 1) in wall else None
     ref_m = _bytes(runs[("grad", 1)]) if ("grad", 1) in runs else None
-    load = os.getloadavg()[0]
     print(f"pool step time and memory, {a.preset} base, {a.batch * a.group} rollouts/step, "
-          f"{a.steps} interleaved steps, load {load:.1f}")  # fmt: skip
+          f"{a.steps} interleaved steps, load {load_average()}")  # fmt: skip
     print(f"{'update':>6} {'K':>3} {'s/step':>8} {'x K=1':>7} {'pool MiB':>9} {'x K=1':>7}")
     for (update, k), st in runs.items():
         t = statistics.median(wall[(update, k)])

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import jax
+from _machine import load_average
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_num_cpu_devices", 2)
@@ -89,10 +90,6 @@ def _timed(fn: Callable[[], R], reps: int = 2) -> tuple[list[float], R]:
     return times, out
 
 
-def _load() -> str:
-    return f"load {os.getloadavg()[0]:.1f}"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description="calibrate.predict for 10^4 settings x 200 draws")
     ap.add_argument("--settings", type=int, default=10_000)
@@ -136,7 +133,7 @@ def main() -> None:
                 )
                 print(
                     f"  classifier={cls_:5} bands={bands!s:5} ({bm}): warm {times[1]:.1f} s "
-                    f"({n / times[1]:,.0f} curves/s; {_load()})"
+                    f"({n / times[1]:,.0f} curves/s; {load_average()})"
                 )
         _predict_fast.CLASSIFIER, _predict_fast.BAND_METHOD = "batch", "sort"
     for bands in (True, False):
@@ -148,7 +145,7 @@ def main() -> None:
         res[bands] = pred
         print(
             f"  new, bands={bands!s:5}: cold {times[0]:.1f} s, warm {times[1]:.1f} s "
-            f"({n / times[1]:,.0f} curves/s warm; {_load()}; goal < 10 s warm)"
+            f"({n / times[1]:,.0f} curves/s warm; {load_average()}; goal < 10 s warm)"
         )
     times, p32 = _timed(
         lambda: cal.predict(
@@ -157,7 +154,7 @@ def main() -> None:
     )
     print(
         f"  new, bands=False, float32: cold {times[0]:.1f} s, warm {times[1]:.1f} s "
-        f"({n / times[1]:,.0f} curves/s warm; {_load()}); regime codes identical to "
+        f"({n / times[1]:,.0f} curves/s warm; {load_average()}); regime codes identical to "
         f"float64 for {np.mean(p32.codes == res[False].codes):.6f}, max |final diff| "
         f"{np.max(np.abs(p32.final - res[False].final)):.1e}"
     )
@@ -168,7 +165,7 @@ def main() -> None:
         print(
             f"  old (eager lax.map, segment sums, bands), {len(sub)} settings: cold "
             f"{times[0]:.1f} s, warm {times[1]:.1f} s -> {times[1] * scale:.0f} s scaled to "
-            f"{a.settings} ({_load()})"
+            f"{a.settings} ({load_average()})"
         )
         new = cal.predict(post, sub, max_draws=a.draws, n_points=a.points)
         assert new.mean is not None and new.bands is not None
@@ -187,7 +184,7 @@ def main() -> None:
         agree = float(np.mean(coarse.codes == fine.codes))
         diff = np.argwhere(coarse.codes != fine.codes)
         print(
-            f"  {a.coarse}-point curves, bands=False: warm {times[1]:.1f} s ({_load()}); "
+            f"  {a.coarse}-point curves, bands=False: warm {times[1]:.1f} s ({load_average()}); "
             f"regime codes identical to the {a.points}-point ones for {agree:.6f} of "
             f"setting x draw x agent ({len(diff)} differ); max |final diff| "
             f"{np.max(np.abs(coarse.final - fine.final)):.1e}"

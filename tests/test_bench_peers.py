@@ -21,20 +21,7 @@ from calibrate import FlatParams, SamplingCoords, draws_to_z, neg_log_joint_and_
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import _peers_calibrate as pc
-
-TRUTH = {
-    "rho[X]": 0.03,
-    "rho[Y]": 0.03,
-    "rho[Z]": 0.03,
-    "delta": 0.002,
-    "b[Y]": 0.05,
-    "b[Z]": 0.05,
-    "A0": 0.05,
-    "K[X->Y]": 0.4,
-    "K[X->Z]": 0.5,
-    "K[Y->Z]": 0.5,
-    "n": 2.0,
-}
+from bench_calibrate import TRUTH  # the benchmark posterior's true parameters
 
 
 @pytest.fixture(scope="module")
