@@ -144,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--code", default=None, help="train with the llm_runs of this source tree")
     ap.add_argument("--quick", action="store_true", help="toy sizes (micro base), for tests")
     a = ap.parse_args(argv)
+    if a.workers < 1:
+        print(f"error: --workers must be >= 1, got {a.workers}", file=sys.stderr)
+        return 2
+    if a.code is not None and not (Path(a.code) / "llm_runs").is_dir():
+        print(f"error: --code {a.code} is not a source tree with llm_runs/", file=sys.stderr)
+        return 2
     cfg = StudyConfig(**QUICK) if a.quick else StudyConfig()
     runs, out = Path(a.runs), Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

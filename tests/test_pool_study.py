@@ -90,3 +90,12 @@ def test_pool_runs_need_stored_predictions(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error:") and "predictions.json" in err
     assert not any(tmp_path.glob("*_K2_*"))  # nothing trained
+
+
+@pytest.mark.parametrize("args", [["--workers", "0"], ["--code", "/nonexistent/tree"]])
+def test_bad_options_exit_2_with_one_error_line(tmp_path, capsys, args):
+    rc = ps.main(["--out", str(tmp_path / "o"), "--runs", str(tmp_path / "r"), *args])
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and len(err.splitlines()) == 1
+    assert not (tmp_path / "o").exists() and not (tmp_path / "r").exists()
