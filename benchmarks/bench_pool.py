@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 import torch
@@ -56,7 +57,14 @@ def main() -> int:
     from llm_runs import rl_step, setup_training
     from llm_runs.config import TrainConfig
 
-    ks = [int(k) for k in a.K.split(",")]
+    try:
+        ks = [int(k) for k in a.K.split(",")]
+    except ValueError:
+        ks = []
+    if not ks or min(ks) < 1 or a.steps < 1:
+        print(f"error: --K must be a comma list of ints >= 1 (got {a.K!r}) and --steps >= 1",
+              file=sys.stderr)  # fmt: skip
+        return 2
     runs = {}
     for update in ("grad", "es"):
         for k in ks:
