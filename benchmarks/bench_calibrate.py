@@ -40,6 +40,7 @@ import argparse
 import os
 import time
 
+from _bench_posterior import TRUTH
 from _machine import load_average
 
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
@@ -64,19 +65,6 @@ from calibrate import (  # noqa: E402
     unflatten,
 )
 
-TRUTH = {
-    "rho[X]": 0.03,
-    "rho[Y]": 0.03,
-    "rho[Z]": 0.03,
-    "delta": 0.002,
-    "b[Y]": 0.05,
-    "b[Z]": 0.05,
-    "A0": 0.05,
-    "K[X->Y]": 0.4,
-    "K[X->Z]": 0.5,
-    "K[Y->Z]": 0.5,
-    "n": 2.0,
-}
 LR = np.geomspace(0.004, 0.1, 8)  # rho[X] of each run (the link slope is 1)
 LINKS = cal.Hierarchy(links=(cal.Link("rho", "lr", ("X",)),))
 

@@ -21,7 +21,7 @@ from calibrate import FlatParams, SamplingCoords, draws_to_z, neg_log_joint_and_
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import _peers_calibrate as pc
-from bench_calibrate import TRUTH  # the benchmark posterior's true parameters
+from _bench_posterior import TRUTH
 
 
 @pytest.fixture(scope="module")
