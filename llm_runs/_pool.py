@@ -63,7 +63,6 @@ class Pool:
         self.es = self.k > 1 and self.cfg.update == "es"
         self.gen = torch.Generator().manual_seed(cfg.seed + 7)
         self.fitness = {r: np.full(self.k, np.nan) for r in members}
-        self.last_reward = {r: np.full(self.k, np.nan) for r in members}
         self.assignment: dict[str, np.ndarray] = {}
         self.exploits = 0
         if self.cfg.init_noise > 0:
@@ -123,7 +122,6 @@ class Pool:
             if got.size == 0:
                 continue
             m = float(got.mean())
-            self.last_reward[role][k] = m
             old = self.fitness[role][k]
             self.fitness[role][k] = m if np.isnan(old) else d * old + (1 - d) * m
 
@@ -208,7 +206,6 @@ class Pool:
         """Everything to resume exactly (fitness, generator, ES centres)."""
         return {
             "fitness": {r: v.copy() for r, v in self.fitness.items()},
-            "last_reward": {r: v.copy() for r, v in self.last_reward.items()},
             "gen": self.gen.get_state(),
             "centre": {r: [c.detach().clone() for c in cs] for r, cs in self.centre.items()},
             "exploits": self.exploits,
@@ -219,7 +216,6 @@ class Pool:
         if state is None:
             return
         self.fitness = {r: np.asarray(v, float).copy() for r, v in state["fitness"].items()}
-        self.last_reward = {r: np.asarray(v, float).copy() for r, v in state["last_reward"].items()}
         self.gen.set_state(state["gen"])
         self.exploits = int(state["exploits"])
         with torch.no_grad():
