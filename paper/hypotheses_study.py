@@ -1,0 +1,220 @@
+"""The motif hypotheses study (issue 22 §1): do the feed-forward loop's wiring rules hold in
+real joint training?
+
+- **H1, C1 filters spurious reward.** Under spurious-reward pulses (``task.spurious``,
+  flipped rewards), C1-AND keeps downstream competence steadier than the other seven FFL
+  types: smaller dips of end-to-end accuracy during and after the pulses.
+- **H2, I1 adapts faster.** After a distribution shift (``task.shift.step``), I1-AND
+  recovers end-to-end accuracy faster than C1-AND; at a lagged setting (``rl.staleness``,
+  a regime-map knob) I1 oscillates where C1 does not.
+
+Design (fixed before any run; stored in ``config.json``):
+
+- Tiny base, GRPO (8 problems x group 4), ``lr`` with no lag, ``steps`` optimizer steps,
+  evaluation every ``eval_every`` steps on ``n_probe`` probes per role and ``n_test``
+  end-to-end problems; tasks ``math`` and ``rag``.
+- ``pulse`` condition: reward flips of ``pulse_length`` steps starting at ``pulse_starts``;
+  ``shift`` condition: the harder distribution from ``shift_step`` on. All 8 FFL types x AND
+  in both conditions and both tasks, ``seeds`` seeds each.
+- ``lag`` condition (the oscillation check): C1 and I1 under the shift at
+  ``rl.staleness = lag_staleness``, task ``math``.
+- Pilots: C1-AND without perturbation, ``pilot_seeds`` per task; the simulator is
+  calibrated on them (``calibrate fit``) and its predictions for every motif and condition
+  are stored in ``predictions.json`` before any test run (the driver refuses ``--phase
+  runs`` without them).
+
+Phases (each resumable; a finished run is never retrained): ``pilots``, ``predict``
+(refused if predictions exist), ``runs``, ``summary`` (``summary.json``, ``table.md``,
+``hypotheses.png``).
+
+Usage: python paper/hypotheses_study.py [--phase pilots|predict|runs|summary|all]
+       [--runs runs/hypotheses] [--out paper/results/hypotheses] [--workers 2]
+       [--code DIR] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from _subproc import call_logged  # noqa: E402
+
+from simulate._io import write_json  # noqa: E402
+
+MOTIFS = ["C1", "C2", "C3", "C4", "I1", "I2", "I3", "I4"]
+
+Job = tuple[str, str, str, int]  # (condition, task, motif, seed)
+
+
+@dataclasses.dataclass
+class StudyConfig:
+    """The study's fixed design (see the module docstring)."""
+
+    tasks: list[str] = dataclasses.field(default_factory=lambda: ["math", "rag"])
+    motifs: list[str] = dataclasses.field(default_factory=lambda: list(MOTIFS))
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0, 1, 2, 3, 4])
+    pilot_seeds: list[int] = dataclasses.field(default_factory=lambda: [100, 101, 102])
+    steps: int = 48
+    eval_every: int = 4
+    n_probe: int = 48
+    n_test: int = 96
+    lr: float = 2e-3
+    pulse_starts: list[int] = dataclasses.field(default_factory=lambda: [12, 30])
+    pulse_length: int = 4
+    shift_step: int = 24
+    lag_staleness: int = 4
+    lag_motifs: list[str] = dataclasses.field(default_factory=lambda: ["C1", "I1"])
+    lag_task: str = "math"
+    preset: str = "tiny"
+
+    def jobs(self, phase: str) -> list[Job]:
+        """``(condition, task, motif, seed)`` of a training phase (``pilots`` or ``runs``)."""
+        if phase == "pilots":
+            return [("plain", t, "C1", s) for s in self.pilot_seeds for t in self.tasks]
+        out: list[Job] = []
+        for seed in self.seeds:
+            for cond in ("pulse", "shift"):
+                out += [(cond, t, m, seed) for t in self.tasks for m in self.motifs]
+            out += [("lag", self.lag_task, m, seed) for m in self.lag_motifs]
+        return out
+
+    def train_config(self, cond: str, task: str, motif: str, seed: int) -> dict[str, Any]:
+        """The llm_runs config of one run."""
+        spec: dict[str, Any] = {"name": task, "n_probe": self.n_probe, "n_test": self.n_test}
+        if cond == "pulse":
+            spec["spurious"] = {
+                "mode": "flip",
+                "length": self.pulse_length,
+                "starts": list(self.pulse_starts),
+            }
+        if cond in ("shift", "lag"):
+            spec["shift"] = {"step": self.shift_step}
+        return {
+            "task": spec,
+            "model": {"preset": self.preset},
+            "network": {"motif": motif, "gate": "AND"},
+            "rl": {
+                "algo": "grpo",
+                "batch": 8,
+                "group": 4,
+                "lr": self.lr,
+                "staleness": self.lag_staleness if cond == "lag" else 0,
+            },
+            "steps": self.steps,
+            "eval_every": self.eval_every,
+            "ckpt_every": self.eval_every,
+            "seed": seed,
+            "threads": 1,
+            "name": run_name(cond, task, motif, seed),
+        }
+
+
+QUICK = {
+    "tasks": ["math"],
+    "motifs": ["C1", "I1"],
+    "seeds": [0, 1],
+    "pilot_seeds": [100, 101],
+    "steps": 8,
+    "eval_every": 2,
+    "n_probe": 8,
+    "n_test": 8,
+    "pulse_starts": [2],
+    "pulse_length": 2,
+    "shift_step": 4,
+    "lag_staleness": 2,
+    "preset": "micro",
+}
+
+
+def run_name(cond: str, task: str, motif: str, seed: int) -> str:
+    return f"{cond}_{task}_{motif}_s{seed}"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _train(cfg: StudyConfig, job: Job, runs: Path, code: str | None) -> str:
+    """Train (or resume, or skip) one run; returns its folder name."""
+    name = run_name(*job)
+    out = (runs / name).resolve()
+    man = out / "manifest.json"
+    if man.is_file() and json.loads(man.read_text()).get("status") in ("finished", "diverged"):
+        return name
+    conf = (runs / "configs" / f"{name}.json").resolve()
+    write_json(conf, cfg.train_config(*job))
+    args = [sys.executable, "-m", "llm_runs", "train", "--out", str(out), "--no-progress"]
+    args += ["--resume"] if man.is_file() else ["--config", str(conf)]
+    call_logged(args, runs / "logs" / f"{name}.log", cwd=code, what=f"training {name}")
+    return name
+
+
+def train_phase(cfg: StudyConfig, phase: str, runs: Path, workers: int, code: str | None) -> None:
+    """Train every run of ``phase``, ``workers`` at a time, printing progress."""
+    jobs = cfg.jobs(phase)
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        futs = [ex.submit(_train, cfg, j, runs, code) for j in jobs]
+        for i, f in enumerate(futs, 1):
+            print(f"  [{i}/{len(jobs)}] {f.result()}  ({time.time() - t0:.0f} s)", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="The motif hypotheses study (issue 22 §1).")
+    ap.add_argument(
+        "--phase", default="all", choices=["pilots", "predict", "runs", "summary", "all"]
+    )
+    ap.add_argument("--runs", default="runs/hypotheses")
+    ap.add_argument("--out", default="paper/results/hypotheses")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--code", default=None, help="train with the llm_runs of this source tree")
+    ap.add_argument("--quick", action="store_true", help="toy sizes (micro base), for tests")
+    a = ap.parse_args(argv)
+    if a.workers < 1:
+        print(f"error: --workers must be >= 1, got {a.workers}", file=sys.stderr)
+        return 2
+    if a.code is not None and not (Path(a.code) / "llm_runs").is_dir():
+        print(f"error: --code {a.code} is not a source tree with llm_runs/", file=sys.stderr)
+        return 2
+    cfg = StudyConfig(**QUICK) if a.quick else StudyConfig()
+    runs, out = Path(a.runs), Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stored = out / "config.json"
+    if stored.is_file():
+        if json.loads(stored.read_text()) != dataclasses.asdict(cfg):
+            print(f"error: {stored} holds another study design", file=sys.stderr)
+            return 2
+    else:
+        write_json(stored, dataclasses.asdict(cfg))
+    phases = ["pilots", "predict", "runs", "summary"] if a.phase == "all" else [a.phase]
+    if phases == ["runs"] and not (out / "predictions.json").is_file():
+        msg = "the simulator's predictions are stored before the test runs (run --phase predict)"
+        print(f"error: {out / 'predictions.json'} is missing: {msg}", file=sys.stderr)
+        return 2
+    for ph in phases:
+        print(f"== {ph} ({_now()})", flush=True)
+        if ph in ("pilots", "runs"):
+            train_phase(cfg, ph, runs, a.workers, a.code)
+        elif ph == "predict":
+            from _hypotheses_predict import make_predictions
+
+            make_predictions(cfg, runs, out)
+        else:
+            from _hypotheses_analysis import summarise
+
+            summarise(cfg, runs, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
