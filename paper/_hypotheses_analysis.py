@@ -51,6 +51,7 @@ def collect(cfg: Any, runs: Path) -> dict[tuple[str, str, str], list[dict[str, A
             c = run_curves(path)
             if c is not None:
                 c["seed"] = seed
+                c["created"] = json.loads((path / "manifest.json").read_text())["created"]
                 out.setdefault((cond, task, motif), []).append(c)
     return out
 
@@ -166,6 +167,9 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         "hypotheses": hyps,
         "per_motif": per,
         "predictions_created": None if pred is None else pred["created"],
+        "first_run_created": min(
+            (c.get("created", "") for rs in groups.values() for c in rs), default=None
+        ),
         "design": {"steps": cfg.steps, "tasks": cfg.tasks, "seeds": len(cfg.seeds)},
         "command": "python paper/hypotheses_study.py",
     }

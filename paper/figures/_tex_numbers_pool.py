@@ -1,4 +1,4 @@
-"""The Pool-of-Agents and hypotheses macros of ``tex_numbers.py`` (split for module size)."""
+"""The Pool-of-Agents macros of ``tex_numbers.py`` (split for module size)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ POOL_METHODS = {  # summary label -> macro tag
     "es K=8": "EsKEight",
     "PPO (single)": "PPO",
 }
-HYPOTHESES = {"c1_filters_spurious": "HypOne", "i1_adapts_faster": "HypTwo"}
 
 
 def pool(m: Macros, results: Path) -> None:
@@ -99,40 +98,3 @@ def verdict(methods: Any) -> str:
         f"the K = 8 pool's seed variance ({1e3 * v8:.2f}e-3) lies {where} the single agent's "
         f"95 % interval [{1e3 * ci1[0]:.2f}, {1e3 * ci1[1]:.2f}]e-3"
     )
-
-
-def hypotheses(m: Macros, results: Path) -> None:
-    """The two hypotheses' outcome; "not yet tested" until their summary exists."""
-    s = read_json(results / "hypotheses" / "summary.json")
-    m.add("HypTested", "tested" if s is not None else "not yet tested")
-    m.add(
-        "HypStatusSentence",
-        "Both hypotheses were tested on real runs after their predictions were stored; "
-        "the outcomes below are read from the study's summary."
-        if s is not None
-        else "Neither hypothesis has been tested yet: none of the runs below has been made and "
-        "no prediction for them has been stored, so this section states the hypotheses and "
-        "their pre-stated tests only. Their outcome will replace this sentence when the "
-        "study's summary exists.",
-    )
-    for key, tag in HYPOTHESES.items():
-        h = dig(s, "hypotheses", key)
-        holds, pred = dig(h, "holds"), dig(h, "predicted")
-        if s is None:
-            m.add(f"{tag}Verdict", "not yet tested: no runs have been made")
-            m.add(f"{tag}Predicted", "no prediction stored yet")
-        else:
-            m.add(
-                f"{tag}Verdict",
-                PENDING if holds is None else ("holds" if holds else "does not hold"),
-            )
-            m.add(
-                f"{tag}Predicted",
-                PENDING if pred is None else ("predicted" if pred else "not predicted"),
-            )
-        effect, ci, test = fmt(dig(h, "effect"), 3), fmt_ci(dig(h, "ci95"), 3), dig(h, "test")
-        if s is None:
-            detail = "No effect has been measured."
-        else:
-            detail = f"Effect {effect} {ci}; test: {PENDING if test is None else test}."
-        m.add(f"{tag}Detail", detail)

@@ -315,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     """Write numbers.tex; exit 2 with one line when an input file is unreadable."""
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
-    from _tex_numbers_pool import hypotheses, pool
+    from _tex_numbers_hyp import hypotheses
+    from _tex_numbers_pool import pool
 
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
