@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -13,29 +12,16 @@ import pytest
 import calibrate as cal
 import simulate
 from calibrate._solvers import fixed_substeps
-from tests.calibrate.test_fit import STEPS, TRUTH, _true
+from tests.calibrate.test_fit import TRUTH, _true
 
 LRS = [1e-4, 3e-4, 1e-3]
 LR_REF = math.exp(np.mean(np.log(LRS)))  # the links' reference: the pilots' geometric mean
 
 
 @pytest.fixture(scope="module")
-def lr_fit(tmp_path_factory):
-    """A laplace fit of a 3-lr family with ``log rho = a + c log(lr / lr_ref)`` (truth c = 1)
-    and its saved folder."""
-    run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in LRS]
-    data = cal.synthetic_curves(
-        "C1", TRUTH, key=jax.random.key(5), steps=STEPS, runs=3, run_params=run_params,
-        hyper={"rl.lr": LRS},
-    )  # fmt: skip
-    cfg = cal.FitConfig(
-        method="laplace", chains=1, samples=400,
-        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "rl.lr"),)),
-    )  # fmt: skip
-    post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
-    folder = tmp_path_factory.mktemp("predict") / "fit"
-    post.save(folder, figure=False)
-    return post, folder
+def lr_fit(lr_family_fit):
+    """The session's shared laplace fit of the 3-lr family (tests/calibrate/conftest.py)."""
+    return lr_family_fit
 
 
 def test_per_draw_curves_are_the_model_solved_with_the_link_applied_by_hand(lr_fit):

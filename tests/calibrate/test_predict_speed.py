@@ -27,28 +27,15 @@ from calibrate._predict import (
 )
 from calibrate._quad import QuadGrid, solve_quad
 from calibrate._solvers import fixed_substeps
-from tests.calibrate.test_fit import STEPS, TRUTH
 
 LRS = [1e-4, 3e-4, 1e-3]
 SETTINGS = [{"rl.lr": v} for v in (2e-5, 1e-4, 5.5e-4, 3e-3, 2e-2)]
 
 
 @pytest.fixture(scope="module")
-def fit(tmp_path_factory):
-    """A laplace fit of a 3-lr family through ``log rho = a + c log(lr / lr_ref)``, saved."""
-    run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in LRS]
-    data = cal.synthetic_curves(
-        "C1", TRUTH, key=jax.random.key(5), steps=STEPS, runs=3, run_params=run_params,
-        hyper={"rl.lr": LRS},
-    )  # fmt: skip
-    cfg = cal.FitConfig(
-        method="laplace", chains=1, samples=64,
-        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "rl.lr"),)),
-    )  # fmt: skip
-    post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
-    folder = tmp_path_factory.mktemp("predict_speed") / "fit"
-    post.save(folder, figure=False)
-    return post, folder
+def fit(lr_family_fit):
+    """The session's shared laplace fit of the 3-lr family (tests/calibrate/conftest.py)."""
+    return lr_family_fit
 
 
 def _previous_implementation(post, settings, draws, t):
