@@ -90,6 +90,7 @@ def hypotheses(m: Macros, results: Path) -> None:
             m.add(f"{tag}P{tt}", fmt(dig(pt, "p"), 3))
     _per_motif(m, pred, s)
     _oscillation(m, pred, s)
+    m.add("HypDiscussion", discussion(s))
 
 
 def _design(m: Macros, cfg: Any) -> None:
@@ -142,3 +143,31 @@ def _oscillation(m: Macros, pred: Any, s: Any) -> None:
     m.add("HypOscVerdict", PENDING if holds is None else ("holds" if holds else "does not hold"))
     p = dig(pred, "predicted", "i1_oscillates_where_c1_does_not")
     m.add("HypOscPredicted", PENDING if p is None else ("predicted" if p else "not predicted"))
+
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def discussion(s: Any) -> str:
+    """What the per-motif means show beyond the tests: per task, the motif with the smallest
+    mean dip and C1's rank, and the motif with the largest mean recovery and I1's rank."""
+    if s is None:
+        return ""
+    parts = []
+    for task in TASKS:
+        dips = {
+            k: dig(v, "dip", "mean") for k, v in (dig(s, "per_motif", "pulse", task) or {}).items()
+        }
+        recs = {k: dig(v, "recovery", "mean")
+                for k, v in (dig(s, "per_motif", "shift", task) or {}).items()}  # fmt: skip
+        dips = {k: v for k, v in dips.items() if v is not None}
+        recs = {k: v for k, v in recs.items() if v is not None}
+        if "C1" not in dips or "I1" not in recs:
+            continue
+        by_dip, by_rec = sorted(dips, key=dips.get), sorted(recs, key=recs.get, reverse=True)
+        parts.append(
+            f"On {task} the smallest mean dip was {by_dip[0]}'s (C1 ranked "
+            f"{ORDINALS[by_dip.index('C1')]} of {len(by_dip)}) and the largest mean recovery "
+            f"{by_rec[0]}'s (I1 ranked {ORDINALS[by_rec.index('I1')]} of {len(by_rec)})."
+        )
+    return " ".join(parts)
