@@ -97,6 +97,15 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
             "regimes": [c["regime"] for c in runs_],
             "steps": runs_[0]["steps"].tolist(),
             "e2e_mean_curve": np.mean([c["e2e"] for c in runs_], 0).tolist(),
+            "A_Z_mean_curve": np.mean([c["comp"][:, -1] for c in runs_], 0).tolist(),
+            # per agent: the largest rise of its probe competence above its step-0 level
+            "rise": dict(
+                zip(
+                    runs_[0]["roles"],
+                    np.mean([c["comp"].max(0) - c["comp"][0] for c in runs_], axis=0).tolist(),
+                    strict=True,
+                )
+            ),
         }
         for k in ms[0]:
             vals = [m[k] for m in ms]

@@ -165,6 +165,17 @@ def discussion(s: Any) -> str:
         if "C1" not in dips or "I1" not in recs:
             continue
         by_dip, by_rec = sorted(dips, key=dips.get), sorted(recs, key=recs.get, reverse=True)
+        rises = [dig(v, "rise") for c in ("pulse", "shift")
+                 for v in (dig(s, "per_motif", c, task) or {}).values()]  # fmt: skip
+        rises = [r for r in rises if isinstance(r, dict)]
+        if rises:
+            mean = {a: sum(r[a] for r in rises) / len(rises) for a in rises[0]}
+            parts.append(
+                f"On {task} the largest rise of each agent's probe competence above its "
+                "initial level was "
+                + ", ".join(f"{a} {v:+.2f}" for a, v in mean.items())
+                + " (mean over runs)."
+            )
         parts.append(
             f"On {task} the smallest mean dip was {by_dip[0]}'s (C1 ranked "
             f"{ORDINALS[by_dip.index('C1')]} of {len(by_dip)}) and the largest mean recovery "
