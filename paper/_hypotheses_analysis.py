@@ -149,7 +149,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
                         t: {"effect": e, "p": q, "ci95": bootstrap_ci({t: data[t]}, focus, others)}
                         for t, (e, q) in per_task.items()
                     },
-                    "test": _test_text(key, p),
+                    "test": _test_text(key, p, focus, others),
                 }
             )
         hyps[key] = h
@@ -208,15 +208,16 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     return summary
 
 
-def _test_text(key: str, p: float) -> str:
+def _test_text(key: str, p: float, focus: str, others: list[str]) -> str:
     what = (
-        "dip of end-to-end accuracy at the pulses, the seven other types minus C1"
+        "dip of end-to-end accuracy at the pulses"
         if key == "c1_filters_spurious"
-        else "recovery of end-to-end accuracy after the shift, I1 minus C1"
+        else ("recovery of end-to-end accuracy after the shift")
     )
+    rest = others[0] if len(others) == 1 else f"the {len(others)} other types"
     return (
-        f"one-sided permutation test of the {what}, labels permuted within task, "
-        f"p = {p:.3g} (alpha {ALPHA})"
+        f"one-sided permutation test of the {what}, {rest} minus {focus}, labels "
+        f"permuted within task, p = {p:.3g} (alpha {ALPHA})"
     )
 
 
