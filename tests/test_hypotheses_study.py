@@ -274,3 +274,24 @@ def test_mean_interval_covers_the_true_mean_about_95_percent():
         for lo, hi in (hm.mean_ci(rng.normal(0.5, 0.1, 15), n_boot=500) for _ in range(150))
     )
     assert 0.84 <= hits / 150 <= 0.99
+
+
+@pytest.mark.slow
+def test_quick_study_end_to_end(tmp_path):
+    """Pilots, stored predictions, test runs and summary at toy size (micro base, ~4 min)."""
+    import subprocess
+
+    out, runs = tmp_path / "res", tmp_path / "runs"
+    args = [sys.executable, str(ROOT / "paper" / "hypotheses_study.py"), "--quick",
+            "--runs", str(runs), "--out", str(out), "--workers", "2"]  # fmt: skip
+    r = subprocess.run(args, capture_output=True, text=True, timeout=1800, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["predictions_created"] <= s["first_run_created"]
+    for key in ("c1_filters_spurious", "i1_adapts_faster"):
+        h = s["hypotheses"][key]
+        assert h["complete"] and isinstance(h["holds"], bool) and len(h["ci95"]) == 2
+    assert (out / "hypotheses.png").is_file() and (out / "table.md").is_file()
+    # a second call trains nothing and refuses to redo the predictions
+    r2 = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r2.returncode == 0 and "kept as it is" in r2.stdout
