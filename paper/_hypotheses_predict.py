@@ -22,7 +22,6 @@ least 0.95 in every task.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import subprocess
 import sys
@@ -31,21 +30,13 @@ from typing import Any
 
 import numpy as np
 from _hypotheses_metrics import dip, recovery
+from _study import git_revision, now
 
 from simulate._io import write_json
 
 N_DRAWS = 200
 DELAY_STAGES = 4
 OSCILLATING = ("damped oscillation", "sustained oscillation")
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def _git() -> str | None:
-    res = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
-    return res.stdout.strip() or None
 
 
 def _fit(pilots: list[str], fit_dir: Path) -> None:
@@ -170,7 +161,7 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     jax.config.update("jax_enable_x64", True)
     from hypotheses_study import run_name
 
-    doc: dict[str, Any] = {"created": _now(), "git_revision": _git(), "tasks": {}}
+    doc: dict[str, Any] = {"created": now(), "git_revision": git_revision(), "tasks": {}}
     for task in cfg.tasks:
         pilots = [str(runs / run_name(*j)) for j in cfg.jobs("pilots") if j[1] == task]
         missing = [p for p in pilots if not (Path(p) / "manifest.json").is_file()]

@@ -16,7 +16,6 @@ Quantities (per setting and method, over seeds):
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 from _recommend_summary import cluster_bootstrap
 from _regime_report import wilson
+from _study import git_revision, now
 
 from simulate._io import write_json, write_text
 
@@ -34,15 +34,6 @@ Z95 = NormalDist().inv_cdf(0.975)
 
 TARGET = 0.5  # end-to-end accuracy target of "steps to target" (all runs start near 0.36)
 COLLAPSE_FRACTION = 0.5  # collapse: final e2e accuracy below this fraction of step 0's
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def _git() -> str | None:
-    res = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
-    return res.stdout.strip() or None
 
 
 def run_curves(path: Path) -> dict[str, Any] | None:
@@ -159,7 +150,7 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     from simulate import fit_pool_sigma, pool_variance
 
     groups = group_runs(cfg, runs)
-    doc: dict[str, Any] = {"created": _now(), "git_revision": _git(), "settings": {}}
+    doc: dict[str, Any] = {"created": now(), "git_revision": git_revision(), "settings": {}}
     for setting in cfg.settings:
         single = groups.get((setting, "grad", 1), [])
         if len(single) < 2:

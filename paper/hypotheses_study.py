@@ -34,22 +34,15 @@ Usage: python paper/hypotheses_study.py [--phase pilots|predict|runs|summary|all
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import datetime as dt
-import json
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _subproc import call_logged  # noqa: E402
-
-from simulate._io import write_json  # noqa: E402
+from _study import study_main  # noqa: E402
 
 MOTIFS = ["C1", "C2", "C3", "C4", "I1", "I2", "I3", "I4"]
 
@@ -140,80 +133,22 @@ def run_name(cond: str, task: str, motif: str, seed: int) -> str:
     return f"{cond}_{task}_{motif}_s{seed}"
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def _train(cfg: StudyConfig, job: Job, runs: Path, code: str | None) -> str:
-    """Train (or resume, or skip) one run; returns its folder name."""
-    name = run_name(*job)
-    out = (runs / name).resolve()
-    man = out / "manifest.json"
-    if man.is_file() and json.loads(man.read_text()).get("status") in ("finished", "diverged"):
-        return name
-    conf = (runs / "configs" / f"{name}.json").resolve()
-    write_json(conf, cfg.train_config(*job))
-    args = [sys.executable, "-m", "llm_runs", "train", "--out", str(out), "--no-progress"]
-    args += ["--resume"] if man.is_file() else ["--config", str(conf)]
-    call_logged(args, runs / "logs" / f"{name}.log", cwd=code, what=f"training {name}")
-    return name
-
-
-def train_phase(cfg: StudyConfig, phase: str, runs: Path, workers: int, code: str | None) -> None:
-    """Train every run of ``phase``, ``workers`` at a time, printing progress."""
-    jobs = cfg.jobs(phase)
-    t0 = time.time()
-    with ThreadPoolExecutor(max_workers=workers) as ex:
-        futs = [ex.submit(_train, cfg, j, runs, code) for j in jobs]
-        for i, f in enumerate(futs, 1):
-            print(f"  [{i}/{len(jobs)}] {f.result()}  ({time.time() - t0:.0f} s)", flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="The motif hypotheses study (issue 22 §1).")
-    ap.add_argument(
-        "--phase", default="all", choices=["pilots", "predict", "runs", "summary", "all"]
+    return study_main(
+        argv,
+        description="The motif hypotheses study (issue 22 §1).",
+        design=StudyConfig,
+        quick=QUICK,
+        run_name=run_name,
+        phases=["pilots", "predict", "runs", "summary"],
+        gated="runs",
+        default_runs="runs/hypotheses",
+        default_out="paper/results/hypotheses",
+        steps={
+            "predict": "_hypotheses_predict:make_predictions",
+            "summary": "_hypotheses_analysis:summarise",
+        },
     )
-    ap.add_argument("--runs", default="runs/hypotheses")
-    ap.add_argument("--out", default="paper/results/hypotheses")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--code", default=None, help="train with the llm_runs of this source tree")
-    ap.add_argument("--quick", action="store_true", help="toy sizes (micro base), for tests")
-    a = ap.parse_args(argv)
-    if a.workers < 1:
-        print(f"error: --workers must be >= 1, got {a.workers}", file=sys.stderr)
-        return 2
-    if a.code is not None and not (Path(a.code) / "llm_runs").is_dir():
-        print(f"error: --code {a.code} is not a source tree with llm_runs/", file=sys.stderr)
-        return 2
-    cfg = StudyConfig(**QUICK) if a.quick else StudyConfig()
-    runs, out = Path(a.runs), Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stored = out / "config.json"
-    if stored.is_file():
-        if json.loads(stored.read_text()) != dataclasses.asdict(cfg):
-            print(f"error: {stored} holds another study design", file=sys.stderr)
-            return 2
-    else:
-        write_json(stored, dataclasses.asdict(cfg))
-    phases = ["pilots", "predict", "runs", "summary"] if a.phase == "all" else [a.phase]
-    if phases == ["runs"] and not (out / "predictions.json").is_file():
-        msg = "the simulator's predictions are stored before the test runs (run --phase predict)"
-        print(f"error: {out / 'predictions.json'} is missing: {msg}", file=sys.stderr)
-        return 2
-    for ph in phases:
-        print(f"== {ph} ({_now()})", flush=True)
-        if ph in ("pilots", "runs"):
-            train_phase(cfg, ph, runs, a.workers, a.code)
-        elif ph == "predict":
-            from _hypotheses_predict import make_predictions
-
-            make_predictions(cfg, runs, out)
-        else:
-            from _hypotheses_analysis import summarise
-
-            summarise(cfg, runs, out)
-    return 0
 
 
 if __name__ == "__main__":

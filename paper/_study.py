@@ -1,0 +1,137 @@
+"""What the real-run study drivers share (paper/pool_study.py, paper/hypotheses_study.py):
+training a list of runs resumably, two at a time, and the command line of a study whose
+phases train runs, store the simulator's predictions once, and summarise.
+
+A study module provides a dataclass design with ``jobs(phase)`` and ``train_config(*job)``, a
+``run_name(*job)``, a ``QUICK`` dict of toy sizes and the names of its phases."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import importlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from _subproc import call_logged
+
+from simulate._io import write_json
+
+__all__ = ["git_revision", "now", "study_main", "train_phase"]
+
+
+def now() -> str:
+    """The time in UTC, ISO 8601 to the second."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def git_revision() -> str | None:
+    """The checkout's commit, or None outside a git checkout."""
+    res = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
+    return res.stdout.strip() or None
+
+
+def _train(name: str, config: dict[str, Any], runs: Path, code: str | None) -> str:
+    """Train (or resume, or skip when finished) one run; returns its folder name."""
+    out = (runs / name).resolve()
+    man = out / "manifest.json"
+    if man.is_file() and json.loads(man.read_text()).get("status") in ("finished", "diverged"):
+        return name
+    conf = (runs / "configs" / f"{name}.json").resolve()
+    write_json(conf, config)
+    args = [sys.executable, "-m", "llm_runs", "train", "--out", str(out), "--no-progress"]
+    args += ["--resume"] if man.is_file() else ["--config", str(conf)]
+    call_logged(args, runs / "logs" / f"{name}.log", cwd=code, what=f"training {name}")
+    return name
+
+
+def train_phase(
+    cfg: Any, phase: str, runs: Path, workers: int, code: str | None, run_name: Callable
+) -> None:
+    """Train every run of ``cfg.jobs(phase)``, ``workers`` at a time, printing progress."""
+    jobs = cfg.jobs(phase)
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        futs = [ex.submit(_train, run_name(*j), cfg.train_config(*j), runs, code) for j in jobs]
+        for i, f in enumerate(futs, 1):
+            print(f"  [{i}/{len(jobs)}] {f.result()}  ({time.time() - t0:.0f} s)", flush=True)
+
+
+def _error(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def study_main(
+    argv: list[str] | None,
+    *,
+    description: str,
+    design: type,
+    quick: dict[str, Any],
+    run_name: Callable,
+    phases: list[str],
+    gated: str,
+    default_runs: str,
+    default_out: str,
+    steps: dict[str, str],
+) -> int:
+    """The command line of a study.
+
+    Args:
+        argv: Arguments (None: ``sys.argv``).
+        description: The ``--help`` line.
+        design: The design dataclass (``design()`` or ``design(**quick)``).
+        quick: Toy sizes for ``--quick``.
+        run_name: ``run_name(*job)`` -> the run's folder name.
+        phases: The phases in order; those not in ``steps`` train ``cfg.jobs(phase)``.
+        gated: The training phase refused on its own until ``predictions.json`` exists.
+        default_runs: Default ``--runs``.
+        default_out: Default ``--out``.
+        steps: Non-training phases: ``phase -> "module:function"``, the function called as
+            ``function(cfg, runs, out)`` (imported when its phase runs).
+
+    Returns:
+        0, or 2 with one ``error:`` line (bad option, another stored design, predictions
+        missing before the gated phase).
+    """
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--phase", default="all", choices=[*phases, "all"])
+    ap.add_argument("--runs", default=default_runs)
+    ap.add_argument("--out", default=default_out)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--code", default=None, help="train with the llm_runs of this source tree")
+    ap.add_argument("--quick", action="store_true", help="toy sizes (micro base), for tests")
+    a = ap.parse_args(argv)
+    if a.workers < 1:
+        return _error(f"--workers must be >= 1, got {a.workers}")
+    if a.code is not None and not (Path(a.code) / "llm_runs").is_dir():
+        return _error(f"--code {a.code} is not a source tree with llm_runs/")
+    cfg = design(**quick) if a.quick else design()
+    runs, out = Path(a.runs), Path(a.out)
+    stored = out / "config.json"
+    if stored.is_file() and json.loads(stored.read_text()) != dataclasses.asdict(cfg):
+        return _error(f"{stored} holds another study design")
+    todo = phases if a.phase == "all" else [a.phase]
+    if todo == [gated] and not (out / "predictions.json").is_file():
+        return _error(
+            f"{out / 'predictions.json'} is missing: the simulator's predictions are stored "
+            f"before the {gated} runs (run --phase predict)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    if not stored.is_file():
+        write_json(stored, dataclasses.asdict(cfg))
+    for ph in todo:
+        print(f"== {ph} ({now()})", flush=True)
+        if ph in steps:
+            module, func = steps[ph].split(":")
+            getattr(importlib.import_module(module), func)(cfg, runs, out)
+        else:
+            train_phase(cfg, ph, runs, a.workers, a.code, run_name)
+    return 0
