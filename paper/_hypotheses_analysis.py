@@ -174,6 +174,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         }
     summary = {
         "hypotheses": hyps,
+        "rank_agreement": None if pred is None else rank_agreement(per, pred),
         "per_motif": per,
         "predictions_created": None if pred is None else pred["created"],
         "first_run_created": min(
@@ -274,3 +275,26 @@ def _table(s: dict[str, Any], pred: dict[str, Any] | None) -> str:
                 f"{'predicted' if osc.get('predicted') else 'not predicted'}."
             )
     return "\n".join(lines) + "\n"
+
+
+def rank_agreement(per: dict[str, Any], pred: dict[str, Any]) -> dict[str, Any]:
+    """Per task, Spearman's rank correlation over motifs between the simulator's predicted
+    and the measured mean dip (pulse) and recovery (shift), with its two-sided p-value."""
+    from scipy.stats import spearmanr
+
+    out: dict[str, Any] = {}
+    for cond, measure in (("pulse", "dip"), ("shift", "recovery")):
+        for task, rows in per.get(cond, {}).items():
+            ms = [m for m in rows if m in pred["tasks"].get(task, {}).get(measure, {})]
+            if len(ms) < 3:
+                continue
+            x = [pred["tasks"][task][measure][m]["mean"] for m in ms]
+            y = [rows[m][measure]["mean"] for m in ms]
+            res = spearmanr(x, y)
+            rho, p = float(res.statistic), float(res.pvalue)  # pyright: ignore
+            out.setdefault(task, {})[measure] = {
+                "spearman": None if np.isnan(rho) else rho,
+                "p": None if np.isnan(p) else p,
+                "motifs": len(ms),
+            }
+    return out

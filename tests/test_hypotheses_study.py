@@ -295,3 +295,17 @@ def test_quick_study_end_to_end(tmp_path):
     # a second call trains nothing and refuses to redo the predictions
     r2 = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert r2.returncode == 0 and "kept as it is" in r2.stdout
+
+
+def test_rank_agreement_is_spearmans_over_motifs():
+    motifs = ["C1", "C2", "C3", "I1"]
+    pred_dip = {"C1": 0.1, "C2": 0.3, "C3": 0.2, "I1": 0.4}
+    meas = {"C1": 1.0, "C2": 9.0, "C3": 4.0, "I1": 16.0}  # monotone in the prediction
+    per = {"pulse": {"math": {m: {"dip": {"mean": meas[m]}} for m in motifs}}}
+    pred = {"tasks": {"math": {"dip": {m: {"mean": pred_dip[m]} for m in motifs}}}}
+    got = ha.rank_agreement(per, pred)["math"]["dip"]
+    assert got["spearman"] == pytest.approx(1.0) and got["motifs"] == 4
+    meas["C1"] = 20.0  # now the largest
+    per = {"pulse": {"math": {m: {"dip": {"mean": meas[m]}} for m in motifs}}}
+    want = stats.spearmanr([pred_dip[m] for m in motifs], [meas[m] for m in motifs])
+    assert ha.rank_agreement(per, pred)["math"]["dip"]["spearman"] == pytest.approx(want.statistic)

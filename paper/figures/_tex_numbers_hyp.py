@@ -90,6 +90,11 @@ def hypotheses(m: Macros, results: Path) -> None:
             m.add(f"{tag}P{tt}", fmt(dig(pt, "p"), 3))
     _per_motif(m, pred, s)
     _oscillation(m, pred, s)
+    for task in TASKS:
+        for measure, mt in (("dip", "Dip"), ("recovery", "Rec")):
+            r = dig(s, "rank_agreement", task, measure)
+            m.add(f"HypRank{mt}{task.capitalize()}", fmt(dig(r, "spearman"), 2))
+            m.add(f"HypRankP{mt}{task.capitalize()}", fmt(dig(r, "p"), 2))
     m.add("HypDiscussion", discussion(s))
 
 
