@@ -22,6 +22,7 @@ from _hypotheses_metrics import (
     dip,
     mean_ci,
     permutation_test,
+    pulse_recovery,
     recovery,
     steps_to_recover,
 )
@@ -66,6 +67,7 @@ def measures(cfg: Any, cond: str, c: dict[str, Any]) -> dict[str, Any]:
             "dip_A_Z": dip(steps, a_z, cfg.pulse_starts, cfg.pulse_length, cfg.eval_every),
             "var_e2e": float(np.var(e2e[late], ddof=1)),
             "var_A_Z": float(np.var(a_z[late], ddof=1)),
+            "pulse_recovery_steps": pulse_recovery(steps, e2e, cfg.pulse_starts, cfg.pulse_length),
         }
     out = {
         "recovery": recovery(steps, e2e, cfg.shift_step),
@@ -109,10 +111,15 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         }
         for k in ms[0]:
             vals = [m[k] for m in ms]
-            if k in ("steps_to_recover", "oscillating"):
+            if k in ("steps_to_recover", "oscillating", "pulse_recovery_steps"):
                 row[k] = vals
             else:
                 row[k] = _band(vals)
+        if "pulse_recovery_steps" in row:
+            flat = [x for r in row["pulse_recovery_steps"] for x in r]
+            got = [x for x in flat if x is not None]
+            row["pulse_recovered_fraction"] = len(got) / len(flat)
+            row["pulse_recovery_mean_steps"] = float(np.mean(got)) if got else None
         per.setdefault(cond, {}).setdefault(task, {})[motif] = row
     hyps: dict[str, Any] = {}
     for key, (cond, measure, focus, compared) in KEYS.items():

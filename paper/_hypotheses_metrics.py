@@ -66,6 +66,27 @@ def steps_to_recover(
     return None if hit.size == 0 else int(steps[hit[0]] - shift)
 
 
+def pulse_recovery(
+    steps: np.ndarray,
+    y: np.ndarray,
+    starts: Sequence[int],
+    length: int,
+    frac: float = 0.9,
+) -> list[int | None]:
+    """Per pulse, the steps from its end until the level first reaches ``frac`` x the level
+    at the last evaluation at or before its start (before the next pulse starts); None if it
+    does not (secondary measure)."""
+    steps, y = np.asarray(steps), np.asarray(y, dtype=float)
+    out: list[int | None] = []
+    bounds = [*sorted(starts)[1:], np.inf]
+    for s0, nxt in zip(sorted(starts), bounds, strict=True):
+        pre = y[np.flatnonzero(steps <= s0)[-1]]
+        end = s0 + length
+        hit = np.flatnonzero((steps >= end) & (steps <= nxt) & (y >= frac * pre))
+        out.append(None if hit.size == 0 else int(steps[hit[0]] - end))
+    return out
+
+
 def contrast(groups: dict[str, dict[str, np.ndarray]], focus: str, others: Sequence[str]) -> float:
     """Mean over tasks of (mean of the ``others``' values - mean of ``focus``'s values);
     ``groups[task][motif]`` holds one value per seed."""

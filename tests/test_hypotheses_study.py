@@ -309,3 +309,15 @@ def test_rank_agreement_is_spearmans_over_motifs():
     per = {"pulse": {"math": {m: {"dip": {"mean": meas[m]}} for m in motifs}}}
     want = stats.spearmanr([pred_dip[m] for m in motifs], [meas[m] for m in motifs])
     assert ha.rank_agreement(per, pred)["math"]["dip"]["spearman"] == pytest.approx(want.statistic)
+
+
+def test_pulse_recovery_by_hand():
+    steps = np.arange(0, 52, 4)
+    y = np.array([0.3, 0.5, 0.6, 0.7, 0.5, 0.6, 0.65, 0.7, 0.7, 0.4, 0.6, 0.7, 0.7])
+    # pulse 12-16: pre 0.7, 0.9 x pre = 0.63: y[16] 0.5, y[20] 0.6, y[24] 0.65 -> 24 - 16 = 8
+    # pulse 30-34: pre y[28] = 0.7: y[36] 0.4, y[40] 0.6, y[44] 0.7 -> 44 - 34 = 10
+    assert hm.pulse_recovery(steps, y, [12, 30], 4) == [8, 10]
+    # the full level: back at step 28 (before the next pulse at 30) and at 44
+    assert hm.pulse_recovery(steps, y, [12, 30], 4, frac=1.0) == [12, 10]
+    # above every later level: never back, None
+    assert hm.pulse_recovery(steps, y, [12, 30], 4, frac=1.05) == [None, None]
