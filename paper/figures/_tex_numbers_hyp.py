@@ -44,11 +44,11 @@ def hypotheses(m: Macros, results: Path) -> None:
     if created is None:
         first_text = "no prediction stored yet"
     elif first is None:
-        first_text = "stored before any test run"
+        first_text = "before any test run"
     else:
         before = created < first
-        first_text = ("stored before" if before else "NOT stored before") + (
-            f" the first test run ({first.replace('+00:00', ' UTC')})"
+        first_text = ("before" if before else "NOT before") + (
+            f" the first test run, which started at {first.replace('+00:00', ' UTC')}"
         )
     m.add("HypPredictedFirst", first_text)
     for key, tag in HYPOTHESES.items():
@@ -125,9 +125,9 @@ def _per_motif(m: Macros, pred: Any, s: Any) -> None:
         tt = task.capitalize()
         for motif in MOTIFS:
             mt = letters(motif)
-            m.add(f"HypDip{tt}{mt}", _band(dig(s, "per_motif", "pulse", task, motif, "dip"), 2))
+            m.add(f"HypDip{tt}{mt}", _band(dig(s, "per_motif", "pulse", task, motif, "dip"), 3))
             m.add(
-                f"HypRec{tt}{mt}", _band(dig(s, "per_motif", "shift", task, motif, "recovery"), 2)
+                f"HypRec{tt}{mt}", _band(dig(s, "per_motif", "shift", task, motif, "recovery"), 3)
             )
             m.add(f"HypPredDip{tt}{mt}", fmt(dig(pred, "tasks", task, "dip", motif, "mean"), 3))
             m.add(
