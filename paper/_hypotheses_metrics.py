@@ -132,12 +132,12 @@ def bootstrap_ci(
     rng = np.random.default_rng(seed)
     stats = np.zeros(n_boot)
     for by_motif in groups.values():
-        means = {}
+        draws = {}
         for m in [focus, *others]:
             v = np.asarray(by_motif[m], float)
-            means[m] = (v[rng.integers(v.size, size=(n_boot, v.size))], v.size)
-        rest = np.concatenate([means[m][0] for m in others], axis=1).mean(axis=1)
-        stats += rest - means[focus][0].mean(axis=1)
+            draws[m] = v[rng.integers(v.size, size=(n_boot, v.size))]
+        rest = np.concatenate([draws[m] for m in others], axis=1).mean(axis=1)
+        stats += rest - draws[focus].mean(axis=1)
     stats /= len(groups)
     lo, hi = np.percentile(stats, [2.5, 97.5])
     return [float(lo), float(hi)]

@@ -23,14 +23,12 @@ least 0.95 in every task.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from _hypotheses_metrics import dip, recovery
-from _study import git_revision, now
+from _study import fit_pilots, git_revision, now, simulator_params
 
 from simulate._io import write_json
 
@@ -39,45 +37,15 @@ DELAY_STAGES = 4
 OSCILLATING = ("damped oscillation", "sustained oscillation")
 
 
-def _fit(pilots: list[str], fit_dir: Path) -> None:
-    if (fit_dir / "posterior.nc").is_file():
-        return
-    args = [
-        sys.executable,
-        "-m",
-        "calibrate",
-        "fit",
-        *pilots,
-        "--motif",
-        "C1",
-        "--gate",
-        "AND",
-        "--method",
-        "laplace",
-        "--out",
-        str(fit_dir),
-        "--no-progress",
-    ]
-    if subprocess.call(args) != 0:
-        raise RuntimeError(f"calibrate fit of the pilots into {fit_dir} failed")
-
-
 def _draws(fit_dir: Path) -> list[dict[str, float]]:
     """Up to N_DRAWS posterior draws of the simulator's parameters (observation-model
     parameters dropped)."""
     import calibrate
-    import simulate
 
-    params = calibrate.load_fit(fit_dir).params()
-    keep = {}
-    for k, v in params.items():
-        try:
-            simulate.parse_param_name(k)
-        except simulate.SpecError:
-            continue
-        keep[k] = np.asarray(v, float).reshape(-1)
-    n = min(N_DRAWS, min(len(v) for v in keep.values()))
-    idx = np.linspace(0, min(len(v) for v in keep.values()) - 1, n).astype(int)
+    params = simulator_params(calibrate.load_fit(fit_dir).params())
+    keep = {k: np.asarray(v, float).reshape(-1) for k, v in params.items()}
+    total = min(len(v) for v in keep.values())
+    idx = np.linspace(0, total - 1, min(N_DRAWS, total)).astype(int)
     return [{k: float(v[i]) for k, v in keep.items()} for i in idx]
 
 
@@ -168,7 +136,7 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         if missing:
             raise RuntimeError(f"pilot runs missing: {missing}; run --phase pilots first")
         fit_dir = out / f"fit_{task}"
-        _fit(pilots, fit_dir)
+        fit_pilots(pilots, fit_dir, what=f"the {task} pilots")
         res = predict_task(cfg, _draws(fit_dir))
         res["fit"] = str(fit_dir)
         doc["tasks"][task] = res

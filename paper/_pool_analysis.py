@@ -17,8 +17,6 @@ Quantities (per setting and method, over seeds):
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -26,7 +24,7 @@ from typing import Any
 import numpy as np
 from _recommend_summary import cluster_bootstrap
 from _regime_report import wilson
-from _study import git_revision, now
+from _study import fit_pilots, git_revision, now, simulator_params
 
 from simulate._io import write_json, write_text
 
@@ -156,22 +154,9 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         if len(single) < 2:
             raise RuntimeError(f"{setting}: K = 1 runs missing; run --phase single first")
         fit_dir = out / f"fit_{setting}"
-        if not (fit_dir / "posterior.nc").is_file():
-            inputs = [g["path"] for g in single]
-            args = [sys.executable, "-m", "calibrate", "fit", *inputs, "--motif", "C1",
-                    "--gate", "AND", "--method", "laplace", "--out", str(fit_dir),
-                    "--no-progress"]  # fmt: skip
-            if subprocess.call(args) != 0:
-                raise RuntimeError(f"calibrate fit of the {setting} K = 1 runs failed")
+        fit_pilots([g["path"] for g in single], fit_dir, what=f"the {setting} K = 1 runs")
         post = calibrate.load_fit(fit_dir)
-        params = {k: float(np.median(v)) for k, v in post.params().items()}
-        known = {}
-        for k, v in params.items():
-            try:
-                simulate.parse_param_name(k)
-                known[k] = v
-            except simulate.SpecError:
-                continue  # observation-model parameters (noise, dispersion)
+        known = {k: float(np.median(v)) for k, v in simulator_params(post.params()).items()}
         model = simulate.make_model("C1", "competence", known)
         floor1 = probe_floor(single, 1)
         # sigma absorbs every source of seed-to-seed spread, probe noise included (the

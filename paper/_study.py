@@ -24,7 +24,7 @@ from _subproc import call_logged
 
 from simulate._io import write_json
 
-__all__ = ["git_revision", "now", "study_main", "train_phase"]
+__all__ = ["fit_pilots", "git_revision", "now", "simulator_params", "study_main", "train_phase"]
 
 
 def now() -> str:
@@ -135,3 +135,33 @@ def study_main(
         else:
             train_phase(cfg, ph, runs, a.workers, a.code, run_name)
     return 0
+
+
+def fit_pilots(inputs: list[str], fit_dir: Path, *, what: str) -> None:
+    """``calibrate fit`` (C1, AND, Laplace) of the run folders ``inputs`` into ``fit_dir``,
+    unless a posterior is already there.
+
+    Raises:
+        RuntimeError: The fit failed; the message names ``what``.
+    """
+    if (fit_dir / "posterior.nc").is_file():
+        return
+    args = [sys.executable, "-m", "calibrate", "fit", *inputs, "--motif", "C1", "--gate", "AND",
+            "--method", "laplace", "--out", str(fit_dir), "--no-progress"]  # fmt: skip
+    if subprocess.call(args) != 0:
+        raise RuntimeError(f"calibrate fit of {what} failed")
+
+
+def simulator_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The entries of a fit's ``params()`` that name simulator parameters (``rho[X]``,
+    ``K[X->Y]``...); observation-model parameters (noise, dispersion) are dropped."""
+    import simulate
+
+    keep = {}
+    for k, v in params.items():
+        try:
+            simulate.parse_param_name(k)
+        except simulate.SpecError:
+            continue
+        keep[k] = v
+    return keep
