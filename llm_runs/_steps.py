@@ -151,9 +151,10 @@ def _behaviour_logp(
 
 
 def _lr(st: State, step: int, role: str, factors: dict[str, dict[str, float]]) -> float:
-    """Learning rate of ``role`` at ``step``: ramp x per-role scale x coupling factor."""
+    """Learning rate of ``role`` at ``step``: ramp x per-role scale (``rl.lr_scale``, else
+    the task's default) x coupling factor."""
     ramp = min(1.0, (step + 1) / 10)
-    scale = float(st.cfg.rl.lr_scale.get(role, 1.0))
+    scale = float(st.cfg.rl.lr_scale.get(role, st.task.lr_scale.get(role, 1.0)))
     return st.cfg.rl.lr * ramp * scale * factors[role]["coupling"]
 
 

@@ -1,4 +1,4 @@
-"""Task interface, splits and probes; the ``math`` task. (``rag`` lives in ``_rag.py``.)
+"""Task interface, splits and probes. (``math`` lives in ``_math.py``, ``rag`` in ``_rag.py``.)
 
 A task is a pipeline of roles (default X → Y → Z). To add one, subclass :class:`Task` and
 implement four methods; everything else (splits, probes, pretraining text) is generic:
@@ -15,8 +15,12 @@ implement four methods; everything else (splits, probes, pretraining text) is ge
 correct output except that, with probability ``p_bug``, a systematic misconception (math:
 dropped carries, copying the candidate; rag: positional retrieval, copying).
 The base, pretrained on such text, greedily follows the misconception where it applies:
-its role competence starts around 50%, the correct behaviour keeps ~40% of the sampling
-mass, and RL on verifiable rewards has something real to fix.
+every role's competence starts well below its ceiling, the correct behaviour keeps some of
+the sampling mass, and RL on verifiable rewards has something real to fix. In the default
+tasks every role performs one step of a three-step chain on its upstream agent's actual
+output, so each role has a skill of its own and its learning signal depends on what its
+upstream agents produce. (The first testbed, kept as ``math-v1``/``rag-v1``, gave the last
+role a check-and-copy job that it never learned.)
 
 ``verify(problem, answer)`` (end-to-end reward in [0, 1]) defaults to exact match of the last
 role's output with ``problem.answer``; override it for e.g. unit-test rewards. Role outputs
@@ -34,7 +38,7 @@ import numpy as np
 
 from simulate._errors import ConfigError
 
-__all__ = ["TASKS", "MathTask", "Probe", "Problem", "Task", "get_task", "register_task"]
+__all__ = ["TASKS", "Probe", "Problem", "Task", "get_task", "register_task"]
 
 SPLITS = ("train", "probe", "test")
 
@@ -89,6 +93,12 @@ class Task:
     name = "task"
     default_roles: tuple[str, ...] = ("X", "Y", "Z")
     OUT_LEN: ClassVar[dict[str, int]] = {}
+    #: Corrupt the second-to-last role's gold output in half the last role's probes (the
+    #: check-and-refine critic of the v1 tasks).
+    PROBE_CORRUPT_LAST: ClassVar[bool] = False
+    #: Default per-role multipliers of ``rl.lr`` (default role names; ``rl.lr_scale``
+    #: entries override them).
+    LR_SCALE: ClassVar[dict[str, float]] = {}
 
     def __init__(
         self, *, seed: int = 0, roles: tuple[str, ...] | None = None, p_bug: float = 0.6
@@ -105,6 +115,7 @@ class Task:
         self._rename = dict(zip(self.default_roles, roles, strict=True))
         self.roles: tuple[str, ...] = roles
         self.out_len = {self._rename[r]: n for r, n in type(self).OUT_LEN.items()}
+        self.lr_scale = {self._rename[r]: v for r, v in type(self).LR_SCALE.items()}
 
     def canon(self, role: str) -> str:
         """Default role name (X/Y/Z) of a (possibly renamed) role."""
@@ -181,15 +192,17 @@ class Task:
     def probes(self, role: str, n: int, *, seed: int, shifted: bool = False) -> list[Probe]:
         """A fixed probe set of role ``role``: probe-split problems, gold upstream inputs.
 
-        The last role's probes get the second-to-last role's gold output corrupted in half
-        the items, so that checking-and-refining is measured, not copying.
+        With :attr:`PROBE_CORRUPT_LAST` the last role's probes get the second-to-last role's
+        gold output corrupted in half the items, so that checking-and-refining is measured,
+        not copying.
         """
         rng = np.random.default_rng([seed, 7919, self.roles.index(role), int(shifted)])
         out = []
         for p in self.sample(rng, n, split="probe", shifted=shifted):
             up = self.gold_upstream(role, p)
             roles = list(self.roles)
-            if role == roles[-1] and len(roles) > 1 and rng.random() < 0.5:
+            last = role == roles[-1] and len(roles) > 1
+            if self.PROBE_CORRUPT_LAST and last and rng.random() < 0.5:
                 prev = roles[-2]
                 up[prev] = self.corrupt(prev, up[prev], rng)
             target = self.local_gold(role, p, up)
@@ -205,76 +218,7 @@ class Task:
         return lines[:n]
 
 
-def _fmt(v: int, width: int = 3) -> str | None:
-    s = str(v).zfill(width) if v >= 0 else "-" + str(-v).zfill(width - 1)
-    return s if len(s) == width else None
-
-
-def _drop_carry(u: int, v: int) -> int:
-    """``u + v`` with the units carry forgotten (the classic misconception)."""
-    return (u % 10 + v % 10) % 10 + 10 * (u // 10 + v // 10)
-
-
-class MathTask(Task):
-    """Two-step arithmetic ``a + b + c``: X computes ``s = a + b``, Y computes ``s + c``
-    from X's ``s``, Z checks Y's answer against X's ``s`` and ``c`` and outputs the final
-    answer. Normal: a, b, c in [0, 19]; shifted ("harder numbers"): in [20, 49].
-    Numbers are zero-padded (a, b: 2 digits, c and outputs: 3), so prompts have fixed width;
-    each prompt ends with the operation its role performs, in the pretraining facts'
-    format (``Xccc|aa+bb=``, ``Yaa+bb|sss+ccc=``, ``Zaa+bb|yyy|sss+ccc=``).
-    """
-
-    name = "math"
-    OUT_LEN: ClassVar[dict[str, int]] = {"X": 3, "Y": 3, "Z": 3}
-
-    def draw(self, rng: np.random.Generator, shifted: bool) -> Problem:
-        lo, hi = (20, 50) if shifted else (0, 20)
-        a, b, c = (int(v) for v in rng.integers(lo, hi, size=3))
-        s, r = a + b, a + b + c
-        x, y, z = self.roles
-        gold = {x: _fmt(s) or "", y: _fmt(r) or "", z: _fmt(r) or ""}
-        return Problem(f"{a}+{b}+{c}", {"a": a, "b": b, "c": c}, gold, gold[z], shifted)
-
-    def prompt(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str:
-        x, y, _ = self.roles
-        tag, d = self.canon(role), problem.data
-        ab = f"{d['a']:02d}+{d['b']:02d}"
-        if tag == "X":
-            return f"X{d['c']:03d}|{ab}="
-        if tag == "Y":
-            return f"Y{ab}|{upstream[x]}+{d['c']:03d}="
-        return f"Z{ab}|{upstream[y]}|{upstream[x]}+{d['c']:03d}="
-
-    def local_gold(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str | None:
-        if self.canon(role) == "Y":
-            x = upstream[self.roles[0]]
-            return _fmt(int(x) + problem.data["c"]) if x.isdigit() else None
-        return problem.gold[role]
-
-    def pretrain_lines(self, problem: Problem, rng: np.random.Generator) -> list[str]:
-        d = problem.data
-        s = d["a"] + d["b"]
-        facts = [f"{d['a']:02d}+{d['b']:02d}={s:03d}", f"{s:03d}+{d['c']:03d}={problem.answer}"]
-        return facts + self.role_lines(problem, rng)
-
-    def demo(
-        self, role: str, problem: Problem, upstream: Mapping[str, str], rng: np.random.Generator
-    ) -> str:
-        """Misconceptions: X and Y drop the units carry, Z copies Y's candidate; each with
-        probability ``p_bug``."""
-        tag, d = self.canon(role), problem.data
-        bug = rng.random() < self.p_bug
-        if tag == "X":
-            return (_fmt(_drop_carry(d["a"], d["b"])) if bug else None) or problem.gold[role]
-        if tag == "Y":
-            x = upstream[self.roles[0]]
-            if bug and x.isdigit():
-                return _fmt(_drop_carry(int(x), d["c"])) or problem.gold[role]
-            return self.local_gold(role, problem, upstream) or problem.gold[role]
-        return upstream[self.roles[1]] if bug else problem.gold[role]
-
-
-TASKS: dict[str, type[Task]] = {"math": MathTask}
+TASKS: dict[str, type[Task]] = {}
 
 
 def register_task(cls: type[Task]) -> type[Task]:
@@ -287,7 +231,7 @@ def get_task(
     name: str, *, seed: int = 0, roles: tuple[str, ...] | None = None, **options: Any
 ) -> Task:
     """Instantiate a registered task (``math``, ``rag`` or a user's)."""
-    from . import _rag  # noqa: F401  (registers "rag")
+    from . import _math, _rag  # noqa: F401  (register "math", "rag" and their v1 forms)
 
     if name not in TASKS:
         raise ConfigError(f"unknown task {name!r}; registered: {sorted(TASKS)}")

@@ -77,7 +77,7 @@ def study_main(
     quick: dict[str, Any],
     run_name: Callable,
     phases: list[str],
-    gated: str,
+    gated: str | None,
     default_runs: str,
     default_out: str,
     steps: dict[str, str],
@@ -87,11 +87,13 @@ def study_main(
     Args:
         argv: Arguments (None: ``sys.argv``).
         description: The ``--help`` line.
-        design: The design dataclass (``design()`` or ``design(**quick)``).
+        design: The design dataclass (``design()`` or ``design(**quick)``); a ``bind(out)``
+            method, if it has one, is called with the results folder before any phase.
         quick: Toy sizes for ``--quick``.
         run_name: ``run_name(*job)`` -> the run's folder name.
         phases: The phases in order; those not in ``steps`` train ``cfg.jobs(phase)``.
-        gated: The training phase refused on its own until ``predictions.json`` exists.
+        gated: The training phase refused on its own until ``predictions.json`` exists
+            (None: no phase is gated).
         default_runs: Default ``--runs``.
         default_out: Default ``--out``.
         steps: Non-training phases: ``phase -> "module:function"``, the function called as
@@ -99,7 +101,8 @@ def study_main(
 
     Returns:
         0, or 2 with one ``error:`` line (bad option, another stored design, predictions
-        missing before the gated phase).
+        missing before the gated phase, a phase that failed: a run, a fit, or a phase
+        that needs an earlier one).
     """
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--phase", default="all", choices=[*phases, "all"])
@@ -125,15 +128,20 @@ def study_main(
             f"before the {gated} runs (run --phase predict)"
         )
     out.mkdir(parents=True, exist_ok=True)
+    if hasattr(cfg, "bind"):
+        cfg.bind(out)
     if not stored.is_file():
         write_json(stored, dataclasses.asdict(cfg))
     for ph in todo:
         print(f"== {ph} ({now()})", flush=True)
-        if ph in steps:
-            module, func = steps[ph].split(":")
-            getattr(importlib.import_module(module), func)(cfg, runs, out)
-        else:
-            train_phase(cfg, ph, runs, a.workers, a.code, run_name)
+        try:
+            if ph in steps:
+                module, func = steps[ph].split(":")
+                getattr(importlib.import_module(module), func)(cfg, runs, out)
+            else:
+                train_phase(cfg, ph, runs, a.workers, a.code, run_name)
+        except RuntimeError as err:  # a failed run or fit, a phase run out of order
+            return _error(f"phase {ph}: {err}")
     return 0
 
 

@@ -12,7 +12,7 @@ from llm_runs._tasks import Task, get_task, split_of
 from llm_runs.config import SpuriousConfig
 
 
-@pytest.mark.parametrize("name", ["math", "rag"])
+@pytest.mark.parametrize("name", ["math", "rag", "math-v1", "rag-v1"])
 def test_splits_disjoint_and_probes_gold(name):
     task = get_task(name)
     rng = np.random.default_rng(0)
@@ -31,29 +31,73 @@ def test_splits_disjoint_and_probes_gold(name):
     assert all(pb.upstream == {} and pb.target == pb.problem.gold["X"] for pb in x)
     z = task.probes("Z", 40, seed=0)
     n_bad = sum(pb.upstream["Y"] != pb.problem.gold["Y"] for pb in z)
-    assert 5 < n_bad < 35  # half the critic's candidates are corrupted
     assert all(pb.target == pb.problem.answer for pb in z)
+    if name.endswith("-v1"):
+        assert 5 < n_bad < 35  # half the v1 critic's candidates are corrupted
+    else:
+        assert n_bad == 0  # every role is probed on gold upstream inputs
+
+
+@pytest.mark.parametrize("name", ["math", "rag"])
+def test_every_role_has_its_own_step(name):
+    """Each role's correct output is its own step applied to its upstream agent's actual
+    output: a wrong upstream output changes the role's target (it is not the final answer),
+    and the role's misconception (its demonstrations) differs from its target."""
+    task = get_task(name)
+    rng = np.random.default_rng(3)
+    changed = wrong_demo = 0
+    for p in task.sample(rng, 60):
+        for i, role in enumerate(task.roles):
+            up = task.gold_upstream(role, p)
+            assert task.local_gold(role, p, up) == p.gold[role]
+            if i:
+                prev = task.roles[i - 1]
+                bad = dict(up, **{prev: task.corrupt(prev, up[prev], rng)})
+                changed += task.local_gold(role, p, bad) != p.gold[role]
+            wrong_demo += task.demo(role, p, up, rng) != p.gold[role]
+    assert changed >= 100  # of 120 corrupted inputs (a lookup can miss the context)
+    assert 30 <= wrong_demo <= 150  # misconceptions apply to some problems only
 
 
 def test_math_semantics_and_shift():
     task = get_task("math")
     p = task.sample(np.random.default_rng(1), 1)[0]
-    a, b, c = p.data["a"], p.data["b"], p.data["c"]
-    assert p.gold["X"] == f"{a + b:03d}" and p.answer == f"{a + b + c:03d}"
+    a, b, c, d = (p.data[k] for k in "abcd")
+    assert p.gold["X"] == f"{a + b:03d}" and p.gold["Y"] == f"{a + b + c:03d}"
+    assert p.answer == f"{a + b + c + d:03d}"
     assert task.verify(p, p.answer) == 1.0 and task.verify(p, "xyz") == 0.0
     assert task.local_gold("Y", p, {"X": "150"}) == f"{150 + c:03d}"
+    assert task.local_gold("Z", p, {"X": "150", "Y": "100"}) == f"{100 + d:03d}"
+    assert task.local_gold("Z", p, {"X": "150", "Y": "1x0"}) is None
+    assert task.prompt("Z", p, {"X": "150", "Y": "100"}) == f"Z100+{d:03d}="
+    # the dropped carry: 17 + 5 -> 12
+    q = next(
+        q
+        for q in task.sample(np.random.default_rng(4), 200)
+        if q.data["a"] % 10 + q.data["b"] % 10 >= 10
+    )
+    demos = {task.demo("X", q, {}, np.random.default_rng(s)) for s in range(40)}
+    a, b = q.data["a"], q.data["b"]
+    assert demos == {f"{a + b:03d}", f"{a + b - 10:03d}"}
     hard = task.sample(np.random.default_rng(2), 50, shifted=True)
-    assert all(q.data["a"] >= 20 and q.data["b"] >= 20 for q in hard)
+    assert all(q.data["a"] >= 20 and q.data["d"] >= 20 for q in hard)
+    old = get_task("math-v1").sample(np.random.default_rng(1), 1)[0]
+    assert old.answer == f"{sum(old.data.values()):03d}" and "d" not in old.data
 
 
 def test_rag_lookup_and_new_entities():
     task = get_task("rag", n_entities=50)
     p = task.sample(np.random.default_rng(0), 1)[0]
-    e = p.data["e"]
-    assert p.gold["X"] == task.link[e] and p.answer == task.link[task.link[e]]
-    assert f"{e}>{task.link[e]}" in p.data["ctx"]
+    e, link = p.data["e"], task.link
+    assert p.gold["X"] == link[e] and p.gold["Y"] == link[link[e]]
+    assert p.answer == link[link[link[e]]]
+    for src in (e, link[e], link[link[e]]):
+        assert f"{src}>{link[src]}" in p.data["ctx"]
+    assert task.local_gold("Z", p, {"X": link[e], "Y": e}) == link[e]
     shifted = task.sample(np.random.default_rng(0), 20, shifted=True)
     assert {q.data["e"] for q in shifted}.isdisjoint(task.pools[0])
+    old = get_task("rag-v1", n_entities=50).sample(np.random.default_rng(0), 1)[0]
+    assert old.answer == old.gold["Y"] == old.gold["Z"]
 
 
 def test_custom_task_interface():

@@ -82,6 +82,21 @@ def test_lr_scale_multiplies_role_learning_rate(tmp_path, micro_cfg):
     assert lr["Z"] == pytest.approx(5.0 * lr["Y"])
 
 
+def test_task_default_lr_scale_and_its_override(tmp_path, micro_cfg):
+    """The math task's input role learns at its LR_SCALE of rl.lr unless rl.lr_scale names
+    it; the other roles at the full rate."""
+    d = micro_cfg
+    d["network"] = {"motif": "C1", "default_weight": 0.0}
+    d["steps"], d["eval_every"] = 3, 3
+    log = read_run(train(TrainConfig.from_dict(d), tmp_path / "a", progress=False))
+    lr = {r["agent"]: r["lr"] for r in log.agent_rows if r["step"] == 3}
+    assert lr["X"] == pytest.approx(0.05 * lr["Y"]) and lr["Z"] == pytest.approx(lr["Y"])
+    d["rl"]["lr_scale"] = {"X": 1.0}
+    log = read_run(train(TrainConfig.from_dict(d), tmp_path / "b", progress=False))
+    lr = {r["agent"]: r["lr"] for r in log.agent_rows if r["step"] == 3}
+    assert lr["X"] == pytest.approx(lr["Y"])
+
+
 def test_budget_and_credit_mechanisms_run(tmp_path, micro_cfg):
     d = micro_cfg
     d["network"] = {
