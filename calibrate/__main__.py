@@ -326,7 +326,7 @@ def _recommend_space(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     import jax
 
-    from simulate._io import check_writable, jsonable, write_json
+    from simulate import check_writable, jsonable, parse_value, write_json
 
     from ._config import ConfigError
 
@@ -337,10 +337,10 @@ def _predict(args: argparse.Namespace) -> int:
         field, sep, value = item.partition("=")
         if not sep or not field.strip() or not value.strip():
             raise ConfigError(f"--set must look like FIELD=VALUE, got {item!r}")
-        try:
-            setting[field.strip()] = float(value)
-        except ValueError:
-            raise ConfigError(f"--set {field.strip()}: {value!r} is not a number") from None
+        number = parse_value(value, what=f"--set {field.strip()}")  # 2e-3, .5, 0x10 as in llm_runs
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            raise ConfigError(f"--set {field.strip()}: {value!r} is not a number")
+        setting[field.strip()] = float(number)
     out = check_writable(args.out) if args.out else None
     if args.plot:
         check_writable(Path(args.plot).resolve().parent, what="--plot")

@@ -16,10 +16,15 @@ from ._errors import OutputError as OutputError
 from ._io import atomic_dir as atomic_dir
 from ._io import check_writable as check_writable
 from ._io import jsonable as jsonable
+from ._io import read_json_object as read_json_object
+from ._io import read_structured as read_structured
 from ._io import read_text as read_text
 from ._io import save_figure as save_figure
 from ._io import write_json as write_json
 from ._io import write_text as write_text
+from ._values import load_yaml as load_yaml
+from ._values import parse_scalar as parse_scalar
+from ._values import parse_value as parse_value
 from ._param_names import check_param_value as check_param_value
 from ._param_names import parse_param_name as parse_param_name
 from .spec import FFL_SIGNS as FFL_SIGNS
