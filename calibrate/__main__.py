@@ -252,14 +252,13 @@ def _recommend(args: argparse.Namespace) -> int:
         return _recommend_space(args)
     if args.json or args.top != 5 or args.draws != 200 or args.motif_weights is not None:
         raise ConfigError("--json, --top, --draws and --motif-weights go with --space")
+    from ._cli_args import parse_grid
+
+    grid = parse_grid(args.grid)  # before the work: "" is an error, not the default grid
     out = check_writable(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
     from ._recommend import recommend_from_dir
 
-    try:
-        grid = [float(v) for v in args.grid.split(",")] if args.grid else None
-    except ValueError:
-        raise ConfigError(f"--grid must be a comma list of numbers, got {args.grid!r}") from None
     rec = recommend_from_dir(
         args.fit_dir, param=args.param, grid=grid, steps=args.steps, key=jax.random.key(args.seed)
     )
@@ -326,21 +325,11 @@ def _recommend_space(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     import jax
 
-    from simulate import check_writable, jsonable, parse_value, write_json
+    from simulate import check_writable, jsonable, write_json
 
-    from ._config import ConfigError
+    from ._cli_args import parse_setting
 
-    if not args.set:
-        raise ConfigError("predict needs at least one --set FIELD=VALUE")
-    setting: dict[str, float] = {}
-    for item in args.set:
-        field, sep, value = item.partition("=")
-        if not sep or not field.strip() or not value.strip():
-            raise ConfigError(f"--set must look like FIELD=VALUE, got {item!r}")
-        number = parse_value(value, what=f"--set {field.strip()}")  # 2e-3, .5, 0x10 as in llm_runs
-        if isinstance(number, bool) or not isinstance(number, int | float):
-            raise ConfigError(f"--set {field.strip()}: {value!r} is not a number")
-        setting[field.strip()] = float(number)
+    setting = parse_setting(args.set)
     out = check_writable(args.out) if args.out else None
     if args.plot:
         check_writable(Path(args.plot).resolve().parent, what="--plot")

@@ -22,11 +22,11 @@ from ._io import read_text as read_text
 from ._io import save_figure as save_figure
 from ._io import write_json as write_json
 from ._io import write_text as write_text
+from ._param_names import check_param_value as check_param_value
+from ._param_names import parse_param_name as parse_param_name
 from ._values import load_yaml as load_yaml
 from ._values import parse_scalar as parse_scalar
 from ._values import parse_value as parse_value
-from ._param_names import check_param_value as check_param_value
-from ._param_names import parse_param_name as parse_param_name
 from .spec import FFL_SIGNS as FFL_SIGNS
 from .spec import MOTIFS as MOTIFS
 from .spec import EdgeSpec as EdgeSpec
