@@ -22,6 +22,13 @@ from ._io import read_text as read_text
 from ._io import save_figure as save_figure
 from ._io import write_json as write_json
 from ._io import write_text as write_text
+from ._outputs import MARK_FILE as MARK_FILE
+from ._outputs import PLOT_SUFFIXES as PLOT_SUFFIXES
+from ._outputs import claim_file as claim_file
+from ._outputs import claim_files as claim_files
+from ._outputs import claim_folder as claim_folder
+from ._outputs import folder_kind as folder_kind
+from ._outputs import mark_output as mark_output
 from ._param_names import check_param_value as check_param_value
 from ._param_names import parse_param_name as parse_param_name
 from ._values import load_yaml as load_yaml
