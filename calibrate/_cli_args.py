@@ -3,12 +3,28 @@
 
 from __future__ import annotations
 
-from simulate import ConfigError, parse_value
+from pathlib import Path
+from typing import Any
 
-__all__ = ["parse_grid", "parse_setting"]
+from simulate import (
+    PLOT_SUFFIXES,
+    ConfigError,
+    claim_file,
+    claim_files,
+    parse_value,
+)
+
+__all__ = ["parse_grid", "parse_setting", "predict_outputs", "recommend_out"]
+
+FIT = "calibrate fit"
+
+
+_NON_FINITE = ("inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan")
 
 
 def _number(text: str, what: str) -> float:
+    if text.strip().lower() in _NON_FINITE:  # Python's spellings: a number, refused later
+        return float(text)
     value = parse_value(text, what=what)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{what}: {text.strip()!r} is not a number")
@@ -37,3 +53,33 @@ def parse_grid(text: str | None) -> list[float] | None:
     if not text.strip() or any(not v.strip() for v in items):
         raise ConfigError(f"--grid must be a comma list of numbers, got {text!r}")
     return [_number(v, "--grid") for v in items]
+
+
+RECOMMEND = "calibrate recommend"
+PREDICT = "calibrate predict"
+RECOMMEND_FILES = ("recommendation.json", "best.yaml", "regime_map.png")
+
+
+def recommend_out(path: str | Path) -> Path:
+    """``recommend --out`` (default: the fit folder), checked before the work by the one
+    overwrite rule: a new or empty folder, a fit's folder or recommend's own; its
+    ``recommendation.json``, ``best.yaml`` and ``regime_map.png`` are replaced only when
+    recommend wrote them (there is no flag: a user's ``best.yaml`` is never replaced)."""
+    return claim_files(path, RECOMMEND_FILES, command=RECOMMEND, into=(FIT,), overwrite=None)
+
+
+def predict_outputs(args: Any) -> Path | None:
+    """``predict --out`` and ``--plot`` checked before the work (the one overwrite rule:
+    a user's ``prediction.json`` or figure is replaced only with ``--overwrite``, and never
+    a folder of other files); returns the ``--out`` folder."""
+    if args.plot:
+        claim_file(args.plot, overwrite=args.overwrite, what="--plot", suffixes=PLOT_SUFFIXES)
+    if not args.out:
+        return None
+    return claim_files(
+        args.out,
+        ["prediction.json"],
+        command=PREDICT,
+        into=(FIT, RECOMMEND),
+        overwrite=args.overwrite,
+    )

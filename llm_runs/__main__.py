@@ -177,7 +177,9 @@ def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> Non
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    p = argparse.ArgumentParser(
+    from simulate import ArgumentParser
+
+    p = ArgumentParser(
         prog="python -m llm_runs",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

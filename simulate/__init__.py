@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import spec as spec
+from ._argparse import ArgumentParser as ArgumentParser
 from ._errors import AgentmotifsError as AgentmotifsError
 from ._errors import ConfigError as ConfigError
 from ._errors import OutputError as OutputError

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ._argparse import ArgumentParser
 from ._errors import AgentmotifsError
 from ._io import atomic_dir, jsonable
 from ._outputs import PLOT_SUFFIXES, claim_file, mark_output
@@ -141,6 +142,11 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
         key=jax.random.key(args.seed),
         dtype="float32" if getattr(args, "float32", False) else "float64",
     )
+    if sol.message() != "ok":  # no all-null JSON: say why, exit 2
+        raise AgentmotifsError(
+            f"the solve from t0={args.t0:g} to t1={args.t1:g} failed ({sol.message()}); "
+            "shorten the span (--t1) or try --solver kvaerno5 for a stiff system"
+        )
     summary = simulate_summary(model, sol, name=spec.name)
     if args.plot:
         title = f"{spec.name} · {args.kinetics} · {args.method} · {summary['regime']}"
@@ -158,7 +164,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
             print(f"  {n}: {summary['node_regimes'][n]}; {shown}")
         if args.plot:
             print(f"figure: {args.plot}")
-    return 0 if sol.message() == "ok" else 1
+    return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -222,7 +228,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``python -m simulate``."""
-    p = argparse.ArgumentParser(prog="python -m simulate", description=__doc__)
+    p = ArgumentParser(prog="python -m simulate", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("motifs", help="list the 16 motif/gate presets and their signs")

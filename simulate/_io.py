@@ -107,6 +107,13 @@ def check_writable(path: str | Path, *, what: str = "--out") -> Path:
         raise OutputError(f"{what} {str(path)!r}: {str(probe)!r} is not a folder")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise OutputError(f"{what} {str(path)!r} is not writable (no write permission on {probe})")
+    try:  # permissions can lie (root, /proc, a read-only mount): try a nameless file
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as err:
+        raise OutputError(
+            f"{what} {str(path)!r} is not writable ({err.strerror or err} in {probe})"
+        ) from None
     return path
 
 

@@ -47,7 +47,8 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg"
 _SIGNS: dict[str, tuple[tuple[str, ...], ...]] = {
     "llm_runs train": (("manifest.json",), ("competence.jsonl",), ("checkpoints",)),
     "calibrate fit": (("config.json", "network.json"), ("selection.json",)),
-    "simulate phase": (("summary.json", "arrays.npz"),),
+    "simulate phase": (("summary.json", "arrays.npz"), ("summary.json", "phase.png")),
+    "simulate demo": (("presets.json", "presets.png"),),
 }
 _MAX_NAME = 255  # bytes of one path component on the file systems we meet
 
