@@ -338,16 +338,19 @@ def _predict(args: argparse.Namespace) -> int:
 
     from simulate import jsonable, mark_output, write_json
 
-    from ._cli_args import parse_setting, predict_outputs
+    from ._cli_args import check_train_fields, parse_setting, predict_outputs
 
     setting = parse_setting(args.set)
     out = predict_outputs(args)  # before the work: writable, a known figure type, not a user's
     jax.config.update("jax_enable_x64", True)
     from ._posterior import load_fit
-    from ._predict import predict
+    from ._predict import _setting_matrix, predict
 
+    post = load_fit(args.fit_dir)
+    _setting_matrix(post, [setting])  # the fit's own checks (links, domains) first
+    check_train_fields(setting)  # then the training config's: rl.staleness=2.5 is no lag
     pred = predict(
-        load_fit(args.fit_dir),
+        post,
         [setting],
         steps=args.steps,
         max_draws=args.draws,

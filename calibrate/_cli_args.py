@@ -14,7 +14,7 @@ from simulate import (
     parse_value,
 )
 
-__all__ = ["parse_grid", "parse_setting", "predict_outputs", "recommend_out"]
+__all__ = ["check_train_fields", "parse_grid", "parse_setting", "predict_outputs", "recommend_out"]
 
 FIT = "calibrate fit"
 
@@ -42,6 +42,22 @@ def parse_setting(items: list[str]) -> dict[str, float]:
             raise ConfigError(f"--set must look like FIELD=VALUE, got {item!r}")
         setting[field.strip()] = _number(value, f"--set {field.strip()}")
     return setting
+
+
+def check_train_fields(setting: dict[str, float]) -> None:
+    """Validate the training-config fields of a setting with the training config's own rules
+    (``rl.staleness=2.5`` fails as ``train`` fails it); other covariates pass unchecked."""
+    from llm_runs.config import TrainConfig, field_type, set_dotted
+
+    data: dict[str, Any] = {}
+    for name, value in setting.items():
+        if field_type(name) is not None:
+            set_dotted(data, name, value)
+    if data:
+        try:
+            TrainConfig.from_dict(data)
+        except ConfigError as err:
+            raise ConfigError(f"--set: {err} (as llm_runs train checks it)") from None
 
 
 def parse_grid(text: str | None) -> list[float] | None:

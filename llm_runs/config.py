@@ -38,6 +38,7 @@ __all__ = [
     "SweepConfig",
     "TaskConfig",
     "TrainConfig",
+    "field_type",
     "load_config",
     "load_sweep",
     "read_config_file",
@@ -194,7 +195,7 @@ def _typed(hint: Any, value: Any) -> Any:
     return value
 
 
-def _field_hint(key: str) -> Any:
+def field_type(key: str) -> Any:
     """The declared type of a dotted :class:`TrainConfig` field (None: not a known field)."""
     cls: Any = TrainConfig
     hint: Any = None
@@ -210,7 +211,7 @@ def set_from_text(data: dict[str, Any], key: str, text: str) -> None:
     """``--set key=text``: the value parsed by :func:`simulate.parse_value` (YAML 1.2
     scalars: ``2e-3`` a float, ``yes``/``off`` strings, ``[1`` one error line), except that
     a text field (``name``, ``task.name``) keeps the text as written (``name=2024-01-01``)."""
-    hint = _field_hint(key)
+    hint = field_type(key)
     texts = hint.__args__ if isinstance(hint, types.UnionType) else (hint,)
     value = parse_value(text, what=f"--set {key}")
     if str in texts and value is not None and not isinstance(value, str):
