@@ -22,7 +22,9 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from simulate import ArgumentParser
+
+    p = ArgumentParser(
         prog="python -m calibrate",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -121,6 +123,9 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.add_argument("--plot", default=None, help="figure of the predicted curves (PNG, PDF...)")
     q.add_argument("--out", default=None, help="folder for prediction.json")
+    q.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --plot or prediction.json"
+    )
     q.add_argument("--seed", type=int, default=0)
     return p
 
@@ -244,7 +249,7 @@ def _fit(args: argparse.Namespace) -> int:
 def _recommend(args: argparse.Namespace) -> int:
     import jax
 
-    from simulate._io import check_writable, write_json
+    from simulate import mark_output, write_json
 
     from ._config import ConfigError
 
@@ -252,18 +257,18 @@ def _recommend(args: argparse.Namespace) -> int:
         return _recommend_space(args)
     if args.json or args.top != 5 or args.draws != 200 or args.motif_weights is not None:
         raise ConfigError("--json, --top, --draws and --motif-weights go with --space")
-    out = check_writable(args.out or args.fit_dir)
+    from ._cli_args import parse_grid, recommend_out
+
+    grid = parse_grid(args.grid)  # before the work: "" is an error, not the default grid
+    out = recommend_out(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
     from ._recommend import recommend_from_dir
 
-    try:
-        grid = [float(v) for v in args.grid.split(",")] if args.grid else None
-    except ValueError:
-        raise ConfigError(f"--grid must be a comma list of numbers, got {args.grid!r}") from None
     rec = recommend_from_dir(
         args.fit_dir, param=args.param, grid=grid, steps=args.steps, key=jax.random.key(args.seed)
     )
     path = write_json(out / "recommendation.json", rec)
+    mark_output(out, "calibrate recommend", [path.name])
     print(path.read_text(encoding="utf-8"), end="")
     print(f"recommendation written to {path}", file=sys.stderr)
     _write_best(rec, out, f"with {rec['param']}={rec['value']:.4g}")
@@ -277,8 +282,10 @@ def _write_best(rec: dict, out: Path, what: str) -> None:
         print("no best.yaml: the fit's data came from tables, not run folders", file=sys.stderr)
         return
     from llm_runs.config import TrainConfig, save_config
+    from simulate import mark_output
 
     best = save_config(TrainConfig.from_dict(rec["train_config"]), out / "best.yaml")
+    mark_output(out, "calibrate recommend", [best.name])
     print(
         f"next run's config (run {rec['base_run']}'s {what}) written to {best}; train it "
         f"with: python -m llm_runs train --config {best} --out RUN_FOLDER",
@@ -289,15 +296,16 @@ def _write_best(rec: dict, out: Path, what: str) -> None:
 def _recommend_space(args: argparse.Namespace) -> int:
     import jax
 
-    from simulate._io import check_writable, jsonable, write_json
+    from simulate import jsonable, mark_output, write_json
 
+    from ._cli_args import recommend_out
     from ._config import ConfigError
     from ._space import SearchSpace
 
     if args.param is not None or args.grid is not None or args.steps is not None:
         raise ConfigError("--space replaces --param, --grid and --steps (budget_steps)")
     space = SearchSpace.load(args.space)  # before the work, as the folder check
-    out = check_writable(args.out or args.fit_dir)
+    out = recommend_out(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
     from ._recommend import recommend_space_from_dir
     from ._recommend_plot import plot_regime_map, space_table
@@ -312,12 +320,14 @@ def _recommend_space(args: argparse.Namespace) -> int:
     )
     arrays = rec.pop("_arrays")
     path = write_json(out / "recommendation.json", rec)
+    mark_output(out, "calibrate recommend", [path.name])
     if args.json:
         print(json.dumps(jsonable(rec), allow_nan=False))
     else:
         print("\n".join(space_table(rec)))
     print(f"recommendation written to {path}", file=sys.stderr)
     fig = plot_regime_map(rec, arrays, out / "regime_map.png")
+    mark_output(out, "calibrate recommend", [fig.name])
     print(f"regime map written to {fig}", file=sys.stderr)
     _write_best(rec, out, f"with the recommended setting, steps={space.budget_steps}")
     return 0
@@ -326,30 +336,21 @@ def _recommend_space(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     import jax
 
-    from simulate._io import check_writable, jsonable, write_json
+    from simulate import jsonable, mark_output, write_json
 
-    from ._config import ConfigError
+    from ._cli_args import check_train_fields, parse_setting, predict_outputs
 
-    if not args.set:
-        raise ConfigError("predict needs at least one --set FIELD=VALUE")
-    setting: dict[str, float] = {}
-    for item in args.set:
-        field, sep, value = item.partition("=")
-        if not sep or not field.strip() or not value.strip():
-            raise ConfigError(f"--set must look like FIELD=VALUE, got {item!r}")
-        try:
-            setting[field.strip()] = float(value)
-        except ValueError:
-            raise ConfigError(f"--set {field.strip()}: {value!r} is not a number") from None
-    out = check_writable(args.out) if args.out else None
-    if args.plot:
-        check_writable(Path(args.plot).resolve().parent, what="--plot")
+    setting = parse_setting(args.set)
+    out = predict_outputs(args)  # before the work: writable, a known figure type, not a user's
     jax.config.update("jax_enable_x64", True)
     from ._posterior import load_fit
-    from ._predict import predict
+    from ._predict import _setting_matrix, predict
 
+    post = load_fit(args.fit_dir)
+    _setting_matrix(post, [setting])  # the fit's own checks (links, domains) first
+    check_train_fields(setting)  # then the training config's: rl.staleness=2.5 is no lag
     pred = predict(
-        load_fit(args.fit_dir),
+        post,
         [setting],
         steps=args.steps,
         max_draws=args.draws,
@@ -361,6 +362,7 @@ def _predict(args: argparse.Namespace) -> int:
         print("\n".join(pred.table()))
     if out is not None:
         path = write_json(out / "prediction.json", pred.to_dict())
+        mark_output(out, "calibrate predict", [path.name])
         print(f"prediction written to {path}", file=sys.stderr)
     if args.plot:
         from ._fit_plot import plot_prediction

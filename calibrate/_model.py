@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable
 
 import equinox as eqx
@@ -301,6 +302,14 @@ def build_model(
     for lk in h.links:
         hv = data.hyper_values(lk.covariate, positive=lk.transform == "log")
         x = transform_values(lk.transform, check_values(lk.transform, hv, lk.covariate, DataError))
+        if x.size and np.ptp(x) == 0:
+            warnings.warn(
+                f"link {lk.param} ~ {lk.covariate}: {lk.covariate} = {hv[0]:g} in every run of "
+                "the fit, so the data cannot tell its slope; a prediction at another value "
+                "follows the prior alone (vary it across the runs or drop the link)",
+                UserWarning,
+                stacklevel=2,
+            )
         x = x - x.mean()
         tg = lk.targets or tuple(
             tt for b, tt in zip(layout.bases, layout.targets, strict=True) if b == lk.param

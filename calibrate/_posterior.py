@@ -14,8 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import simulate
-from simulate._errors import OutputError
-from simulate._io import atomic_dir, check_writable, write_json
+from simulate import atomic_dir, claim_folder, mark_output, write_json
 
 from ._config import ConfigError, FitConfig
 from ._data import CurveData
@@ -25,25 +24,21 @@ from ._model import CurveModel, build_model
 __all__ = ["Posterior", "check_output_folder", "load_fit"]
 
 _FILES = ("config.json", "network.json", "data.parquet", "latent.npz")  # what load_fit reads
-_MARKERS = ("config.json", "selection.json")  # a folder written by calibrate holds one
 
 
 def check_output_folder(out: str | Path, *, what: str = "--out") -> Path:
     """Fail now unless ``out`` can be written and replaced as a whole: a new or empty
-    folder, or one that calibrate wrote (a fit or a selection); any other folder would
-    lose its files.
+    folder, or one that calibrate fit wrote (a fit or a selection; the toolkit's one rule,
+    :func:`simulate.claim_folder`); any other folder would lose its files.
 
     Raises:
-        OutputError: ``out`` is not writable or holds files calibrate did not write.
+        OutputError: ``out`` is not writable, its name is too long, or it holds files
+            calibrate did not write (a training run, a user's files).
     """
-    path = check_writable(out, what=what)
-    if path.is_dir() and any(path.iterdir()) and not any((path / m).is_file() for m in _MARKERS):
-        raise OutputError(
-            f"{what} {str(path)!r} is a folder with other files (not a calibrate fit or "
-            "selection), which saving would replace; choose a new or empty folder"
-        )
-    return path
+    return claim_folder(out, command=FIT_COMMAND, overwrite=True, what=what)
 
+
+FIT_COMMAND = "calibrate fit"
 
 SOLVER_ERROR_MAX = 1e-3  # largest tolerated |curves - reference solve| at the MAP
 
@@ -367,6 +362,7 @@ class Posterior:
                 from ._fit_plot import plot_predictive
 
                 plot_predictive(self, tmp / "predictive.png")
+            mark_output(tmp, FIT_COMMAND, [p.name for p in tmp.iterdir()], made=True)
         return diag
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from ._config import ConfigError
 from ._knobs import check_value, reference_value, transform_values
 from ._model import CurveModel
 from ._posterior import Posterior
+from ._predict_checks import EXTRAPOLATION_FLAG, check_size, extrapolation, failed_draws
 from ._predict_fast import BAND_LEVELS as BAND_LEVELS
 from ._predict_fast import curve_regimes as curve_regimes
 from ._predict_fast import predict_batch
@@ -177,6 +179,11 @@ class Prediction:
         codes: Per-node regime code per draw ``(S, G, N)`` (:class:`simulate.Regime`).
         draw_index: The flat posterior draws used ``(G,)``.
         curves: Every draw's curves ``(S, G, T, N)`` when asked, else None.
+        extrapolation: Per setting, each field's distance outside the pilots' range in
+            units of their spread (:func:`~calibrate._predict_checks.extrapolation`).
+
+    A draw whose competence leaves [0, 1] (or is not finite) is a failed solve: its codes
+    are ``failed``, its ``final`` NaN, and a setting with such draws has NaN bands.
     """
 
     settings: tuple[dict[str, Any], ...]
@@ -189,6 +196,7 @@ class Prediction:
     codes: np.ndarray
     draw_index: np.ndarray
     curves: np.ndarray | None = None
+    extrapolation: tuple[dict[str, float], ...] = ()
 
     def regime_probs(self) -> tuple[np.ndarray, np.ndarray]:
         """Per agent ``(S, N, 7)`` and network ``(S, 7)`` regime probabilities by code;
@@ -223,8 +231,7 @@ class Prediction:
         names = [simulate.REGIME_NAMES[simulate.Regime(i)] for i in range(7)]
         per, net = self.regime_probs()
         gp, gn = self.groups()
-        q05, q95 = np.quantile(self.final, [0.05, 0.95], axis=1)
-        fm = self.final.mean(axis=1)
+        q05, q95, fm = _final_stats(self.final)
         rows = []
         for s, setting in enumerate(self.settings):
             agents = {}
@@ -243,7 +250,12 @@ class Prediction:
             network = {f"p_{g}": gn[g][s] for g in gn} | {
                 "regimes": dict(zip(names, net[s], strict=True))
             }
-            rows.append({"setting": setting, "agents": agents, "network": network})
+            far = self.extrapolation[s] if self.extrapolation else {}
+            flag = any(v > EXTRAPOLATION_FLAG for v in far.values())
+            rows.append(
+                {"setting": setting, "agents": agents, "network": network,
+                 "extrapolation": far, "extrapolated": flag}
+            )  # fmt: skip
         return simulate.jsonable(
             {
                 "reference": self.reference,
@@ -257,21 +269,35 @@ class Prediction:
     def table(self) -> list[str]:
         """Terminal lines: per setting and agent, final competence and regime probabilities."""
         gp, _ = self.groups()
-        q05, q95 = np.quantile(self.final, [0.05, 0.95], axis=1)
-        fm = self.final.mean(axis=1)
-        head = f"{'agent':<10}{'final [q05, q95]':>26}{'conv':>7}{'osc':>7}{'coll':>7}{'unset':>7}"
+        q05, q95, fm = _final_stats(self.final)
+        head = (f"{'agent':<10}{'final [q05, q95]':>26}{'conv':>7}{'osc':>7}{'coll':>7}"
+                f"{'unset':>7}{'fail':>7}")  # fmt: skip
         lines = []
         for s, setting in enumerate(self.settings):
             lines.append(", ".join(f"{k}={v:g}" for k, v in setting.items()) or "(reference)")
             lines.append(head)
             for j, a in enumerate(self.agents):
                 fin = f"{fm[s, j]:.3f} [{q05[s, j]:.3f}, {q95[s, j]:.3f}]"
-                ps = "".join(
-                    f"{gp[g][s, j]:>7.2f}"
-                    for g in ("converged", "oscillating", "collapse", "unsettled")
-                )
+                fin = fin if np.isfinite(fm[s, j]) else "failed (every draw)"
+                ps = "".join(f"{gp[g][s, j]:>7.2f}" for g in REGIME_GROUPS)
                 lines.append(f"{a:<10}{fin:>26}{ps}")
+            far = self.extrapolation[s] if self.extrapolation else {}
+            for f, v in far.items():
+                if v > EXTRAPOLATION_FLAG and np.isfinite(v):
+                    lines.append(f"note: {f} is {v:.1f} spreads outside the pilots' range "
+                                 "(an extrapolation)")  # fmt: skip
+                elif v > EXTRAPOLATION_FLAG:
+                    lines.append(f"note: {f} is constant in the fit: this follows the prior")
         return lines
+
+
+def _final_stats(final: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q05, q95 and mean of the final competence over the draws that did not fail (NaN
+    where every draw failed)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: NaN, as meant
+        q05, q95 = np.nanquantile(final, [0.05, 0.95], axis=1)
+        return q05, q95, np.nanmean(final, axis=1)
 
 
 def predict(
@@ -326,9 +352,14 @@ def predict(
     idx = _draw_index(post, max_draws, key)
     u, slopes = _draw_arrays(post, idx)
     t = np.linspace(0.0, float(cm.ts[-1] if steps is None else steps), n_points)
+    check_size(t, fixed_substeps(t, cm.config.dt), idx.size)  # before any solve
     out = predict_arrays(
         cm, u, slopes, x, t, keep_curves=keep_curves, bands=bool(bands), dtype=dtype
     )
+    final, codes, bad = failed_draws(out["final"], out["codes"], out.get("curves"))
+    for k in ("mean", "bands", "curves"):
+        if out.get(k) is not None and bad.any():  # no band through failed solves
+            out[k] = np.where(bad.any(1).reshape((-1,) + (1,) * (out[k].ndim - 1)), np.nan, out[k])
     return Prediction(
         settings=tuple(dict(s) for s in settings),
         reference=link_covariates(post),
@@ -336,11 +367,21 @@ def predict(
         t=t,
         mean=out.get("mean"),
         bands=out.get("bands"),
-        final=out["final"],
-        codes=out["codes"],
+        final=final,
+        codes=codes,
         draw_index=idx,
         curves=out.get("curves"),
+        extrapolation=tuple(_extrapolation(post, settings)),
     )
+
+
+def _extrapolation(post: Posterior, settings: Sequence[Mapping[str, Any]]):
+    transforms = post.model.config.hierarchy.transforms
+    hv = post.hyper or {}
+    pilots = {f: transform_values(transforms[f], hv[f]) for f in link_covariates(post)}
+    given = [{f: float(transform_values(transforms[f], float(v))) for f, v in s.items()}
+             for s in settings]  # fmt: skip
+    return extrapolation(pilots, given)
 
 
 def _draw_arrays(post: Posterior, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

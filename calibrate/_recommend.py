@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from ._knobs import check_value, transform_values
 from ._posterior import Posterior, load_fit
 from ._predict import predict
 from ._recommend_eval import evaluate, head_stats
+from ._recommend_eval import rank_candidates as rank_candidates
 from ._recommend_motif import _NET, MotifFits, is_selection_folder, plan
 from ._recommend_seeds import seed_spread_note
 from ._space import SearchSpace
@@ -102,18 +104,20 @@ def recommend(
     final = pred.final[:, :, -1].T  # (draws, values): output node = last node (Z of an FFL)
     oscillating = [int(simulate.Regime.DAMPED), int(simulate.Regime.SUSTAINED)]
     osc = np.asarray(np.isin(pred.codes, oscillating).any(axis=-1)).T  # (draws, values)
-    table = []
-    for j, g in enumerate(values):
-        table.append(
-            {
-                "value": float(g),
-                "final_mean": float(final[:, j].mean()),
-                "final_q05": float(np.quantile(final[:, j], 0.05)),
-                "final_q95": float(np.quantile(final[:, j], 0.95)),
-                "p_oscillation": float(osc[:, j].mean()),
-            }
-        )
-    ok = [r for r in table if r["p_oscillation"] <= max_p_osc] or table
+    failed = np.isnan(final).mean(axis=0)  # competence left [0, 1]: failed, never a forecast
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-failed value: NaN stats
+        fm, q05, q95 = (np.nanmean(final, 0), *np.nanquantile(final, [0.05, 0.95], axis=0))
+    table = [
+        {"value": float(g), "final_mean": float(fm[j]), "final_q05": float(q05[j]),
+         "final_q95": float(q95[j]), "p_oscillation": float(osc[:, j].mean()),
+         "p_failed": float(failed[j])}
+        for j, g in enumerate(values)
+    ]  # fmt: skip
+    solved = [r for r in table if r["p_failed"] == 0]
+    if not solved:
+        raise ConfigError(f"every value of {param!r} failed (competence left [0, 1])")
+    ok = [r for r in solved if r["p_oscillation"] <= max_p_osc] or solved
     best = max(ok, key=lambda r: r["final_mean"])
     config: dict[str, Any] = {}
     node = config
@@ -295,6 +299,9 @@ def recommend_space(
         else f"no candidate has P(oscillating or collapse) <= {space.risk:g}: ranked by the "
         "lowest P(oscillating or collapse)"
     )
+    if not np.isfinite(mean[order[0]]):
+        raise ConfigError("every candidate's forecast failed (competence left [0, 1]): "
+                          "the space lies too far outside the pilots' range")  # fmt: skip
     best = cands[order[0]]
     train = _space_config(first, base, best | pl.network_fields(order[0]), steps)
     pilots = {f.name: _pilot_values(first, f.name) for f in space.fields}
@@ -328,16 +335,6 @@ def objective_index(post: Posterior, objective: str) -> int:
         raise ConfigError(f"space: objective {objective!r} is not an agent of the fit {names}"
                           " (or 'last')")  # fmt: skip
     return names.index(objective)
-
-
-def rank_candidates(mean: np.ndarray, risk: np.ndarray, bound: float) -> list[int]:
-    """Candidate order: those with ``risk <= bound`` (and a finite mean) by mean, highest
-    first; then the rest by risk, lowest first (ties: the higher mean, then the index)."""
-    ok = (risk <= bound) & np.isfinite(mean)
-    m = np.where(np.isfinite(mean), mean, -np.inf)
-    first = sorted(np.flatnonzero(ok), key=lambda i: (-m[i], risk[i], i))
-    rest = sorted(np.flatnonzero(~ok), key=lambda i: (risk[i], -m[i], i))
-    return [int(i) for i in first + rest]
 
 
 def _pilot_values(post: Posterior, name: str) -> list[Any]:

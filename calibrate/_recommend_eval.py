@@ -169,3 +169,14 @@ def head_stats(
             }
         )
     return rows
+
+
+def rank_candidates(mean: np.ndarray, risk: np.ndarray, bound: float) -> list[int]:
+    """Candidate order: those with ``risk <= bound`` (and a finite mean) by mean, highest
+    first; then the rest by risk, lowest first (ties: the higher mean, then the index), a
+    candidate without a finite mean (a failed solve among its draws) after every other."""
+    ok = (risk <= bound) & np.isfinite(mean)
+    m = np.where(np.isfinite(mean), mean, -np.inf)
+    first = sorted(np.flatnonzero(ok), key=lambda i: (-m[i], risk[i], i))
+    rest = sorted(np.flatnonzero(~ok), key=lambda i: (not np.isfinite(mean[i]), risk[i], -m[i], i))
+    return [int(i) for i in first + rest]

@@ -33,6 +33,7 @@ import jax
 import numpy as np
 
 import simulate
+from simulate import mark_output
 from simulate._io import atomic_dir, write_json
 from simulate.spec import NetworkSpec
 
@@ -198,6 +199,7 @@ class Selection:
             self.timing["save_s"] = time.perf_counter() - t0
             self.timing["save_cpu_s"] = time.process_time() - c0
             write_json(tmp / "selection.json", self.to_dict())
+            mark_output(tmp, "calibrate fit", [p.name for p in tmp.iterdir()], made=True)
         return out / "selection.json"
 
 

@@ -22,13 +22,19 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from simulate._errors import AgentmotifsError
 from simulate._io import check_writable, jsonable
 from simulate.spec import MOTIFS, resolve_spec
 
-from .config import ConfigError, TrainConfig, load_config, load_sweep, read_config_file, set_dotted
+from .config import (
+    ConfigError,
+    TrainConfig,
+    load_config,
+    load_sweep,
+    read_config_file,
+    set_dotted,
+    set_from_text,
+)
 from .runlog import read_run
 
 _FLAGS = {  # CLI flag -> dotted config field
@@ -101,7 +107,7 @@ def _train_config(args: argparse.Namespace, stored: dict[str, Any] | None = None
         if "=" not in item:
             raise ConfigError(f"--set expects key=value, got {item!r}")
         k, v = item.split("=", 1)
-        set_dotted(data, k, yaml.safe_load(v))
+        set_from_text(data, k.strip(), v)
     return _feedback(TrainConfig.from_dict(data), args)
 
 
@@ -171,7 +177,9 @@ def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> Non
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    p = argparse.ArgumentParser(
+    from simulate import ArgumentParser
+
+    p = ArgumentParser(
         prog="python -m llm_runs",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -182,6 +182,7 @@ def open_run_folder(
         if not found:
             return lock, False
         if resume:
+            _drop_stale_checkpoints(out)  # a writer killed mid-save left them; we hold the lock
             return lock, True
         _check_new(out, found, overwrite)
         trash = out.parent / f".{out.name}.old-{os.getpid()}"
@@ -198,6 +199,15 @@ def open_run_folder(
     except BaseException:
         lock.release()
         raise
+
+
+def _drop_stale_checkpoints(out: Path) -> None:
+    """Delete ``checkpoints/state.tmpPID`` files of killed writers (the checkpoint is written
+    to such a file, then renamed; only the lock holder writes, so none is in use now)."""
+    ckpt = out / CKPT_FILE
+    for tmp in ckpt.parent.glob(f"{ckpt.stem}.tmp*"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def check_resumable(out: str | Path) -> dict:

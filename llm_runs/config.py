@@ -38,14 +38,16 @@ __all__ = [
     "SweepConfig",
     "TaskConfig",
     "TrainConfig",
+    "field_type",
     "load_config",
     "load_sweep",
     "read_config_file",
     "save_config",
     "set_dotted",
+    "set_from_text",
 ]
 
-from simulate._io import read_structured, write_json, write_text
+from simulate import parse_value, read_structured, write_json, write_text
 
 from ._config_sections import ALGOS as ALGOS
 from ._config_sections import CREDITS as CREDITS
@@ -174,15 +176,47 @@ def _build(cls: Any, data: Any, where: str) -> Any:
                 raise ConfigError(f"{field}: must be a mapping 'X->Y' -> edge config")
             kwargs[key] = {k: _build(EdgeConfig, v, f"{field}[{k}]") for k, v in value.items()}
         else:
-            if isinstance(hint, types.UnionType) and float in hint.__args__ and _num(value):
-                value = float(value)
-            elif hint is float and _num(value):
-                value = float(value)
-            kwargs[key] = value
+            kwargs[key] = _typed(hint, value)
     try:
         return cls(**kwargs) if cls is TrainConfig else _validated(cls, kwargs, where)
     except TypeError as err:
         raise ConfigError(f"{where or 'config'}: {err}") from None
+
+
+def _typed(hint: Any, value: Any) -> Any:
+    """A number converted to its field's type: any number to a float field; an integral
+    float (``1e1``, ``10.0``) to an int field, so ``rl.staleness=1e1`` is the lag 10 (a
+    non-integral one, ``2.5``, stays a float and fails the field's check)."""
+    types_ = hint.__args__ if isinstance(hint, types.UnionType) else (hint,)
+    if float in types_ and _num(value):
+        return float(value)
+    if int in types_ and isinstance(value, float) and _num(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+def field_type(key: str) -> Any:
+    """The declared type of a dotted :class:`TrainConfig` field (None: not a known field)."""
+    cls: Any = TrainConfig
+    hint: Any = None
+    for part in key.split("."):
+        if not dataclasses.is_dataclass(cls):
+            return None
+        hint = typing.get_type_hints(cls).get(part)
+        cls = hint
+    return hint
+
+
+def set_from_text(data: dict[str, Any], key: str, text: str) -> None:
+    """``--set key=text``: the value parsed by :func:`simulate.parse_value` (YAML 1.2
+    scalars: ``2e-3`` a float, ``yes``/``off`` strings, ``[1`` one error line), except that
+    a text field (``name``, ``task.name``) keeps the text as written (``name=2024-01-01``)."""
+    hint = field_type(key)
+    texts = hint.__args__ if isinstance(hint, types.UnionType) else (hint,)
+    value = parse_value(text, what=f"--set {key}")
+    if str in texts and value is not None and not isinstance(value, str):
+        value = text
+    set_dotted(data, key, value)
 
 
 def _validated(cls: Any, kwargs: dict[str, Any], where: str) -> Any:

@@ -212,7 +212,7 @@ def make_predictions(cfg: MapConfig, fit_dir: Path, runs: Path, out: Path) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = simulate.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     ap.add_argument("--out", default="paper/results/regime_map", help="results folder")
     ap.add_argument("--runs", default="runs/regime_map", help="run folders")
@@ -229,10 +229,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --code {a.code} is not a source tree with llm_runs/", file=sys.stderr)
         return 2
     try:
+        claim_out(Path(a.out), Path(a.runs))  # before any training: nothing of a user's lost
         return _run(a)
+    except simulate.AgentmotifsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except RuntimeError as err:  # a training run or the fit failed: its log says why
         print(f"error: {err}", file=sys.stderr)
         return 1
+
+
+COMMAND = "paper/regime_map.py"
+
+
+def claim_out(out: Path, runs: Path) -> None:
+    """The toolkit's one overwrite rule for ``--out``: a new or empty folder, or this
+    script's own (its marker, or a ``config.json`` holding a design: results written before
+    markers); ``--runs`` must be a folder (or new)."""
+    simulate.check_writable(runs, what="--runs")
+    if simulate.folder_kind(out) == COMMAND:
+        return
+    try:
+        stored = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stored = None
+    if isinstance(stored, dict) and isinstance(stored.get("design"), dict):
+        return
+    simulate.claim_files(out, ["config.json"], command=COMMAND, overwrite=None)
 
 
 def _run(a: argparse.Namespace) -> int:
@@ -249,6 +272,7 @@ def _run(a: argparse.Namespace) -> int:
             return 2
     else:
         simulate.write_json(cfg_path, stored | {"created": _now()})
+        simulate.mark_output(out, COMMAND, [cfg_path.name], made=True)
     times_path = out / "timings.json"
     times = json.loads(times_path.read_text()) if times_path.is_file() else {}
 

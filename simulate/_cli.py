@@ -11,13 +11,14 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._argparse import ArgumentParser
 from ._errors import AgentmotifsError
-from ._io import atomic_dir, check_writable, jsonable
+from ._io import atomic_dir, jsonable
+from ._outputs import PLOT_SUFFIXES, claim_file, mark_output
 from .spec import FFL_SIGNS, GATES, SpecError, resolve_spec
 
 __all__ = ["build_parser", "check_args", "main", "simulate_summary"]
@@ -118,7 +119,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
     from ._trajectory_plot import plot_trajectory
 
     if args.plot:
-        _check_file_out(args.plot, "--plot")
+        claim_file(args.plot, overwrite=args.overwrite, what="--plot", suffixes=PLOT_SUFFIXES)
     spec = _network_spec(args)
     params = dict(_parse_param(p) for p in args.param)
     model = make_model(
@@ -141,6 +142,11 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
         key=jax.random.key(args.seed),
         dtype="float32" if getattr(args, "float32", False) else "float64",
     )
+    if sol.message() != "ok":  # no all-null JSON: say why, exit 2
+        raise AgentmotifsError(
+            f"the solve from t0={args.t0:g} to t1={args.t1:g} failed ({sol.message()}); "
+            "shorten the span (--t1) or try --solver kvaerno5 for a stiff system"
+        )
     summary = simulate_summary(model, sol, name=spec.name)
     if args.plot:
         title = f"{spec.name} · {args.kinetics} · {args.method} · {summary['regime']}"
@@ -158,16 +164,17 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
             print(f"  {n}: {summary['node_regimes'][n]}; {shown}")
         if args.plot:
             print(f"figure: {args.plot}")
-    return 0 if sol.message() == "ok" else 1
+    return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from ._demo import run_demo
     from ._phase import check_out_folder
 
-    out = check_out_folder(args.out, overwrite=args.overwrite)
+    out = check_out_folder(args.out, overwrite=args.overwrite, command="simulate demo")
     with atomic_dir(out) as tmp:
         run_demo(tmp, shown_as=out)
+        mark_output(tmp, "simulate demo", [p.name for p in tmp.iterdir()], made=True)
     return 0
 
 
@@ -175,21 +182,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from ._params import make_model
     from ._sbml import write_sbml
 
-    _check_file_out(args.out, "--out")
+    claim_file(args.out, overwrite=args.overwrite, what="--out")  # a user's file is kept
     spec = _network_spec(args)
     params = dict(_parse_param(p) for p in args.param)
     model = make_model(spec, args.kinetics, params, delay_stages=args.delay_stages, tau=args.tau)
     path = write_sbml(model, args.out, args.schedule)
     print(f"{spec.name}: SBML L3V2 written to {path}")
     return 0
-
-
-def _check_file_out(path: str, what: str) -> None:
-    """Fail before the work if the output file ``path`` cannot be written."""
-    p = Path(path)
-    if p.is_dir():
-        raise AgentmotifsError(f"{what} {path!r} is a folder; give a file name")
-    check_writable(p.parent if str(p.parent) else Path("."), what=what)
 
 
 #: (argument, least value, whether the least value itself is allowed) for every command.
@@ -229,7 +228,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``python -m simulate``."""
-    p = argparse.ArgumentParser(prog="python -m simulate", description=__doc__)
+    p = ArgumentParser(prog="python -m simulate", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("motifs", help="list the 16 motif/gate presets and their signs")
@@ -270,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--float32", action="store_true", help="single precision (default float64)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.add_argument("--plot", metavar="FILE.png", help="draw the trajectory")
+    t.add_argument("--overwrite", action="store_true", help="replace an existing --plot file")
     t.set_defaults(func=_cmd_trajectory)
 
     d = sub.add_parser("demo", help="step responses of all 16 presets")
@@ -300,6 +300,7 @@ def _add_export_parser(sub) -> None:
     e.add_argument("--feedback", type=int, choices=(-1, 1), default=None)
     e.add_argument("--feedback-K", type=float, default=0.5)
     e.add_argument("--out", required=True, help="output file (.xml)")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     e.set_defaults(func=_cmd_export)
 
 

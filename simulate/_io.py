@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import AgentmotifsError, OutputError
+from ._values import load_yaml
 
 
 def _umask() -> int:
@@ -106,6 +107,13 @@ def check_writable(path: str | Path, *, what: str = "--out") -> Path:
         raise OutputError(f"{what} {str(path)!r}: {str(probe)!r} is not a folder")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise OutputError(f"{what} {str(path)!r} is not writable (no write permission on {probe})")
+    try:  # permissions can lie (root, /proc, a read-only mount): try a nameless file
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as err:
+        raise OutputError(
+            f"{what} {str(path)!r} is not writable ({err.strerror or err} in {probe})"
+        ) from None
     return path
 
 
@@ -159,7 +167,8 @@ def read_text(path: str | Path, *, what: str = "file") -> str:
 def read_structured(
     path: str | Path, *, what: str, error: type[Exception] = AgentmotifsError
 ) -> Any:
-    """Parse a user-given ``.yaml``/``.yml`` (YAML) or other (JSON) file.
+    """Parse a user-given ``.yaml``/``.yml`` (YAML, with :func:`~simulate.load_yaml`'s
+    YAML 1.2 scalars) or other (JSON) file.
 
     Every problem is one line raised as ``error``: ``"{what} 'PATH' not found: it does
     not exist"``, an unreadable file, or ``"{what} PATH: cannot parse (...)"`` (YAML's
@@ -174,9 +183,7 @@ def read_structured(
         raise error(str(err)) from None
     try:
         if p.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            return yaml.safe_load(text)
+            return load_yaml(text)  # YAML 1.2 scalars: 1e-3 a float, yes a string
         return json.loads(text)
     except Exception as err:  # parse errors of either format
         raise error(f"{what} {p}: cannot parse ({' '.join(str(err).split())})") from None

@@ -20,11 +20,12 @@ import numpy as np
 from ._analysis import REGIME_NAMES, Regime
 from ._batch import stack_models
 from ._boundary import Boundary, find_boundaries
-from ._errors import ConfigError, OutputError
-from ._io import atomic_dir, check_writable, write_json
+from ._errors import ConfigError
+from ._io import atomic_dir, write_json
 from ._jaxsetup import use_float64
 from ._kinetics import Model, Schedule
 from ._options import SolveOptions, resolve
+from ._outputs import claim_folder, mark_output
 from ._params import make_model
 from ._sweep import METRIC_KEYS, NUM_REGIMES, Axis, SweepOptions, run_cells
 from .spec import GATES, MOTIFS, NetworkSpec, SpecError, ffl_spec, resolve_spec
@@ -158,7 +159,7 @@ class PhaseResult:
 
         Raises:
             OutputError: If ``out`` cannot be written, or exists with files in it and
-                ``overwrite`` is False.
+                ``overwrite`` is False, or holds files a phase diagram did not write.
         """
         out = check_out_folder(out, overwrite=overwrite, what="output folder")
         df = self.to_frame()
@@ -173,16 +174,20 @@ class PhaseResult:
                 from ._phase_plot import plot_phase_grid
 
                 plot_phase_grid(self, tmp / "phase.png")
+            mark_output(tmp, "simulate phase", [p.name for p in tmp.iterdir()], made=True)
         return out
 
 
-def check_out_folder(out: str | Path, *, overwrite: bool = False, what: str = "--out") -> Path:
-    """Fail before any work if ``out`` cannot be written or holds files (unless ``overwrite``)."""
-    out = check_writable(out, what=what)
-    if not overwrite and out.is_dir() and any(out.iterdir()):
-        flag = "--overwrite" if what.startswith("--") else "overwrite=True"
-        raise OutputError(f"{what} {str(out)!r} is not empty; choose a new folder or pass {flag}")
-    return out
+def check_out_folder(
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    what: str = "--out",
+    command: str = "simulate phase",
+) -> Path:
+    """Fail before any work unless ``out`` is new or empty, or (with ``overwrite``) a folder
+    the same ``command`` made (:func:`simulate.claim_folder`: never a folder of other files)."""
+    return claim_folder(out, command=command, overwrite=overwrite, what=what)
 
 
 def _auto_method(method: str | None, axes: Sequence[Axis], sigma: float) -> str:

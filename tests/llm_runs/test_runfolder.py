@@ -205,3 +205,18 @@ def test_figure_errors_are_one_line(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stderr.strip().startswith("warning: ") and "torn last line" in res.stderr
     assert (tmp_path / "f.png").is_file()
+
+
+def test_resume_removes_stale_checkpoint_temporaries(tmp_path):
+    """A writer SIGKILLed mid-save leaves ``checkpoints/state.tmpPID``; resuming (lock held)
+    deletes it and keeps the checkpoint itself (issue 36 §1)."""
+    run = _fake_run(tmp_path / "r", ckpt=True)
+    ckpt = run / CKPT_FILE
+    stale = ckpt.with_suffix(".tmp12345")
+    stale.write_bytes(b"half a checkpoint")
+    kept = ckpt.read_bytes()
+    lock, existing = open_run_folder(run, resume=True)
+    try:
+        assert existing and not stale.exists() and ckpt.read_bytes() == kept
+    finally:
+        lock.release()

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from simulate import MARK_FILE
 from simulate._cli import main
 
 
@@ -220,10 +221,19 @@ def test_phase_refuses_a_non_empty_out_and_writes_strict_json(capsys, tmp_path):
         "--no-cache",
     ]
     code, _, err = _run(capsys, *argv)
-    assert code == 2 and "not empty" in err and (out / "mine.txt").read_text() == "keep me"
+    assert code == 2 and "other files" in err and (out / "mine.txt").read_text() == "keep me"
+    # issue 36: --overwrite replaces only a folder phase made, never a user's files
+    code, _, err = _run(capsys, *argv, "--overwrite")
+    assert code == 2 and "never" in err and (out / "mine.txt").read_text() == "keep me"
+    (out / "mine.txt").unlink()
+    code, _, err = _run(capsys, *argv)
+    assert code == 0, err
+    code, _, err = _run(capsys, *argv)  # its own folder: replaced only with --overwrite
+    assert code == 2 and "--overwrite" in err, err
     code, _, err = _run(capsys, *argv, "--overwrite")
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == [
+        MARK_FILE,
         "arrays.npz",
         "summary.json",
         "table.csv",

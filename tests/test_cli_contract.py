@@ -1,0 +1,170 @@
+"""The CLI output rule (docs/cli.md), one table for the three packages and paper/regime_map.py:
+a bad command exits 2 with exactly one ``error:`` line on stderr, no traceback, before any work,
+and leaves every pre-existing file as it was (issue 36: the 47 failures of a new-user trial).
+
+Each case runs the real command in a subprocess, in a fresh temp folder that ``setup`` fills
+with a user's files; the files are compared byte for byte afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+SIM, CAL, LLM = [PY, "-m", "simulate"], [PY, "-m", "calibrate"], [PY, "-m", "llm_runs"]
+REGIME_MAP = [PY, str(ROOT / "paper" / "regime_map.py"), "--quick"]
+PNG = b"\x89PNG\r\n\x1a\n user's figure"
+
+
+def _fake_fit(d: Path) -> None:
+    """A folder that calibrate fit wrote, as far as the output rule sees (not loadable)."""
+    d.mkdir(parents=True)
+    (d / "config.json").write_text("{}")
+    (d / "network.json").write_text("{}")
+
+
+def _setup(kind: str, t: Path) -> None:
+    """The user's files of one case (``t`` is the case's temp folder)."""
+    if kind == "keep_dir":
+        (t / "dir").mkdir()
+        (t / "dir" / "keep.txt").write_text("mine")
+    elif kind == "files":
+        (t / "mine.xml").write_text("<mine/>")
+        (t / "fig.png").write_bytes(PNG)
+        (t / "a_file").write_text("not a folder")
+    elif kind == "best_dir":
+        (t / "dir").mkdir()
+        (t / "dir" / "best.yaml").write_text("steps: 7\n")
+    elif kind == "fit_with_best":
+        _fake_fit(t / "fit")
+        (t / "fit" / "best.yaml").write_text("steps: 7\n")
+    elif kind == "run_dir":
+        (t / "run").mkdir()
+        (t / "run" / "manifest.json").write_text("{}")
+        (t / "run" / "competence.jsonl").write_text("")
+    elif kind == "pred_dir":
+        (t / "dir").mkdir()
+        (t / "dir" / "prediction.json").write_text('{"mine": 1}')
+        (t / "dir" / "notes.txt").write_text("mine")
+    elif kind == "bad_config":
+        (t / "dir").mkdir()
+        (t / "dir" / "config.json").write_text("not json")
+        (t / "foreign").mkdir()
+        (t / "foreign" / "config.json").write_text('{"lr": 1}')
+        (t / "a_file").write_text("not a folder")
+
+
+# (id, user's files, command, words the error line must hold)
+CASES = [
+    # §1 nothing a user owns is overwritten
+    ("phase-overwrite-foreign", "keep_dir",
+     [*SIM, "phase", "--motif", "C1", "--x", "beta=0.5:5:3", "--out", "{t}/dir", "--overwrite",
+      "--no-figure", "--no-progress"], ["--out", "never"]),
+    ("export-sbml-existing", "files",
+     [*SIM, "export-sbml", "--motif", "C1", "--out", "{t}/mine.xml"], ["already exists"]),
+    ("trajectory-plot-existing", "files",
+     [*SIM, "trajectory", "--motif", "C1", "--plot", "{t}/fig.png"], ["--plot", "exists"]),
+    ("recommend-out-user-best", "best_dir",
+     [*CAL, "recommend", "{t}/nofit", "--out", "{t}/dir"], ["--out", "other files"]),
+    ("recommend-fit-folder-user-best", "fit_with_best",
+     [*CAL, "recommend", "{t}/fit"], ["best.yaml", "did not write"]),
+    ("recommend-out-run-folder", "run_dir",
+     [*CAL, "recommend", "{t}/nofit", "--out", "{t}/run"], ["llm_runs train"]),
+    ("predict-plot-existing", "files",
+     [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--plot", "{t}/fig.png"],
+     ["--plot", "exists"]),
+    ("predict-out-user-prediction", "pred_dir",
+     [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--out", "{t}/dir"], ["--out"]),
+    ("regime-map-out-user-folder", "keep_dir",
+     [*REGIME_MAP, "--out", "{t}/dir", "--runs", "{t}/runs"], ["--out", "other files"]),
+    ("regime-map-out-a-file", "bad_config",
+     [*REGIME_MAP, "--out", "{t}/a_file", "--runs", "{t}/runs"], ["not a folder"]),
+    ("regime-map-out-non-json-config", "bad_config",
+     [*REGIME_MAP, "--out", "{t}/dir", "--runs", "{t}/runs"], ["--out"]),
+    ("regime-map-out-foreign-config", "bad_config",
+     [*REGIME_MAP, "--out", "{t}/foreign", "--runs", "{t}/runs"], ["--out"]),
+    ("regime-map-runs-a-file", "bad_config",
+     [*REGIME_MAP, "--out", "{t}/new", "--runs", "{t}/a_file"], ["--runs", "not a folder"]),
+    # §4 exit 2 with one line, before the work
+    ("predict-out-proc", "files",
+     [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--out", "/proc/x"], ["--out"]),
+    ("predict-plot-proc", "files",
+     [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--plot", "/proc/x.png"], ["--plot"]),
+    ("predict-plot-unknown-type", "files",
+     [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--plot", "{t}/x.xyz"],
+     ["--plot", ".xyz"]),
+    ("fit-out-300-characters", "files",
+     [*CAL, "fit", "{t}/none.csv", "--out", "{t}/" + "o" * 300], ["--out", "255"]),
+    ("trajectory-t1-1e12", "files",
+     [*SIM, "trajectory", "--motif", "C1", "--t1", "1e12", "--json"], ["t1=1e+12"]),
+    ("recommend-empty-grid", "files", [*CAL, "recommend", "{t}/nofit", "--grid", ""], ["--grid"]),
+    ("argparse-simulate", "files", [*SIM, "trajectory", "--bogus"], ["--bogus"]),
+    ("argparse-calibrate", "files", [*CAL, "predict"], ["fit_dir"]),
+    ("argparse-llm-runs", "files", [*LLM, "train", "--steps", "x"], ["--steps"]),
+    ("argparse-regime-map", "files", [*REGIME_MAP, "--workers", "x"], ["--workers"]),
+    # §3 numbers and words parse as written
+    ("llm-runs-set-unclosed-list", "files",
+     [*LLM, "train", "--out", "{t}/r", "--set", "rl.lr=[1"], ["rl.lr", "cannot parse"]),
+    ("calibrate-set-1_0e-3", "files",
+     [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1_0e-3"], ["not a number"]),
+]  # fmt: skip
+
+
+def _snapshot(t: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(t)): p.read_bytes() for p in sorted(t.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_a_bad_command_exits_2_with_one_error_line_and_changes_nothing(
+    tmp_path, setup, argv, words
+):
+    _setup(setup, tmp_path)
+    before = _snapshot(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}  # as a user runs it
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])  # this tree
+    res = subprocess.run(
+        [a.format(t=tmp_path) for a in argv],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr[-2000:]
+    assert "Traceback" not in res.stderr and "usage:" not in res.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    assert _snapshot(tmp_path) == before  # nothing written, nothing replaced
+    assert not any(p.name.startswith(".") for p in tmp_path.rglob("*"))  # no temp or marker
+
+
+def test_a_command_may_rewrite_what_it_wrote_and_the_marker_says_so(tmp_path):
+    """The other half of the rule: a second run into the command's own output is allowed."""
+    from simulate import MARK_FILE, folder_kind
+
+    out = tmp_path / "n.xml"
+    argv = [*SIM, "export-sbml", "--motif", "C1", "--out", str(out)]
+    kw = {"capture_output": True, "timeout": 300, "cwd": ROOT}
+    assert subprocess.run(argv, **kw).returncode == 0
+    first = out.read_bytes()
+    assert subprocess.run(argv, **kw).returncode == 2 and out.read_bytes() == first
+    assert subprocess.run([*argv, "--overwrite"], **kw).returncode == 0
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "x.txt").write_text("x")
+    assert folder_kind(d) is None
+    (tmp_path / "m").mkdir()
+    from simulate import mark_output
+
+    mark_output(tmp_path / "m", "calibrate predict", ["prediction.json"])
+    assert folder_kind(tmp_path / "m") == "calibrate predict"
+    assert json.loads((tmp_path / "m" / MARK_FILE).read_text())["files"] == {
+        "prediction.json": "calibrate predict"
+    }
