@@ -15,12 +15,15 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from simulate._errors import AgentmotifsError
+
+if TYPE_CHECKING:
+    from ._importers import KeyMapping
 
 __all__ = [
     "REQUIRED_COLUMNS",
@@ -329,34 +332,59 @@ def load_inputs(
     strict: bool = False,
     tb_tags: Mapping[str, str] | None = None,
     tb_n_eval: int = 100,
+    mapping: KeyMapping | None = None,
 ) -> CurveData:
     """Load and join inputs of any supported kind.
 
     Args:
         inputs: Paths: ``.csv``/``.parquet`` tables, llm_runs run folders, TensorBoard event
-            files or folders, or a folder of run folders.
+            files or folders, TRL output folders, verl JSONL logs, MLflow run or experiment
+            folders, W&B history CSVs, or a folder of any of these.
         strict: Raise on NaN rows instead of dropping them.
-        tb_tags: Agent → scalar tag map, needed for TensorBoard inputs.
-        tb_n_eval: Evaluation sample size assumed for TensorBoard scalars.
+        tb_tags: Agent → scalar tag map for TensorBoard inputs read without ``mapping``.
+        tb_n_eval: Evaluation sample size assumed for those TensorBoard scalars.
+        mapping: A :class:`calibrate.KeyMapping` for the external logs (keys → agents,
+            evaluation size, named covariates); ``tb_tags`` are added to it for TensorBoard.
     """
+    from ._importers import KeyMapping, detect, read_source
+
     if isinstance(inputs, str | Path):
         inputs = [inputs]
     if not inputs:
         raise DataError("no inputs given")
+    mapping = mapping if mapping is not None else KeyMapping()
+
+    def external(p: Path, kind: str) -> CurveData:
+        if kind == "tensorboard" and tb_tags:
+            if mapping.empty:
+                return read_tensorboard(p, tb_tags, n_eval=tb_n_eval, strict=strict)
+            return read_source(
+                p,
+                kind,
+                dataclasses.replace(mapping, agents={**tb_tags, **mapping.agents}),
+                strict=strict,
+            )
+        return read_source(p, kind, mapping, strict=strict)
+
     parts = []
     for item in inputs:
         p = Path(item)
         if p.is_dir() and (p / "manifest.json").is_file():
             parts.append(read_run_folder(p, strict=strict))
-        elif _is_tensorboard(p):
-            if not tb_tags:
-                raise DataError(f"{p}: TensorBoard input needs --tb-tag AGENT=TAG options")
-            parts.append(read_tensorboard(p, tb_tags, n_eval=tb_n_eval, strict=strict))
+        elif (kind := detect(p)) is not None:
+            parts.append(external(p, kind))
         elif p.is_dir():
             subs = sorted(d for d in p.iterdir() if (d / "manifest.json").is_file())
-            if not subs:
-                raise DataError(f"{p}: folder holds no run folders (manifest.json) or event files")
-            parts.extend(read_run_folder(d, strict=strict) for d in subs)
+            if subs:
+                parts.extend(read_run_folder(d, strict=strict) for d in subs)
+                continue
+            logs = [(d, k) for d in sorted(p.iterdir()) if (k := detect(d)) is not None]
+            if not logs:
+                raise DataError(
+                    f"{p}: folder holds no run folders (manifest.json), event files or "
+                    "other training logs"
+                )
+            parts.extend(external(d, k) for d, k in logs)
         else:
             parts.append(read_table(p, strict=strict))
     if len(parts) == 1:
