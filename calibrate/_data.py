@@ -366,27 +366,23 @@ def load_inputs(
             )
         return read_source(p, kind, mapping, strict=strict)
 
-    parts = []
-    for item in inputs:
-        p = Path(item)
+    def collect(p: Path, depth: int = 0) -> list[CurveData]:
         if p.is_dir() and (p / "manifest.json").is_file():
-            parts.append(read_run_folder(p, strict=strict))
-        elif (kind := detect(p)) is not None:
-            parts.append(external(p, kind))
-        elif p.is_dir():
-            subs = sorted(d for d in p.iterdir() if (d / "manifest.json").is_file())
-            if subs:
-                parts.extend(read_run_folder(d, strict=strict) for d in subs)
-                continue
-            logs = [(d, k) for d in sorted(p.iterdir()) if (k := detect(d)) is not None]
-            if not logs:
-                raise DataError(
-                    f"{p}: folder holds no run folders (manifest.json), event files or "
-                    "other training logs"
-                )
-            parts.extend(external(d, k) for d, k in logs)
-        else:
-            parts.append(read_table(p, strict=strict))
+            return [read_run_folder(p, strict=strict)]
+        if (kind := detect(p)) is not None:
+            return [external(p, kind)]
+        if not p.is_dir():
+            return [read_table(p, strict=strict)]
+        found = [d for d in sorted(p.iterdir()) if d.is_dir() or detect(d) is not None]
+        parts = [x for d in found if depth < 3 for x in collect(d, depth + 1)] if found else []
+        if not parts and depth == 0:
+            raise DataError(
+                f"{p}: folder holds no run folders (manifest.json), event files or other "
+                "training logs"
+            )
+        return parts
+
+    parts = [part for item in inputs for part in collect(Path(item))]
     if len(parts) == 1:
         return parts[0]
     seen: dict[str, int] = {}

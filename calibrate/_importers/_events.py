@@ -40,10 +40,11 @@ def event_files(path: Path) -> list[Path]:
 
 
 def is_event_input(path: Path) -> bool:
-    """True for an event file or a folder with event files at any depth."""
+    """True for an event file or a folder with event files in it (not only in subfolders:
+    a folder of run folders is read run by run)."""
     if path.is_file():
         return "tfevents" in path.name
-    return path.is_dir() and bool(event_files(path))
+    return path.is_dir() and any(f.is_file() for f in path.glob("events.out.tfevents*"))
 
 
 def _accumulator(file: Path) -> Any:

@@ -137,11 +137,13 @@ def _header(path: Path) -> list[str]:
 
 
 def is_wandb_csv(path: Path) -> bool:
-    """True for a CSV with a W&B step column and no long-table ``agent`` column."""
+    """True for a CSV with a W&B step column and none of a long table's own columns."""
     if not (path.is_file() and path.suffix.lower() == ".csv"):
         return False
     cols = _header(path)
-    return "agent" not in cols and any(c in cols for c in WANDB_STEP_COLUMNS)
+    if {"agent", "competence", "n_eval"} & set(cols):  # a long table (maybe a broken one)
+        return False
+    return any(c in cols for c in WANDB_STEP_COLUMNS)
 
 
 def read_wandb_csv(

@@ -159,6 +159,13 @@ def test_trl_real_trainer_folder(tmp_path):
     assert _curve(d, "Y") == ([2], [0.25])
     assert d.hyper.loc["sft", "learning_rate"] == pytest.approx(3e-4)  # TensorBoard's args text
     assert d.hyper.loc["sft", "seed"] == 7
+    # a folder of TRL folders reads each from its trainer_state.json, not its runs/ events
+    assert cal.load_inputs([tmp_path], mapping=m).runs == ["sft"]
+    # its TensorBoard logs: runs/<date>_<host>/ is a run, with TRL's train/* and eval/* tags
+    m_tb = cal.KeyMapping({"X": "train/learning_rate", "Y": "eval/accuracy"}, n_eval=8)
+    tb = cal.load_inputs([out / "runs"], mapping=m_tb)
+    (date,) = tb.runs
+    assert _curve(tb, "Y", date) == ([2], [0.25]) and tb.hyper.loc[date, "seed"] == 7
     # without runs/: the arguments from training_args.bin, read without torch
     for f in (out / "runs").rglob("*"):
         if f.is_file():
@@ -432,3 +439,33 @@ def test_cli_subprocess_error_line(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {log}:2: not JSON"), lines
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow  # ~1 min on 2 cores, the MAP fit's compilation; the reading is tested above
+@pytest.mark.timeout(600)
+def test_cli_fits_a_verl_log(tmp_path, capsys):
+    """An imported log is fitted like any table: three roles of a verl JSONL, MAP, C1."""
+    steps = np.arange(0, 300, 25)
+    comp = {"solver": 0.2 + 0.6 * (1 - np.exp(-steps / 80)),
+            "critic": 0.1 + 0.7 * (1 - np.exp(-steps / 120)),
+            "judge": 0.1 + 0.5 * (1 - np.exp(-steps / 200))}  # fmt: skip
+    lines = [
+        {
+            "step": int(s),
+            "data": {f"critic/{a}/score/mean": round(float(c[i]), 3) for a, c in comp.items()},
+        }
+        for i, s in enumerate(steps)
+    ]
+    log = tmp_path / "roles.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    quick = tmp_path / "quick.json"
+    quick.write_text(json.dumps({"map_starts": 1, "map_steps": 20, "max_tree_depth": 3}))
+    args = ["fit", str(log), "--agent-regex", r"critic/(?P<agent>\w+)/score/mean", "--n-eval", "60",
+            "--agents", "solver,critic,judge", "--method", "map", "--config", str(quick),
+            "--no-progress", "--out", str(tmp_path / "fit")]  # fmt: skip
+    assert main(args) == 0, capsys.readouterr().err
+    assert (
+        "1 run(s), agents ['critic', 'judge', 'solver'], 36 evaluations" in capsys.readouterr().out
+    )
+    summary = json.loads((tmp_path / "fit" / "summary.json").read_text())
+    assert any(k.startswith("rho[solver]") for k in summary), list(summary)
