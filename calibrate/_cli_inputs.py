@@ -76,7 +76,8 @@ def dry_run(args: argparse.Namespace) -> int:
     data = load(args)
     t = data.table
     print(f"{len(data.runs)} run(s), agents {data.agents}, {len(t)} evaluations")
-    for (run, agent), g in t.groupby(["run", "agent"], sort=True):
+    for keys, g in t.groupby(["run", "agent"], sort=True):
+        run, agent = keys  # type: ignore[misc]
         print(
             f"  {run} {agent}: {len(g)} evaluations at steps {g['step'].min()}..{g['step'].max()}"
             f", competence {g['competence'].iloc[0]:.3g} -> {g['competence'].iloc[-1]:.3g}"

@@ -414,7 +414,16 @@ def test_cli_malformed_files_exit_2_with_one_line_naming_the_file(tmp_path, caps
     (tmp_path / "tb").mkdir()
     (tmp_path / "tb" / "events.out.tfevents.1.host").write_bytes(b"\x00garbage" * 10)
     assert "tb: no scalar values in 1 event file(s)" in bad(tmp_path / "tb")
-    # a mapped key that is not a success rate, a missing evaluation size, no mapping at all
+    (tmp_path / "wandb.csv").write_text("_step,eval/acc\n0,0.1\nten,0.2\n")
+    assert "wandb.csv: step 'ten' is not an integer >= 0" in bad(tmp_path / "wandb.csv")
+    # a covariate the config lacks; a mapped key that is not a success rate; a missing
+    # evaluation size; no mapping at all
+    log = _verl_fixture(tmp_path / "verl2")
+    says = bad(
+        log, "--agent", "X=critic/solver/score/mean", "--n-eval", "9", "--covariate", "rl.lr=lr"
+    )
+    assert "gsm8k-ppo.jsonl: --covariate rl.lr: the config has no number 'lr'" in says
+    assert "did you mean ['actor_rollout_ref.actor.optim.lr']" in says
     trl = _trl_fixture(tmp_path / "trl2")
     assert "(agent X) is not a success rate in [0, 1]: 2 at step 10" in bad(
         trl, "--agent", "X=eval_loss", "--n-eval", "5"
