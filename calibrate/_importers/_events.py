@@ -48,7 +48,13 @@ def is_event_input(path: Path) -> bool:
 
 
 def _accumulator(file: Path) -> Any:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    except ImportError:
+        raise DataError(
+            f"{file}: reading TensorBoard event files needs the tensorboard package "
+            "(pip install tensorboard)"
+        ) from None
 
     acc = EventAccumulator(str(file), size_guidance={"scalars": 0, "tensors": 0})
     with warnings.catch_warnings():

@@ -185,11 +185,15 @@ class KeyMapping:
         return int(ne)
 
 
+#: Columns of the long table, never taken from a config.
+_RESERVED = frozenset({"run", "step", "agent", "competence", "n_eval", "successes", "seed"})
+
+
 def _covariates(
     config: Mapping[str, Any], mapping: KeyMapping, source: str, seed_keys: Sequence[str]
 ) -> dict[str, float]:
     flat = flat_numbers(config)
-    hyper = dict(flat)
+    hyper = {k: v for k, v in flat.items() if k not in _RESERVED}
     for key in seed_keys:
         if key in flat:
             hyper["seed"] = flat[key]

@@ -143,7 +143,10 @@ def _args_from_tensorboard(path: Path) -> dict[str, Any] | None:
     from ._events import text_summaries
 
     for f in reversed(files):
-        text = text_summaries(f).get("args")
+        try:
+            text = text_summaries(f).get("args")
+        except DataError:  # no tensorboard package, or a damaged file: try the others
+            continue
         if text:
             try:
                 args = json.loads(text)

@@ -313,6 +313,7 @@ def _mlflow_run(exp: Path, run_id: str, name: str, lr: str) -> Path:
     (run / "params" / "learning_rate").write_text(lr)
     (run / "params" / "seed").write_text("5")
     (run / "params" / "optim").write_text("adamw")
+    (run / "params" / "step").write_text("7")  # a config key named like a table column
     acc = "".join(f"17000000{s:02d} {s / 10} {s}\n" for s in range(0, 6))
     (run / "metrics" / "critic" / "solver" / "acc").write_text(acc)
     (run / "metrics" / "val_acc").write_text("1700000000 0.5 0\n1700000010 0.7 5\n")
@@ -329,7 +330,7 @@ def test_mlflow_run_and_experiment_folders(tmp_path):
     )
     d = cal.read_mlflow(run, m)
     assert d.runs == ["lr-low"] and _curve(d, "X") == (list(range(6)), [s / 10 for s in range(6)])
-    assert _curve(d, "Y") == ([0, 5], [0.5, 0.7])
+    assert _curve(d, "Y") == ([0, 5], [0.5, 0.7]) and "step" not in d.hyper.columns
     assert (
         d.hyper.loc["lr-low", "rl.lr"] == pytest.approx(1e-4) and d.hyper.loc["lr-low", "seed"] == 5
     )
@@ -478,3 +479,18 @@ def test_cli_fits_a_verl_log(tmp_path, capsys):
     )
     summary = json.loads((tmp_path / "fit" / "summary.json").read_text())
     assert any(k.startswith("rho[solver]") for k in summary), list(summary)
+
+
+def test_event_files_without_the_tensorboard_package(tmp_path, monkeypatch):
+    """tensorboard is an optional dependency: its absence is a one-line data error."""
+    (tmp_path / "tb").mkdir()
+    (tmp_path / "tb" / "events.out.tfevents.1.host").write_bytes(b"")
+    monkeypatch.setitem(sys.modules, "tensorboard.backend.event_processing.event_accumulator", None)
+    with pytest.raises(cal.DataError, match="needs the tensorboard package"):
+        cal.read_events(tmp_path / "tb", cal.KeyMapping({"X": "a"}, n_eval=1))
+    trl = _trl_fixture(tmp_path / "trl")
+    (trl / "training_args.json").unlink()
+    (trl / "runs" / "d").mkdir(parents=True)
+    (trl / "runs" / "d" / "events.out.tfevents.1.host").write_bytes(b"")
+    m = cal.KeyMapping({"X": "eval_rewards/acc/mean"}, n_eval=5)
+    assert cal.read_trl(trl, m).runs == ["trl"]  # the arguments are optional
