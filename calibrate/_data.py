@@ -288,42 +288,22 @@ def read_tensorboard(
     run: str | None = None,
     strict: bool = False,
 ) -> CurveData:
-    """Read scalar competence curves from TensorBoard event files.
+    """Read scalar competence curves from TensorBoard event files (exact tags; see
+    :func:`calibrate.read_events` for regular expressions and covariates).
 
     Args:
-        path: An event file or a folder containing ``events.out.tfevents.*`` files.
+        path: An event file or a folder with ``events.out.tfevents.*`` files (at any depth).
         tags: Agent name → scalar tag, e.g. ``{"X": "competence/solver"}``.
         n_eval: Evaluation sample size behind each scalar (one number or per agent);
             TensorBoard does not record it.
         run: Run label (default: the folder name).
         strict: Raise on NaN values instead of dropping them.
     """
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from ._importers import KeyMapping, read_events
 
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"TensorBoard path not found: {path}")
     if not tags:
         raise DataError("read_tensorboard needs tags: agent name -> scalar tag")
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
-    available = acc.Tags().get("scalars", [])
-    label = run or (path.name if path.is_dir() else path.parent.name)
-    rows = []
-    for agent, tag in tags.items():
-        if tag not in available:
-            raise DataError(f"{path}: scalar tag {tag!r} not found; available: {available}")
-        ne = n_eval[agent] if isinstance(n_eval, Mapping) else n_eval
-        for ev in acc.Scalars(tag):
-            rows.append((label, ev.step, agent, ev.value, ne))
-    df = pd.DataFrame(rows, columns=list(REQUIRED_COLUMNS))
-    return CurveData.from_table(df, strict=strict, source=str(path))
-
-
-def _is_tensorboard(path: Path) -> bool:
-    if path.is_file():
-        return "tfevents" in path.name
-    return path.is_dir() and any(path.glob("events.out.tfevents*"))
+    return read_events(path, KeyMapping(dict(tags), n_eval=n_eval), run=run, strict=strict)
 
 
 def load_inputs(
