@@ -22,6 +22,13 @@ from ._fit import laplace as laplace
 from ._fit import map_fit as map_fit
 from ._fit_plot import plot_prediction as plot_prediction
 from ._fit_plot import plot_predictive as plot_predictive
+from ._importers import KeyMapping as KeyMapping
+from ._importers import read_events as read_events
+from ._importers import read_mlflow as read_mlflow
+from ._importers import read_training_args as read_training_args
+from ._importers import read_trl as read_trl
+from ._importers import read_verl as read_verl
+from ._importers import read_wandb_csv as read_wandb_csv
 from ._knobs import KNOB_LINKS as KNOB_LINKS
 from ._knobs import default_links as default_links
 from ._model import CurveModel as CurveModel

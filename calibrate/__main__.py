@@ -24,6 +24,8 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     from simulate import ArgumentParser
 
+    from ._cli_inputs import add_input_options
+
     p = ArgumentParser(
         prog="python -m calibrate",
         description=__doc__,
@@ -63,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         help="TensorBoard scalar tag of an agent (repeat)",
     )
     f.add_argument("--tb-n-eval", type=int, default=100, help="n_eval of TensorBoard scalars")
+    add_input_options(f)  # --agent, --agent-regex, --n-eval, --covariate, --dry-run
     f.add_argument(
         "--strict",
         action="store_true",
@@ -169,25 +172,20 @@ def _host_devices(chains: int) -> None:
 
 
 def _fit(args: argparse.Namespace) -> int:
+    from ._cli_inputs import dry_run, load
     from ._posterior import check_output_folder
 
+    if args.dry_run:
+        return dry_run(args)
     check_output_folder(args.out)  # before the work, not after it
     _host_devices(args.chains)
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from ._config import ConfigError
-    from ._data import load_inputs
     from ._fit import fit
     from ._select import candidates, select
 
-    tags = {}
-    for item in args.tb_tag:
-        agent, _, tag = item.partition("=")
-        if not tag:
-            raise ConfigError(f"--tb-tag must look like AGENT=TAG, got {item!r}")
-        tags[agent] = tag
-    data = load_inputs(args.inputs, strict=args.strict, tb_tags=tags, tb_n_eval=args.tb_n_eval)
+    data = load(args)
     cfg = _config(args)
     nodes = tuple(a.strip() for a in args.agents.split(",")) if args.agents else None
     out = Path(args.out)

@@ -15,12 +15,15 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from simulate._errors import AgentmotifsError
+
+if TYPE_CHECKING:
+    from ._importers import KeyMapping
 
 __all__ = [
     "REQUIRED_COLUMNS",
@@ -285,42 +288,22 @@ def read_tensorboard(
     run: str | None = None,
     strict: bool = False,
 ) -> CurveData:
-    """Read scalar competence curves from TensorBoard event files.
+    """Read scalar competence curves from TensorBoard event files (exact tags; see
+    :func:`calibrate.read_events` for regular expressions and covariates).
 
     Args:
-        path: An event file or a folder containing ``events.out.tfevents.*`` files.
+        path: An event file or a folder with ``events.out.tfevents.*`` files (at any depth).
         tags: Agent name → scalar tag, e.g. ``{"X": "competence/solver"}``.
         n_eval: Evaluation sample size behind each scalar (one number or per agent);
             TensorBoard does not record it.
         run: Run label (default: the folder name).
         strict: Raise on NaN values instead of dropping them.
     """
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from ._importers import KeyMapping, read_events
 
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"TensorBoard path not found: {path}")
     if not tags:
         raise DataError("read_tensorboard needs tags: agent name -> scalar tag")
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
-    available = acc.Tags().get("scalars", [])
-    label = run or (path.name if path.is_dir() else path.parent.name)
-    rows = []
-    for agent, tag in tags.items():
-        if tag not in available:
-            raise DataError(f"{path}: scalar tag {tag!r} not found; available: {available}")
-        ne = n_eval[agent] if isinstance(n_eval, Mapping) else n_eval
-        for ev in acc.Scalars(tag):
-            rows.append((label, ev.step, agent, ev.value, ne))
-    df = pd.DataFrame(rows, columns=list(REQUIRED_COLUMNS))
-    return CurveData.from_table(df, strict=strict, source=str(path))
-
-
-def _is_tensorboard(path: Path) -> bool:
-    if path.is_file():
-        return "tfevents" in path.name
-    return path.is_dir() and any(path.glob("events.out.tfevents*"))
+    return read_events(path, KeyMapping(dict(tags), n_eval=n_eval), run=run, strict=strict)
 
 
 def load_inputs(
@@ -329,36 +312,57 @@ def load_inputs(
     strict: bool = False,
     tb_tags: Mapping[str, str] | None = None,
     tb_n_eval: int = 100,
+    mapping: KeyMapping | None = None,
 ) -> CurveData:
     """Load and join inputs of any supported kind.
 
     Args:
         inputs: Paths: ``.csv``/``.parquet`` tables, llm_runs run folders, TensorBoard event
-            files or folders, or a folder of run folders.
+            files or folders, TRL output folders, verl JSONL logs, MLflow run or experiment
+            folders, W&B history CSVs, or a folder of any of these.
         strict: Raise on NaN rows instead of dropping them.
-        tb_tags: Agent → scalar tag map, needed for TensorBoard inputs.
-        tb_n_eval: Evaluation sample size assumed for TensorBoard scalars.
+        tb_tags: Agent → scalar tag map for TensorBoard inputs read without ``mapping``.
+        tb_n_eval: Evaluation sample size assumed for those TensorBoard scalars.
+        mapping: A :class:`calibrate.KeyMapping` for the external logs (keys → agents,
+            evaluation size, named covariates); ``tb_tags`` are added to it for TensorBoard.
     """
+    from ._importers import KeyMapping, detect, read_source
+
     if isinstance(inputs, str | Path):
         inputs = [inputs]
     if not inputs:
         raise DataError("no inputs given")
-    parts = []
-    for item in inputs:
-        p = Path(item)
+    mapping = mapping if mapping is not None else KeyMapping()
+
+    def external(p: Path, kind: str) -> CurveData:
+        if kind == "tensorboard" and tb_tags:
+            if mapping.empty:
+                return read_tensorboard(p, tb_tags, n_eval=tb_n_eval, strict=strict)
+            return read_source(
+                p,
+                kind,
+                dataclasses.replace(mapping, agents={**tb_tags, **mapping.agents}),
+                strict=strict,
+            )
+        return read_source(p, kind, mapping, strict=strict)
+
+    def collect(p: Path, depth: int = 0) -> list[CurveData]:
         if p.is_dir() and (p / "manifest.json").is_file():
-            parts.append(read_run_folder(p, strict=strict))
-        elif _is_tensorboard(p):
-            if not tb_tags:
-                raise DataError(f"{p}: TensorBoard input needs --tb-tag AGENT=TAG options")
-            parts.append(read_tensorboard(p, tb_tags, n_eval=tb_n_eval, strict=strict))
-        elif p.is_dir():
-            subs = sorted(d for d in p.iterdir() if (d / "manifest.json").is_file())
-            if not subs:
-                raise DataError(f"{p}: folder holds no run folders (manifest.json) or event files")
-            parts.extend(read_run_folder(d, strict=strict) for d in subs)
-        else:
-            parts.append(read_table(p, strict=strict))
+            return [read_run_folder(p, strict=strict)]
+        if (kind := detect(p)) is not None:
+            return [external(p, kind)]
+        if not p.is_dir():
+            return [read_table(p, strict=strict)]
+        found = [d for d in sorted(p.iterdir()) if d.is_dir() or detect(d) is not None]
+        parts = [x for d in found if depth < 3 for x in collect(d, depth + 1)] if found else []
+        if not parts and depth == 0:
+            raise DataError(
+                f"{p}: folder holds no run folders (manifest.json), event files or other "
+                "training logs"
+            )
+        return parts
+
+    parts = [part for item in inputs for part in collect(Path(item))]
     if len(parts) == 1:
         return parts[0]
     seen: dict[str, int] = {}
