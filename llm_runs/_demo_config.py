@@ -38,9 +38,10 @@ class DemoConfig:
         risk: Largest acceptable P(oscillating or collapse) of a recommendation.
         target: Competence of the objective agent for "steps to target".
         objective: The agent whose forecast final competence ranks the candidates
-            (recommend's ``objective``): the solver ``X`` by default, since on the math
-            task the end-to-end answer follows it while the critic Z stays near 0.5 (the
-            recommendation comparison in the README); ``last`` ranks by the output node.
+            (recommend's ``objective``): ``last`` (the output node Z, default: on the
+            three-step tasks every role learns and the end-to-end answer is Z's) or an
+            agent's name (the first testbed ranked by the solver ``X``, since its critic
+            never learned).
         n_candidates: Candidates predicted by ``recommend`` (Sobol points and choices).
         draws: Posterior draws per prediction.
         workers: Pilot runs trained at once (one CPU thread each).
@@ -60,7 +61,7 @@ class DemoConfig:
     budget_steps: int = 200
     risk: float = 0.1
     target: float = 0.8
-    objective: str = "X"
+    objective: str = "last"
     n_candidates: int = 256
     draws: int = 200
     workers: int = 2

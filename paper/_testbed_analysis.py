@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,40 @@ from simulate._io import write_json, write_text
 
 #: Per-agent series of the curve distance (types): A_Y, A_Z and end-to-end accuracy.
 CURVE_ROLES = ("Y", "Z")
+
+#: What the archive keeps of a finished run (its log; no checkpoints).
+ARCHIVED = ("manifest.json", "competence.jsonl", "timing.json")
+
+
+def archive_runs(runs: Path, out: Path) -> int:
+    """Copy the logs of every finished or diverged run of ``runs`` into ``out/runs`` (the
+    committed record, from which a later session restores them); returns how many."""
+    n = 0
+    for man in sorted(runs.glob("*/manifest.json")):
+        if json.loads(man.read_text()).get("status") not in ("finished", "diverged"):
+            continue
+        dst = out / "runs" / man.parent.name
+        dst.mkdir(parents=True, exist_ok=True)
+        for f in ARCHIVED:
+            if (man.parent / f).is_file():
+                shutil.copy2(man.parent / f, dst / f)
+        n += 1
+    return n
+
+
+def restore_phase(cfg: Any, runs: Path, out: Path) -> None:
+    """Copy archived finished runs (``out/runs``) into ``runs`` where a run is missing, so
+    that a new checkout or session trains only what is left."""
+    n = 0
+    for src in sorted((out / "runs").glob("*/manifest.json")):
+        dst = runs / src.parent.name
+        if not (dst / "manifest.json").exists():
+            dst.mkdir(parents=True, exist_ok=True)
+            for f in ARCHIVED:
+                if (src.parent / f).is_file():
+                    shutil.copy2(src.parent / f, dst / f)
+            n += 1
+    print(f"  restored {n} finished runs from {out / 'runs'}")
 
 
 def t_interval(values: Any) -> list[float | None]:
@@ -293,6 +328,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> None:
         "missing_runs": missing_runs(cfg, runs),
         "command": "python paper/testbed_study.py",
     }
+    summary["archived_runs"] = archive_runs(runs, out)
     write_json(out / "summary.json", summary)
     write_text(out / "table.md", table(summary))
     figure(cfg, _curves(cfg, runs, "rise"), summary, out / "testbed.png")

@@ -12,7 +12,7 @@ Design (fixed before any run; stored in ``config.json``):
   competence before step ``early_step`` (goal: rise >= 0.25, early max <= ceiling - 0.05).
 - ``power``: the seed count of the later phases from the rise runs' spread: the smallest n
   with power ``power`` (two-sided alpha 0.05, paired t approximation) to detect a
-  difference of ``effect`` in a target's area under the curve, at least ``min_seeds``,
+  difference of ``effect`` (0.05) in a target's area under the curve, at least ``min_seeds``,
   at most ``max_seeds``; written to ``power.json`` once (refused if it exists).
 - ``edges`` (task ``edge_task``): from C1-AND, each edge of ``edges`` in turn, with each
   mechanism of ``mechanisms``, is activating, repressing, or cut (removed from the spec;
@@ -32,12 +32,15 @@ Design (fixed before any run; stored in ``config.json``):
   of the true type, whether it is in ``indistinguishable``, which signs are identified and
   whether each is correct.
 
-Phases (each resumable; a finished run is never retrained): ``rise``, ``power``, ``edges``,
-``types``, ``wiring``, ``fit`` (the wiring fits), ``summary`` (``summary.json``,
-``table.md``, ``testbed.png``; it summarises whatever runs have finished and lists the
-missing ones).
+Phases (each resumable; a finished run is never retrained): ``restore`` (copies the logs of
+finished runs archived under ``<out>/runs`` into ``--runs`` where missing, so a new checkout
+trains only what is left), ``rise``, ``power``, ``edges``, ``types``, ``wiring``, ``fit``
+(the wiring fits), ``summary`` (``summary.json``, ``table.md``, ``testbed.png``, and the
+archive of every finished run's log; it summarises whatever runs have finished and lists
+the missing ones).
 
-Usage: python paper/testbed_study.py [--phase rise|power|edges|types|wiring|fit|summary|all]
+Usage: python paper/testbed_study.py
+       [--phase restore|rise|power|edges|types|wiring|fit|summary|all]
        [--runs runs/testbed] [--out paper/results/testbed] [--workers 2] [--code DIR]
        [--quick]
 """
@@ -83,7 +86,7 @@ class StudyConfig:
         default_factory=lambda: ["coupling", "budget", "credit"]
     )
     level: float = 0.8
-    effect: float = 0.03
+    effect: float = 0.05
     power: float = 0.8
     min_seeds: int = 5
     max_seeds: int = 10
@@ -201,11 +204,12 @@ def main(argv: list[str] | None = None) -> int:
         design=StudyConfig,
         quick=QUICK,
         run_name=run_name,
-        phases=["rise", "power", "edges", "types", "wiring", "fit", "summary"],
+        phases=["restore", "rise", "power", "edges", "types", "wiring", "fit", "summary"],
         gated=None,
         default_runs="runs/testbed",
         default_out="paper/results/testbed",
         steps={
+            "restore": "_testbed_analysis:restore_phase",
             "power": "_testbed_analysis:power_phase",
             "fit": "_testbed_analysis:fit_wiring",
             "summary": "_testbed_analysis:summarise",

@@ -222,3 +222,21 @@ def test_quick_study_end_to_end(tmp_path):
     assert (out / "testbed.png").is_file() and (out / "table.md").is_file()
     r2 = subprocess.run(args, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert r2.returncode == 0 and "fitted" not in r2.stdout
+
+
+def test_archive_and_restore_keep_finished_logs_only(tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    for name, status in (("a", "finished"), ("b", "running"), ("c", "diverged")):
+        (runs / name / "checkpoints").mkdir(parents=True)
+        (runs / name / "manifest.json").write_text(json.dumps({"status": status}))
+        (runs / name / "competence.jsonl").write_text(f"{name}\n")
+    assert ta.archive_runs(runs, out) == 2
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["a", "c"]
+    assert not (out / "runs" / "a" / "checkpoints").exists()
+    fresh = tmp_path / "fresh"
+    (fresh / "c").mkdir(parents=True)
+    (fresh / "c" / "manifest.json").write_text(json.dumps({"status": "running"}))
+    ta.restore_phase(None, fresh, out)
+    assert (fresh / "a" / "competence.jsonl").read_text() == "a\n"
+    # a run already there is left as it is
+    assert json.loads((fresh / "c" / "manifest.json").read_text())["status"] == "running"
