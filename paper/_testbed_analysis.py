@@ -209,7 +209,7 @@ def motif_separation(cfg: Any, runs: Path) -> dict[str, Any]:
         null = []
         for _ in range(cfg.permutations):
             p = rng.permutation(len(both))
-            null.append(np.linalg.norm(both[p[: len(xa)]].mean(0) - both[p[len(xa):]].mean(0)))
+            null.append(np.linalg.norm(both[p[: len(xa)]].mean(0) - both[p[len(xa) :]].mean(0)))
         pval = (1 + np.sum(np.array(null) >= stat)) / (1 + cfg.permutations)
         pairs.append({"a": a, "b": b, "distance": stat, "p": float(pval)})
     order = sorted(range(len(pairs)), key=lambda k: pairs[k]["p"])
@@ -292,13 +292,17 @@ def wiring_identification(cfg: Any, out: Path) -> dict[str, Any]:
             "identified_correct": {k: v == truth[k] for k, v in ident.items()},
         }
     vals = list(sets.values())
+    if not vals:
+        return {"sets": sets, "truth_first_or_indistinguishable": None, "no_wrong_sign": None,
+                "share_two_signs": None}  # fmt: skip
     return {
         "sets": sets,
-        "truth_first_or_indistinguishable": all(v["rank"] == 1 or v["in_indistinguishable"]
-                                                for v in vals) if vals else None,
-        "no_wrong_sign": all(all(v["identified_correct"].values()) for v in vals) if vals else None,
-        "share_two_signs": float(np.mean([len(v["identified"]) >= 2 for v in vals])) if vals else None,
-    }  # fmt: skip
+        "truth_first_or_indistinguishable": all(
+            v["rank"] == 1 or v["in_indistinguishable"] for v in vals
+        ),
+        "no_wrong_sign": all(all(v["identified_correct"].values()) for v in vals),
+        "share_two_signs": float(np.mean([len(v["identified"]) >= 2 for v in vals])),
+    }
 
 
 def missing_runs(cfg: Any, runs: Path) -> dict[str, int]:

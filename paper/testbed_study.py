@@ -115,7 +115,7 @@ class StudyConfig:
         """The runs of a training phase (``rise``, ``edges``, ``types`` or ``wiring``)."""
         t, lr = self.edge_task, self.lr
         if phase == "rise":
-            return [(task, "C1", "", 1, "coupling", lr, s) for task in self.tasks for s in self.seeds]
+            return [(k, "C1", "", 1, "coupling", lr, s) for k in self.tasks for s in self.seeds]
         if phase == "edges":
             out: list[Job] = []
             for s in self.phase_seeds():
@@ -125,7 +125,8 @@ class StudyConfig:
                         out += [(t, "C1", e, sign, m, lr, s) for sign in (1, -1)]
             return list(dict.fromkeys(canonical(j) for j in out))
         if phase == "types":
-            return [(t, m, "", 1, "coupling", lr, s) for s in self.phase_seeds() for m in self.motifs]
+            seeds = self.phase_seeds()
+            return [(t, m, "", 1, "coupling", lr, s) for s in seeds for m in self.motifs]
         if phase == "wiring":
             return [
                 (t, m, "", 1, "coupling", x, 1000 + 10 * k + i)
