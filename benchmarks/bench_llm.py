@@ -18,6 +18,10 @@ Usage::
     python benchmarks/bench_llm.py --device cuda --preset small --batch 128
     python benchmarks/bench_llm.py --staleness 0,4,16 --preset micro   # policy-lag cost
     python benchmarks/bench_llm.py --peer trl --steps 40 --batch 8 --group 4
+    python benchmarks/bench_llm.py --tasks math-v1,math --preset micro  # testbed step cost
+
+6. ``--tasks math-v1,math`` (instead of 1-3): RL step time of the default config on each
+   task (the first testbed's against today's), taking turns; goal <= 1.2x.
 
 5. ``--peer trl`` (instead of 1-3): the 3-role pipeline's per-role GRPO updates by TRL
    (one ``GRPOTrainer`` per role, each a peft LoRA adapter on its own copy of the same
@@ -179,56 +183,75 @@ def bench_memory(preset: str, device: str, batch: int) -> list[dict[str, float]]
     return rows
 
 
-def bench_staleness(
-    ks: list[int], preset: str, device: str, batch: int, steps: int, cache: str | None
-) -> list[dict[str, float]]:
-    """Seconds per RL step of the joint 3-agent run with policy lag ``k``, ring memory.
-
-    One run per ``k`` is set up and its ring filled first; then the runs take turns, one
-    step each per round for ``steps`` rounds, so that a load change on a shared machine hits
-    every ``k`` alike. Per ``k``: the median wall and process-CPU seconds of its steps.
-    """
+def _rl_turns(
+    cfgs: dict[Any, dict[str, Any]], steps: int, device: str, warm: dict[Any, int]
+) -> dict[Any, tuple[Any, float, float]]:
+    """Set up one joint run per config, ``warm[label]`` RL steps each first, then the runs
+    take turns, one RL step each per round for ``steps`` rounds, so that a load change on a
+    shared machine hits every run alike. Per label: the state, the median wall and
+    process-CPU seconds of its steps."""
     from llm_runs import rl_step, setup_training
     from llm_runs.config import TrainConfig
 
     runs = {}
-    for k in ks:
-        cfg = TrainConfig.from_dict(
-            {
-                "model": {"preset": preset, "base_cache": cache},
-                "rl": {"batch": batch, "warmup_steps": 0, "staleness": k},
-                "device": device,
-                "threads": torch.get_num_threads(),
-            }
-        )
-        st, _ = setup_training(cfg, progress=False)
-        for s in range(k + 1):  # fill the ring first (and warm up)
+    for label, d in cfgs.items():
+        st, _ = setup_training(TrainConfig.from_dict(d), progress=False)
+        for s in range(warm[label]):
             rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
-        runs[k] = st
-    wall: dict[int, list[float]] = {k: [] for k in ks}
-    cpu: dict[int, list[float]] = {k: [] for k in ks}
+        runs[label] = st
+    wall: dict[Any, list[float]] = {k: [] for k in cfgs}
+    cpu: dict[Any, list[float]] = {k: [] for k in cfgs}
     for r in range(steps):
-        for k in ks:
+        for label, st in runs.items():
             _sync(device)
             t0, c0 = time.perf_counter(), time.process_time()
-            rl_step(runs[k], k + 1 + r, pulse=False, pulse_mode="flip", log_kl=False)
+            rl_step(st, warm[label] + r, pulse=False, pulse_mode="flip", log_kl=False)
             _sync(device)
-            wall[k].append(time.perf_counter() - t0)
-            cpu[k].append(time.process_time() - c0)
+            wall[label].append(time.perf_counter() - t0)
+            cpu[label].append(time.process_time() - c0)
+    return {k: (runs[k], statistics.median(wall[k]), statistics.median(cpu[k])) for k in cfgs}
+
+
+def _rl_config(preset: str, device: str, batch: int, cache: str | None, **kw: Any) -> dict:
+    rl = {"batch": batch, "warmup_steps": 0, "staleness": kw.pop("staleness", 0)}
+    return {"model": {"preset": preset, "base_cache": cache}, "rl": rl, "device": device,
+            "threads": torch.get_num_threads(), **kw}  # fmt: skip
+
+
+def bench_staleness(
+    ks: list[int], preset: str, device: str, batch: int, steps: int, cache: str | None
+) -> list[dict[str, float]]:
+    """Seconds per RL step of the joint 3-agent run with policy lag ``k``, ring memory
+    (the runs take turns, see :func:`_rl_turns`; each ring is filled first)."""
+    cfgs = {k: _rl_config(preset, device, batch, cache, staleness=k) for k in ks}
+    got = _rl_turns(cfgs, steps, device, {k: k + 1 for k in ks})
     rows = []
     for k in ks:
-        st = runs[k]
+        st, wall, cpu = got[k]
         adapter = sum(p.numel() * p.element_size() for ps in st.policy.params.values() for p in ps)
         rows.append(
             {
                 "k": k,
-                "s_per_step": statistics.median(wall[k]),
-                "cpu_s_per_step": statistics.median(cpu[k]),
+                "s_per_step": wall,
+                "cpu_s_per_step": cpu,
                 "ring_bytes": st.ring.n_bytes(),
                 "adapter_bytes": adapter,
             }
         )
     return rows
+
+
+def bench_tasks(
+    tasks: list[str], preset: str, device: str, batch: int, steps: int, cache: str | None
+) -> list[dict[str, Any]]:
+    """Seconds per RL step of the default joint run on each task (e.g. the first testbed's
+    ``math-v1`` against today's ``math``), taking turns; the ratio to the first task."""
+    cfgs = {t: _rl_config(preset, device, batch, cache, task={"name": t}) for t in tasks}
+    got = _rl_turns(cfgs, steps, device, dict.fromkeys(tasks, 1))
+    ref_wall, ref_cpu = got[tasks[0]][1], got[tasks[0]][2]
+    return [{"task": t, "s_per_step": got[t][1], "cpu_s_per_step": got[t][2],
+             "ratio": got[t][1] / ref_wall, "cpu_ratio": got[t][2] / ref_cpu}
+            for t in tasks]  # fmt: skip
 
 
 def _print_staleness(rows: list[dict[str, float]]) -> None:
@@ -413,6 +436,11 @@ def main() -> None:
         help="comma-separated policy lags k (e.g. 0,4,16): time real RL steps with each "
         "instead of benchmarks 1-3 (the base is pretrained into --base-cache if missing)",
     )
+    ap.add_argument(
+        "--tasks",
+        help="comma-separated tasks (e.g. math-v1,math): time real RL steps of the default "
+        "config on each instead of benchmarks 1-3; ratios to the first (goal <= 1.2x)",
+    )
     ap.add_argument("--base-cache", help="folder of cached pretrained bases")
     ap.add_argument(
         "--peer",
@@ -453,6 +481,19 @@ def main() -> None:
         print(f"== bench_llm staleness ({args.preset}, {args.device}, batch {args.batch})")
         _print_staleness(rows)
         print(json.dumps({"staleness": rows}))
+        return
+    if args.tasks:
+        rows = bench_tasks(
+            args.tasks.split(","), args.preset, args.device, args.batch, args.steps,
+            args.base_cache,
+        )  # fmt: skip
+        print(f"== bench_llm tasks ({args.preset}, {args.device}, batch {args.batch}, "
+              f"load {load_average()})")  # fmt: skip
+        for r in rows:
+            print(f"task {r['task']:>8}: {r['s_per_step'] * 1e3:7.1f} ms/step | "
+                  f"{r['ratio']:.2f}x {rows[0]['task']} (goal <= 1.20x), CPU time "
+                  f"{r['cpu_ratio']:.2f}x")  # fmt: skip
+        print(json.dumps({"tasks": rows}))
         return
     tr = bench_train(args.preset, args.device, args.batch, args.steps)
     print(f"== bench_llm ({args.preset}, {args.device}, batch {args.batch} per agent)")

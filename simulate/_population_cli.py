@@ -112,9 +112,9 @@ def _plot(results: list[tuple[int, np.ndarray, dict[str, Any]]], args, path: str
 def _cmd_population(args: argparse.Namespace) -> int:
     check_population_args(args)
     if args.plot:
-        from ._cli import _check_file_out
+        from ._outputs import PLOT_SUFFIXES, claim_file
 
-        _check_file_out(args.plot, "--plot")
+        claim_file(args.plot, overwrite=args.overwrite, what="--plot", suffixes=PLOT_SUFFIXES)
     import jax
 
     from ._population import simulate_population
@@ -184,5 +184,6 @@ def add_population_parser(sub) -> None:
     p.add_argument("--model", choices=("wf", "moran"), default="wf")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plot", metavar="FILE.png", help="draw trajectories per N")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --plot file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_population)

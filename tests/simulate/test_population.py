@@ -157,6 +157,10 @@ def test_cli_json_and_plot_in_float64(tmp_path):
         assert {"fixed", "lost", "kimura_fixation", "p_start"} <= set(p)
         assert p["variance"][0] == 0.0 and p["mean"][0] == 0.5
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = _cli("--N", "10", "--generations", "4", "--replicates", "4", "--plot", str(png))
+    assert again.returncode == 2 and again.stderr.count("error:") == 1  # the file is kept
+    assert _cli("--N", "10", "--generations", "4", "--replicates", "4", "--plot", str(png),
+                "--overwrite").returncode == 0  # fmt: skip
 
 
 def test_cli_text_summary(capsys):
