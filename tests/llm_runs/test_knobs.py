@@ -284,8 +284,9 @@ def test_staleness_zero_leaves_the_log_unchanged(tmp_path, micro_cfg):
     _torch()
     import copy
 
-    # an entropy bonus moves the adapters even where the micro base earns no reward yet
-    micro_cfg["rl"]["entropy_coef"] = 0.5
+    # an entropy bonus at a large step moves the adapters enough to change what the lagged
+    # run samples, even where the micro base earns no reward yet (a zero advantage)
+    micro_cfg["rl"].update(entropy_coef=0.5, lr=0.05)
     plain = copy.deepcopy(micro_cfg)
     zero = copy.deepcopy(micro_cfg)
     zero["rl"].update(staleness=0, weight_decay=0.0, is_cap=5.0)
