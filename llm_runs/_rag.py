@@ -10,7 +10,9 @@ lookup their role performs, in the pretraining facts' format ``ctx?entity=``. Th
 by question entity, so held-out questions ask about unseen entities. The shift swaps in a
 second, disjoint set of entities ("new entities"). The misconception every role's
 demonstrations carry with probability ``p_bug`` is positional retrieval (the first fact).
-The input role X learns at ``LR_SCALE`` (0.05) of ``rl.lr`` by default, as in ``math``.
+Unlike ``math``, every role learns at the full ``rl.lr`` by default: a lookup is slower
+to learn than an addition (X rose from 0.23 by 0.00 in 60 steps at 0.05 of the rate, and
+with it below the edges' threshold K the coupled Y and Z did not move either).
 """
 
 from __future__ import annotations
@@ -80,7 +82,6 @@ class RagTask(Task):
 
     name = "rag"
     OUT_LEN: ClassVar[dict[str, int]] = {"X": 3, "Y": 3, "Z": 3}
-    LR_SCALE: ClassVar[dict[str, float]] = {"X": 0.05}
 
     def __init__(
         self,
