@@ -65,9 +65,9 @@ def _start_run(folder, lr: float):
 def _write(writer, data: cal.CurveData, step: int) -> None:
     t = data.table[data.table["step"] == step]
     writer.write(
-        {"kind": "agent", "step": int(r.step), "agent": r.agent,
-         "competence": float(r.competence), "n_eval": int(r.n_eval)}
-        for r in t.itertuples()
+        {"kind": "agent", "step": int(r["step"]), "agent": r["agent"],
+         "competence": float(r["competence"]), "n_eval": int(r["n_eval"])}
+        for r in t.to_dict("records")
     )  # fmt: skip
 
 
