@@ -51,7 +51,7 @@ def test_lead_and_false_alerts_over_thresholds():
     assert low["false_alerts"] == 2
     curve = wm.curve(runs, [0.15, 0.5, 0.95])
     assert [c["false_alerts"] for c in curve] == [2, 1, 0]
-    assert curve[-1]["lead_steps"] == [20.0, 10.0, None]
+    assert curve[-1]["lead_steps"] == [0.0, -20.0, None]
 
 
 @pytest.mark.slow
