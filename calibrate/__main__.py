@@ -7,6 +7,8 @@ Subcommands:
                search space (``--space``; also over motifs, from a selection folder)
                for the next run.
     predict    From a saved fit, forecast the curves and regimes of settings not yet run.
+    watch      Follow a growing run log: forecast final competences and P(collapse) at
+               each new evaluation; exit 3 with an ALERT line past ``--threshold``.
 """
 
 from __future__ import annotations
@@ -130,6 +132,9 @@ def _parser() -> argparse.ArgumentParser:
         "--overwrite", action="store_true", help="replace an existing --plot or prediction.json"
     )
     q.add_argument("--seed", type=int, default=0)
+    from ._watch_cli import add_watch_parser
+
+    add_watch_parser(sub)
     return p
 
 
@@ -380,7 +385,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            run = {"fit": _fit, "recommend": _recommend, "predict": _predict}[args.cmd]
+            from ._watch_cli import watch
+
+            cmds = {"fit": _fit, "recommend": _recommend, "predict": _predict, "watch": watch}
+            run = cmds[args.cmd]
             return run(args)
     except AgentmotifsError as err:
         print(f"error: {err}", file=sys.stderr)

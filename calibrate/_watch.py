@@ -1,0 +1,326 @@
+"""``watch``: forecast a running job from its evaluations so far.
+
+Two ways to condition on a run that is still being written:
+
+- **with a pilots' fit** (:func:`prepare`): every posterior draw of the fit gets
+  ``replicates`` fresh per-run effects (the fit's random effects ``tau * eps`` where it has
+  them, else a jitter of sd ``spread`` on the transformed ``rho``, ``delta`` and ``A0`` of
+  every agent), and the resulting new runs are pushed through :func:`calibrate.predict` at
+  the run's own setting (its linked training-config fields) once: curves on ``[0, horizon]``,
+  final competences and :func:`simulate.classify`'s regimes per draw. As evaluations arrive
+  :func:`forecast` importance-weights those draws by how well their curves match the
+  evaluations (a per-run random-effect update: nothing is solved again);
+- **without one** (:func:`self_fit`): a small Laplace fit of the run's own evaluations, whose
+  draws are pushed through the same predictor and weighted equally.
+
+The weight of a draw is a Gaussian likelihood of each observed competence ``y`` around the
+draw's curve ``p``, variance ``p (1 - p) / n_eval + misfit**2``: binomial evaluation noise
+plus a model-misfit floor, so that one noisy evaluation of a smooth model cannot make every
+draw but one vanish.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+import pandas as pd
+
+from ._config import ConfigError
+from ._posterior import Posterior
+from ._predict import REGIME_GROUPS, link_covariates, predict
+
+__all__ = ["Forecast", "WatchDraws", "forecast", "prepare", "run_setting", "self_fit"]
+
+JITTER_BASES = ("rho", "delta", "A0")  # per-run effects without the fit's random effects
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchDraws:
+    """Draws of one new run's curves, solved once.
+
+    Attributes:
+        agents: Agent (node) names.
+        setting: The linked training-config fields the run was predicted at.
+        t: Steps of the curves ``(T,)`` from 0 to the horizon.
+        curves: Competence curves per draw ``(G, T, N)`` (NaN for failed solves).
+        codes: Per-node :class:`simulate.Regime` codes per draw ``(G, N)``.
+        final: Final competence per draw ``(G, N)``.
+        weighted: Whether :func:`forecast` weights the draws by the run's evaluations
+            (False for the run's own fit, whose draws already condition on them).
+        source: One phrase: where the draws come from.
+    """
+
+    agents: tuple[str, ...]
+    setting: dict[str, float]
+    t: np.ndarray
+    curves: np.ndarray
+    codes: np.ndarray
+    final: np.ndarray
+    weighted: bool
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Forecast:
+    """The forecast after the evaluations up to :attr:`step`.
+
+    Attributes:
+        step: The last evaluation step used.
+        evaluations: Evaluation steps used.
+        horizon: The step the final competence is forecast at.
+        agents: Per agent: ``final`` (``mean``, ``q05``, ``q95``) and ``p_collapse``.
+        network: ``p_converged``, ``p_oscillating``, ``p_collapse``, ``p_unsettled``,
+            ``p_failed`` of the network (its most severe agent's regime, as in classify).
+        ess: Effective number of draws after weighting.
+        draws: Draws behind the forecast.
+    """
+
+    step: int
+    evaluations: int
+    horizon: float
+    agents: dict[str, dict[str, Any]]
+    network: dict[str, float]
+    ess: float
+    draws: int
+
+    @property
+    def p_collapse(self) -> float:
+        """P(the network collapses): some agent's regime is ``collapse``."""
+        return float(self.network["p_collapse"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return dataclasses.asdict(self)
+
+    def line(self) -> str:
+        """One terminal line: per agent the final competence [90 % interval], then P()."""
+        parts = [f"step {self.step:>5}"]
+        for a, d in self.agents.items():
+            f = d["final"]
+            parts.append(f"{a} {f['mean']:.2f} [{f['q05']:.2f}, {f['q95']:.2f}]")
+        n = self.network
+        parts.append(f"P(collapse) {n['p_collapse']:.2f}  P(oscillation) {n['p_oscillating']:.2f}")
+        return "  ".join(parts) + f"  (ess {self.ess:.0f})"
+
+
+def run_setting(post: Posterior, hyper: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
+    """The run's values of the fit's linked fields, and the fields it lacks (predicted at
+    the pilots' reference value)."""
+    setting: dict[str, float] = {}
+    missing: list[str] = []
+    for field in link_covariates(post):
+        v = hyper.get(field)
+        if v is None or not np.isfinite(float(v)):
+            missing.append(field)
+        else:
+            setting[field] = float(v)
+    return setting, missing
+
+
+def _new_runs(post: Posterior, draws: int, replicates: int, spread: float, seed: int):
+    """A copy of ``post`` whose draws are ``draws * replicates`` new runs (fresh effects)."""
+    cm = post.model
+    rng = np.random.default_rng(seed)
+    flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in post.samples.items()}
+    n_all = flat["z"].shape[0]
+    idx = np.sort(rng.choice(n_all, min(draws, n_all), replace=False))
+    m = max(1, int(replicates))
+    z = np.repeat(flat["z"][idx], m, axis=0)
+    scale = np.asarray(cm.layout.scale)
+    has_re = np.zeros(z.shape[1], bool)
+    if cm.re_index.size:  # the fit's own run effects, as recommend's new runs
+        pr = cm.config.priors
+        tau = np.exp(np.log(pr.re_median) + pr.re_sd * flat["tau_z"][idx])
+        tau = np.repeat(tau[:, cm.re_group], m, axis=0)
+        z[:, cm.re_index] += tau * rng.standard_normal(tau.shape) / scale[cm.re_index]
+        has_re[cm.re_index] = True
+    if spread > 0:
+        jit = np.array([b in JITTER_BASES for b in cm.layout.bases]) & ~has_re
+        eps = rng.standard_normal((z.shape[0], int(jit.sum())))
+        z[:, jit] += spread * eps / scale[jit]
+    runs = copy.copy(post)
+    runs.samples = {"z": z[None]}
+    if "c" in flat:
+        runs.samples["c"] = np.repeat(flat["c"][idx], m, axis=0)[None]
+    return runs
+
+
+def prepare(
+    post: Posterior,
+    setting: Mapping[str, float],
+    *,
+    steps: float,
+    draws: int = 200,
+    replicates: int = 4,
+    spread: float = 0.3,
+    n_points: int = 200,
+    key: jax.Array | None = None,
+    weighted: bool = True,
+    source: str = "the pilots' fit",
+) -> WatchDraws:
+    """Solve the new-run draws of one setting once (see the module docstring).
+
+    Args:
+        post: A fit (the pilots', or the run's own).
+        setting: The run's linked training-config fields (as for :func:`calibrate.predict`).
+        steps: Horizon: the step whose competence is the forecast's final one.
+        draws: Posterior draws used (a random subset when the fit has more).
+        replicates: New runs per draw (fresh run effects; 1 with ``spread`` 0 and no
+            random effects in the fit).
+        spread: Sd of the run-effect jitter on the transformed ``rho``, ``delta``, ``A0`` of
+            bases the fit has no random effects for (0: none).
+        n_points: Points of each curve on ``[0, steps]``.
+        key: PRNG key of the draw subset and the run effects.
+        weighted: Whether :func:`forecast` weights the draws by the evaluations.
+        source: Where the draws come from, for messages.
+
+    Raises:
+        ConfigError: A bad count, spread or horizon (and predict's own checks).
+    """
+    for name, v in (("draws", draws), ("replicates", replicates)):
+        if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+            raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
+    if not (isinstance(spread, int | float) and np.isfinite(spread) and spread >= 0):
+        raise ConfigError(f"spread must be a finite number >= 0, got {spread!r}")
+    seed = 0 if key is None else int(jax.random.randint(key, (), 0, 2**30))
+    m = replicates if (spread > 0 or post.model.re_index.size) else 1
+    runs = _new_runs(post, draws, m, float(spread), seed)
+    g = int(runs.samples["z"].shape[1])
+    pred = predict(
+        runs, [dict(setting)], steps=steps, n_points=n_points, max_draws=g, key=key,
+        keep_curves=True, bands=False,
+    )  # fmt: skip
+    assert pred.curves is not None
+    return WatchDraws(
+        agents=pred.agents,
+        setting=dict(setting),
+        t=pred.t,
+        curves=pred.curves[0],
+        codes=pred.codes[0],
+        final=pred.final[0],
+        weighted=weighted,
+        source=source,
+    )
+
+
+def _curves_at(wd: WatchDraws, steps: np.ndarray) -> np.ndarray:
+    """Every draw's curves at ``steps`` (linear between grid points): ``(G, len, N)``."""
+    s = np.clip(np.asarray(steps, float), wd.t[0], wd.t[-1])
+    hi = np.clip(np.searchsorted(wd.t, s), 1, wd.t.size - 1)
+    lo = hi - 1
+    w = ((s - wd.t[lo]) / (wd.t[hi] - wd.t[lo]))[None, :, None]
+    return wd.curves[:, lo, :] * (1 - w) + wd.curves[:, hi, :] * w
+
+
+def log_weights(wd: WatchDraws, obs: pd.DataFrame, misfit: float = 0.05) -> np.ndarray:
+    """Log-likelihood of the evaluations ``obs`` (``step, agent, competence, n_eval``) under
+    each draw ``(G,)``; -inf for failed draws.
+
+    Raises:
+        ConfigError: An agent of ``obs`` is not a node of the fit.
+    """
+    unknown = sorted(set(obs["agent"]) - set(wd.agents))
+    if unknown:
+        raise ConfigError(f"the run's agents {unknown} are not nodes of the fit {list(wd.agents)}")
+    ll = np.zeros(wd.curves.shape[0])
+    for j, a in enumerate(wd.agents):
+        o = obs[obs["agent"] == a]
+        if o.empty:
+            continue
+        p = _curves_at(wd, o["step"].to_numpy())[:, :, j]
+        y = o["competence"].to_numpy(float)[None, :]
+        var = p * (1 - p) / o["n_eval"].to_numpy(float)[None, :] + misfit**2
+        ll += np.sum(-0.5 * (y - p) ** 2 / var - 0.5 * np.log(var), axis=1)
+    return np.where(np.isfinite(ll), ll, -np.inf)
+
+
+def weighted_quantile(x: np.ndarray, w: np.ndarray, q: Sequence[float]) -> np.ndarray:
+    """Quantiles ``q`` of values ``x`` with weights ``w`` (NaN values dropped)."""
+    ok = np.isfinite(x) & (w > 0)
+    if not ok.any():
+        return np.full(len(q), np.nan)
+    order = np.argsort(x[ok])
+    xs, ws = x[ok][order], w[ok][order]
+    cum = (np.cumsum(ws) - 0.5 * ws) / ws.sum()
+    return np.interp(q, cum, xs)
+
+
+def forecast(wd: WatchDraws, obs: pd.DataFrame, *, misfit: float = 0.05) -> Forecast:
+    """The forecast from the evaluations ``obs`` (long table ``step, agent, competence,
+    n_eval``, the run's rows so far; empty: the prior forecast at the run's setting).
+
+    Raises:
+        ConfigError: A bad ``misfit``, or an agent that is not a node of the fit.
+    """
+    if not (isinstance(misfit, int | float) and np.isfinite(misfit) and misfit > 0):
+        raise ConfigError(f"misfit must be a finite number > 0, got {misfit!r}")
+    from simulate._analysis import REGIME_SEVERITY
+
+    ok = np.all(np.isfinite(wd.final), axis=1)
+    ll = log_weights(wd, obs, misfit) if wd.weighted and len(obs) else np.zeros(ok.size)
+    ll = np.where(ok, ll, -np.inf)
+    if not np.isfinite(ll).any():  # every solve failed: weights from the prior
+        ll = np.zeros(ok.size)
+    w = np.exp(ll - ll.max())
+    w /= w.sum()
+    agents: dict[str, dict[str, Any]] = {}
+    for j, a in enumerate(wd.agents):
+        f = wd.final[:, j]
+        q05, q95 = weighted_quantile(f, w, [0.05, 0.95])
+        fin = np.isfinite(f)
+        mean = float(np.sum(np.where(fin, f, 0.0) * w) / max(w[fin].sum(), 1e-300))
+        agents[a] = {
+            "final": {"mean": mean, "q05": float(q05), "q95": float(q95)},
+            "p_collapse": float(np.sum(w * np.isin(wd.codes[:, j], REGIME_GROUPS["collapse"]))),
+        }
+    sev = np.asarray(REGIME_SEVERITY)
+    worst = np.take_along_axis(wd.codes, np.argmax(sev[wd.codes], -1)[:, None], -1)[:, 0]
+    network = {f"p_{g}": float(np.sum(w * np.isin(worst, c))) for g, c in REGIME_GROUPS.items()}
+    steps = sorted(set(obs["step"].tolist())) if len(obs) else []
+    return Forecast(
+        step=int(steps[-1]) if steps else 0,
+        evaluations=len(steps),
+        horizon=float(wd.t[-1]),
+        agents=agents,
+        network=network,
+        ess=float(1.0 / np.sum(w**2)),
+        draws=int(w.size),
+    )
+
+
+def self_fit(
+    obs: pd.DataFrame,
+    network: str,
+    *,
+    steps: float,
+    nodes: Sequence[str] | None = None,
+    draws: int = 200,
+    key: jax.Array | None = None,
+) -> WatchDraws:
+    """A Laplace fit of the run's own evaluations, solved to the horizon (no weighting).
+
+    Args:
+        obs: The run's rows (``run, step, agent, competence, n_eval``).
+        network: The network to fit (e.g. ``C1-AND``).
+        steps: Horizon in steps.
+        nodes: Agent names in the network's node order (default: sorted).
+        draws: Posterior draws.
+        key: PRNG key.
+    """
+    from ._config import FitConfig
+    from ._data import CurveData
+    from ._fit import fit
+
+    key = jax.random.key(0) if key is None else key
+    data = CurveData.from_table(obs[["run", "step", "agent", "competence", "n_eval"]])
+    cfg = FitConfig(method="laplace", chains=1, samples=draws)
+    post = fit(data, network, cfg, key=key, nodes=tuple(nodes) if nodes else None)
+    return prepare(
+        post, {}, steps=steps, draws=draws, replicates=1, spread=0.0, key=key,
+        weighted=False, source=f"the run's own Laplace fit ({network})",
+    )  # fmt: skip

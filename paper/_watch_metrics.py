@@ -1,0 +1,98 @@
+"""The replay's pre-stated rules: when a real run collapsed, when ``watch`` alerted, lead times
+and false alerts over thresholds (pure functions of curves and P(collapse) series)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+COLLAPSE_LEVEL = 0.1
+RULE = (
+    "a run collapsed iff some agent's competence is below 0.1 at an evaluation and at every "
+    "later evaluation of the run (through its last recorded one); its collapse step is the "
+    "earliest such evaluation over the agents. A run recorded as diverged counts as "
+    "collapsed at its last recorded step unless the rule fires earlier. The alert step of a "
+    "threshold is the first evaluation at which watch's P(collapse), from the evaluations up "
+    "to and including that one, is >= the threshold; lead = collapse step - alert step "
+    "(negative: the alert came after the collapse). A collapse is flagged when lead >= "
+    "lead_goal; a run that did not collapse has a false alert when any alert fired."
+)
+
+
+def collapse_step(
+    steps: Sequence[float],
+    curves: Mapping[str, Sequence[float]],
+    *,
+    level: float = COLLAPSE_LEVEL,
+    diverged: bool = False,
+) -> float | None:
+    """The collapse step of a run by :data:`RULE` (None: it did not collapse)."""
+    s = np.asarray(steps, float)
+    best: float | None = None
+    for c in curves.values():
+        below = np.asarray(c, float) < level
+        if not below.size or not below[-1]:
+            continue
+        i = below.size - 1
+        while i > 0 and below[i - 1]:
+            i -= 1
+        best = float(s[i]) if best is None else min(best, float(s[i]))
+    if best is None and diverged and s.size:
+        best = float(s[-1])
+    return best
+
+
+def alert_step(steps: Sequence[float], p: Sequence[float], threshold: float) -> float | None:
+    """First step whose P(collapse) is >= ``threshold`` (None: no alert)."""
+    hit = np.flatnonzero(np.asarray(p, float) >= threshold)
+    return float(np.asarray(steps, float)[hit[0]]) if hit.size else None
+
+
+def score(
+    runs: Sequence[Mapping[str, Any]], threshold: float, *, lead_goal: float = 20.0
+) -> dict[str, Any]:
+    """Lead times and false alerts of one threshold over replayed runs.
+
+    Args:
+        runs: Each with ``steps``, ``p_collapse`` (one per step) and ``collapse_step``
+            (None when the run did not collapse).
+        threshold: The alert threshold.
+        lead_goal: Steps ahead a flagged collapse needs.
+
+    Returns:
+        ``n_collapsed``, ``n_other``, ``flagged_share`` (lead >= lead_goal among collapses),
+        ``alerted_before_share`` (lead >= 0), ``lead_steps`` (per collapsed run, None when
+        no alert fired), ``median_lead`` (over collapses with an alert), ``false_alerts``
+        and ``false_alert_share``.
+    """
+    leads: list[float | None] = []
+    false = 0
+    for r in runs:
+        a = alert_step(r["steps"], r["p_collapse"], threshold)
+        if r["collapse_step"] is None:
+            false += a is not None
+        else:
+            leads.append(None if a is None else float(r["collapse_step"]) - a)
+    n_c = len(leads)
+    n_o = len(runs) - n_c
+    got = [x for x in leads if x is not None]
+    return {
+        "threshold": float(threshold),
+        "n_collapsed": n_c,
+        "n_other": n_o,
+        "flagged_share": (sum(x >= lead_goal for x in got) / n_c) if n_c else None,
+        "alerted_before_share": (sum(x >= 0 for x in got) / n_c) if n_c else None,
+        "lead_steps": leads,
+        "median_lead": float(np.median(got)) if got else None,
+        "false_alerts": int(false),
+        "false_alert_share": (false / n_o) if n_o else None,
+    }
+
+
+def curve(
+    runs: Sequence[Mapping[str, Any]], thresholds: Sequence[float], *, lead_goal: float = 20.0
+) -> list[dict[str, Any]]:
+    """:func:`score` at every threshold (the lead-time / false-alert trade-off)."""
+    return [score(runs, t, lead_goal=lead_goal) for t in thresholds]
