@@ -369,6 +369,10 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_warning(message: object, category: object, *args: object, **kwargs: object) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 with one ``error:`` line for bad input)."""
     import jax
@@ -380,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
+            warnings.showwarning = _show_warning  # one line, not the source line too
             run = {"fit": _fit, "recommend": _recommend, "predict": _predict}[args.cmd]
             return run(args)
     except AgentmotifsError as err:
