@@ -374,6 +374,10 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_warning(message: object, category: object, *args: object, **kwargs: object) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 with one ``error:`` line for bad input)."""
     import jax
@@ -385,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
+            warnings.showwarning = _show_warning  # one line, not the source line too
             from ._watch_cli import watch
 
             cmds = {"fit": _fit, "recommend": _recommend, "predict": _predict, "watch": watch}

@@ -1,8 +1,9 @@
 """No silent wrong answers from :func:`calibrate.predict` (issue 36 §2).
 
-* :func:`failed_draws`: a draw whose competence leaves [0, 1] or is not finite is a failed
-  solve, never a forecast: its regime becomes ``failed`` on every agent and its final values
-  NaN (the summaries skip them; all-failed shows as failed, not as a number).
+* :func:`failed_draws`: a draw whose competence leaves [0, 1] or is not finite, or whose
+  solve failed on any agent, is a failed solve, never a forecast: its regime becomes
+  ``failed`` on every agent and its final values NaN (the summaries skip them; all-failed
+  shows as failed, not as a number).
 * :func:`extrapolation`: how far each setting lies outside the pilots' range of each linked
   field, in units of the pilots' spread (the standard deviation of the link's transformed
   values over the fit's runs); 0 inside the range, ``inf`` for a field constant in the fit.
@@ -46,6 +47,7 @@ def failed_draws(
     """
     final = np.asarray(final, dtype=float)
     bad = ~np.all(np.isfinite(final), -1)
+    bad |= np.any(np.asarray(codes) == _FAILED, -1)  # the solver's own failure: no final value
     with np.errstate(invalid="ignore"):
         bad |= np.any((final < -TOLERANCE) | (final > 1 + TOLERANCE), -1)
         if curves is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import shlex
 import sys
 import warnings
 from pathlib import Path
@@ -326,7 +327,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ._demo import run_demo
+    """The demo; Ctrl-C stops its child commands, prints one line on how to resume and
+    exits 130 (128 + SIGINT, the shell's status for an interrupted command)."""
+    from ._demo import DemoInterrupted, run_demo
     from ._demo_config import QUICK, DemoConfig
 
     if args.config and args.quick:
@@ -335,13 +338,21 @@ def _demo(args: argparse.Namespace) -> int:
         cfg = DemoConfig.from_dict(read_config_file(args.config))
     else:
         cfg = QUICK if args.quick else DemoConfig()
-    timing = run_demo(
-        args.out,
-        cfg,
-        overwrite=args.overwrite,
-        progress=not args.no_progress,
-        stop_after=args.stop_after,
-    )
+    try:
+        timing = run_demo(
+            args.out,
+            cfg,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+            stop_after=args.stop_after,
+        )
+    except KeyboardInterrupt as stop:  # DemoInterrupted once the stages run
+        again = ["--out", args.out, *(["--config", args.config] if args.config else [])]
+        again += ["--quick"] if args.quick else []
+        stage = stop.stage if isinstance(stop, DemoInterrupted) else "first"
+        line = f"interrupted during the {stage} stage (its commands were stopped); "
+        print(f"{line}resume with: python -m llm_runs demo {shlex.join(again)}", file=sys.stderr)
+        return 130
     if "report" in timing:
         print(f"report: {Path(args.out) / 'report.md'}; recommendation: "
               f"{Path(args.out) / 'recommendation.json'}")  # fmt: skip

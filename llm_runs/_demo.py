@@ -11,154 +11,36 @@ where the first stopped; an interrupted training run is resumed from its checkpo
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from simulate._errors import AgentmotifsError, ConfigError, OutputError
+from simulate._errors import ConfigError, OutputError
 from simulate._io import check_writable, read_json_object, read_text, write_json, write_text
 
+from ._children import Bar, StageError, call, progress_of, stop_children_on_interrupt
 from ._demo_config import DemoConfig
+from ._runfolder import LOCK_FILE, RunLock
 from .runlog import read_manifest
 
-__all__ = ["STAGES", "StageError", "run_demo"]
+__all__ = ["STAGES", "DemoInterrupted", "StageError", "progress_of", "run_demo"]
 
 #: The stages, in order.
 STAGES = ("base", "pilots", "fit", "recommend", "confirm", "report")
 
-#: A tqdm frame ``desc: 45%|####  | 9/20 [...`` (group 1: desc) or a ``[k/n] ...`` line.
-_TQDM = re.compile(r"^\s*(.*?):\s*\d+%\|.*?\|\s*(\d+)/(\d+)\s*\[")
-_COUNTER = re.compile(r"^\[(\d+)/(\d+)\]")
 
+class DemoInterrupted(KeyboardInterrupt):
+    """SIGINT during the demo: its child commands were stopped (``stage``: the one running)."""
 
-class StageError(AgentmotifsError):
-    """A stage's command failed (its log names the reason)."""
-
-
-class _Bar:
-    """One progress bar over the children of a stage (they report ``k/n`` as they go);
-    ``total`` None: the children's ``n``."""
-
-    def __init__(self, desc: str, total: int | None, enabled: bool) -> None:
-        self._auto = total is None
-        self._lock = threading.Lock()
-        self.seen = 0
-        self._bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self._bar = tqdm(total=total, desc=f"  {desc}", leave=False, dynamic_ncols=True)
-
-    def add(self, n: int, total: int | None = None) -> None:
-        self.seen += n
-        if self._bar is None:
-            return
-        with self._lock:
-            if self._auto and total is not None and total != self._bar.total:
-                self._bar.total = total
-            self._bar.update(n)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-
-def _call(
-    args: Sequence[str], log: Path, bar: _Bar | None = None, *, tag: str | None = None
-) -> str:
-    """Run one command, its output appended to ``log``, following its progress.
-
-    Args:
-        args: The command.
-        log: Log file (appended to).
-        bar: Advanced by the increase of ``k`` in each ``k/n`` the command prints: the
-            frames of its tqdm bar named ``tag`` (other bars, such as a library's, are
-            ignored), or without ``tag`` its ``[k/n] ...`` lines (then ``n`` is the bar's
-            total).
-        tag: Description of the command's own tqdm bar.
-
-    Returns:
-        The command's standard output.
-
-    Raises:
-        StageError: It exited with a non-zero status.
-    """
-    log.parent.mkdir(parents=True, exist_ok=True)
-    out_lines: list[str] = []
-    state: dict[str, int] = {}
-    with open(log, "a", encoding="utf-8") as fh:
-        fh.write(f"$ {' '.join(args)}\n")
-        fh.flush()
-        proc = subprocess.Popen(
-            list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
-        )
-        err_thread = threading.Thread(target=_follow, args=(proc.stderr, fh, bar, tag))
-        err_thread.start()
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            out_lines.append(line)
-            fh.write(line)
-            _advance(line, bar, tag, state)
-        err_thread.join()
-        rc = proc.wait()
-    if rc != 0:
-        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
-        last = tail[0] if tail else ""
-        raise StageError(f"`{' '.join(args[1:4])} ...` failed (exit {rc}): {last} (log: {log})")
-    return "".join(out_lines)
-
-
-def _follow(stream: Any, fh: Any, bar: _Bar | None, tag: str | None) -> None:
-    """Copy a child's standard error to the log (tqdm's carriage-return frames as lines)
-    and follow its progress."""
-    state: dict[str, int] = {}
-    buf = ""
-    while True:
-        ch = stream.read(256)
-        if not ch:
-            break
-        buf += ch
-        parts = re.split(r"[\r\n]", buf)
-        buf = parts.pop()
-        for part in parts:
-            if part.strip():
-                if not _TQDM.search(part):
-                    fh.write(part + "\n")
-                _advance(part, bar, tag, state)
-    if buf.strip():
-        fh.write(buf + "\n")
-
-
-def progress_of(text: str, tag: str | None) -> tuple[int, int] | None:
-    """``(k, n)`` of one line of a command's output: a frame of its tqdm bar named ``tag``,
-    or (``tag`` None) a ``[k/n] ...`` line; None for anything else."""
-    if tag is None:
-        m = _COUNTER.match(text)
-        return (int(m.group(1)), int(m.group(2))) if m else None
-    m = _TQDM.match(text)
-    if m is None or m.group(1).strip() != tag:
-        return None
-    return int(m.group(2)), int(m.group(3))
-
-
-def _advance(text: str, bar: _Bar | None, tag: str | None, state: dict[str, int]) -> None:
-    kn = progress_of(text, tag)
-    if bar is None or kn is None:
-        return
-    k, n = kn
-    last = state.get("k", 0)
-    if k > last:
-        bar.add(k - last, n)
-        state["k"] = k
+    def __init__(self, stage: str) -> None:
+        super().__init__(stage)
+        self.stage = stage
 
 
 def _py(module: str, *args: str) -> list[str]:
@@ -178,14 +60,14 @@ def pilot_name(setting: dict[str, Any]) -> str:
     return f"lr{setting['rl.lr']:g}_k{setting['rl.staleness']}"
 
 
-def _train(args: list[str], folder: Path, log: Path, bar: _Bar | None) -> bool:
+def _train(args: list[str], folder: Path, log: Path, bar: Bar | None) -> bool:
     """Train (or resume, or keep) one run; True when it was already finished."""
     status = _run_status(folder)
     if status in ("finished", "diverged"):
         return True
     if status is not None:
         args = _py("llm_runs", "train", "--out", str(folder), "--resume")
-    _call(args, log, bar, tag=folder.name)
+    call(args, log, bar, tag=folder.name)
     return False
 
 
@@ -197,9 +79,9 @@ class _Demo:
     # -- stages: each returns (what it did, reused) ----------------------------------------
     def base(self) -> tuple[str, bool]:
         preset = self.cfg.preset
-        bar = _Bar("pretrain", None, self.progress)
+        bar = Bar("pretrain", None, self.progress)
         try:
-            text = _call(
+            text = call(
                 _py("llm_runs", "pretrain", "--task", self.cfg.task, "--preset", preset),
                 self.logs / "base.log", bar, tag=f"pretrain {preset}",
             )  # fmt: skip
@@ -213,7 +95,7 @@ class _Demo:
         cfg = self.cfg
         folders = [self.out / "pilots" / pilot_name(s) for s in cfg.pilots]
         todo = sum(_run_status(f) not in ("finished", "diverged") for f in folders)
-        bar = _Bar("pilots", todo * cfg.pilot_steps, self.progress)
+        bar = Bar("pilots", todo * cfg.pilot_steps, self.progress)
 
         def one(setting: dict[str, Any], folder: Path) -> bool:
             args = _py(
@@ -240,9 +122,9 @@ class _Demo:
             return f"{','.join(self.cfg.motifs)} -> {self.fit_dir().name}", True
         links = write_json(self.out / "links.json", self.cfg.links())
         runs = [str(self.out / "pilots" / pilot_name(s)) for s in self.cfg.pilots]
-        bar = _Bar("fit", None, self.progress)
+        bar = Bar("fit", None, self.progress)
         try:
-            _call(
+            call(
                 _py("calibrate", "fit", *runs, "--motif", ",".join(self.cfg.motifs),
                     "--gate", self.cfg.gate, "--hierarchy", str(links), "--method", "laplace",
                     "--out", str(fit), "--no-progress"),
@@ -265,7 +147,7 @@ class _Demo:
         if (rec / "recommendation.json").is_file() and (rec / "best.yaml").is_file():
             return self._best_line(), True
         space = write_text(self.out / "space.yaml", yaml.safe_dump(self.cfg.space()))
-        _call(
+        call(
             _py("calibrate", "recommend", str(self.out / "fit"), "--space", str(space),
                 "--out", str(rec), "--draws", str(self.cfg.draws)),
             self.logs / "recommend.log",
@@ -283,7 +165,7 @@ class _Demo:
         folder = self.out / "confirm"
         args = _py("llm_runs", "train", "--config", str(self.out / "rec" / "best.yaml"),
                    "--out", str(folder))  # fmt: skip
-        bar = _Bar("confirm", self.cfg.budget_steps, self.progress)
+        bar = Bar("confirm", self.cfg.budget_steps, self.progress)
         try:
             kept = _train(args, folder, self.logs / "confirm.log", bar)
         finally:
@@ -299,7 +181,7 @@ class _Demo:
         pred = self.out / "prediction"
         best = read_json_object(self.out / "rec" / "recommendation.json", what="recommendation")
         sets = [a for k, v in best["best"].items() for a in ("--set", f"{k}={v!r}")]
-        _call(
+        call(
             _py("calibrate", "predict", str(self.fit_dir()), *sets,
                 "--steps", str(self.cfg.budget_steps), "--draws", str(self.cfg.draws),
                 "--out", str(pred)),
@@ -325,7 +207,8 @@ def run_demo(
             stages are reused); one made with another config is refused unless
             ``overwrite``.
         cfg: What to train, fit and search.
-        overwrite: Delete a demo folder made with another config and start again.
+        overwrite: Delete a demo folder made with another config and start again (a
+            folder that holds no demo is never deleted).
         progress: Show progress bars inside the stages.
         stop_after: Stop after this stage (one of :data:`STAGES`).
         echo: Where the one line per stage goes.
@@ -336,38 +219,63 @@ def run_demo(
 
     Raises:
         ConfigError: ``stop_after`` unknown, or ``out`` holds a demo with another config.
-        OutputError: ``out`` cannot be written.
+        OutputError: ``out`` cannot be written, holds something else than a demo, or another
+            demo is running in it (its lock ``run.lock``; a lock left by a killed demo is
+            taken over).
         StageError: A stage's command failed.
+        DemoInterrupted: SIGINT (Ctrl-C): the stage's commands were stopped first; calling
+            again continues from the last finished stage.
     """
     if stop_after is not None and stop_after not in STAGES:
         raise ConfigError(f"--stop-after must be one of {', '.join(STAGES)}, got {stop_after!r}")
     out = Path(out)
+    restart = _check_folder(out, cfg, overwrite)  # before anything is written
+    check_writable(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with RunLock(out, what="demo folder"):
+        if restart:  # a demo of another config, as a whole (the lock we hold stays)
+            for entry in out.iterdir():
+                if entry.name != LOCK_FILE:
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        write_json(out / "demo.json", cfg.to_dict())
+        demo = _Demo(out, cfg, progress)
+        timing: dict[str, Any] = {}
+        t_all = time.time()
+        stage = STAGES[0]
+        try:
+            with stop_children_on_interrupt():
+                for i, stage in enumerate(STAGES, 1):
+                    t0 = time.time()
+                    what, reused = getattr(demo, stage)()
+                    dt = time.time() - t0
+                    timing[stage] = {"what": what, "reused": reused, "seconds": round(dt, 1)}
+                    done = "reused" if reused else f"{dt:.0f} s"
+                    echo(f"[{i}/{len(STAGES)}] {stage:<9} {what}  ({done})")
+                    total = round(time.time() - t_all, 1)
+                    write_json(out / "timing.json", timing | {"total_s": total})
+                    if stage == stop_after:
+                        break
+        except KeyboardInterrupt:
+            raise DemoInterrupted(stage) from None
+    return timing
+
+
+def _check_folder(out: Path, cfg: DemoConfig, overwrite: bool) -> bool:
+    """Whether ``out`` holds a demo of another config to restart (``overwrite``); refuses a
+    folder of anything else, always (the demo deletes only what a demo made)."""
     stored = out / "demo.json"
     if stored.is_file():
-        old = read_json_object(stored, what="demo config")
-        if old != cfg.to_dict():
-            if not overwrite:
-                raise ConfigError(
-                    f"{out} holds a demo made with another config ({stored}); "
-                    "choose another --out or pass --overwrite to start it again"
-                )
-            shutil.rmtree(out)
-    elif out.exists() and any(out.iterdir()):
+        if read_json_object(stored, what="demo config") == cfg.to_dict():
+            return False
         if not overwrite:
-            raise OutputError(f"--out {out} is not empty and holds no demo; choose another")
-        shutil.rmtree(out)
-    check_writable(out)
-    write_json(stored, cfg.to_dict())
-    demo = _Demo(out, cfg, progress)
-    timing: dict[str, Any] = {}
-    t_all = time.time()
-    for i, stage in enumerate(STAGES, 1):
-        t0 = time.time()
-        what, reused = getattr(demo, stage)()
-        dt = time.time() - t0
-        timing[stage] = {"what": what, "reused": reused, "seconds": round(dt, 1)}
-        echo(f"[{i}/{len(STAGES)}] {stage:<9} {what}  ({'reused' if reused else f'{dt:.0f} s'})")
-        write_json(out / "timing.json", timing | {"total_s": round(time.time() - t_all, 1)})
-        if stage == stop_after:
-            break
-    return timing
+            raise ConfigError(
+                f"{out} holds a demo made with another config ({stored}); "
+                "choose another --out or pass --overwrite to start it again"
+            )
+        return True
+    if out.is_dir() and any(p.name != LOCK_FILE for p in out.iterdir()):
+        raise OutputError(
+            f"--out {out} is not empty and holds no demo (no demo.json); it is never "
+            "replaced: choose a new or empty folder"
+        )
+    return False

@@ -61,13 +61,15 @@ class RunLock:
 
     Args:
         folder: The run folder (must exist).
+        what: What the folder is, for the messages (the demo locks its folder too).
 
     Raises:
         OutputError: On :meth:`acquire`, when another process holds the lock.
     """
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, what: str = "run folder") -> None:
         self.folder = Path(folder)
+        self.what = what
         self.path = self.folder / LOCK_FILE
         self._fd: int | None = None
 
@@ -86,8 +88,8 @@ class RunLock:
             os.close(fd)
             who = self._holder() or "another process"
             raise OutputError(
-                f"run folder {str(self.folder)!r} is in use by {who} (lock {LOCK_FILE}); "
-                "wait for that run to end or stop it"
+                f"{self.what} {str(self.folder)!r} is in use by {who} (lock {LOCK_FILE}); "
+                "wait for it to end or stop it"
             ) from None
         old = self._holder()
         pid = old.split()[1] if old.startswith("pid ") and len(old.split()) > 1 else ""

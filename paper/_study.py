@@ -104,7 +104,9 @@ def study_main(
         missing before the gated phase, a phase that failed: a run, a fit, or a phase
         that needs an earlier one).
     """
-    ap = argparse.ArgumentParser(description=description)
+    ap: argparse.ArgumentParser = importlib.import_module("simulate").ArgumentParser(
+        description=description
+    )  # one error: line for a bad option
     ap.add_argument("--phase", default="all", choices=[*phases, "all"])
     ap.add_argument("--runs", default=default_runs)
     ap.add_argument("--out", default=default_out)

@@ -9,9 +9,9 @@ their run folders already hold a finished log, then draws one panel per run::
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+import simulate
 from llm_runs import competence_figure
 from llm_runs.config import TrainConfig
 from llm_runs.runlog import RunLogError, read_run
@@ -19,7 +19,7 @@ from llm_runs.runlog import RunLogError, read_run
 
 def main() -> None:
     """Train (or reuse) the two runs and write the figure."""
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = simulate.ArgumentParser(description=__doc__)
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", default="runs")

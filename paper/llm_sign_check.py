@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import simulate
+
 MOTIFS = ("C1", "I1")
 EDGES = ("X->Y", "X->Z", "Y->Z")
 # the knobs that make the wiring visible (see the module docstring)
@@ -248,7 +250,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Train, fit, print the table; exit 0 (also when signs disagree: it is a report)."""
-    ap = argparse.ArgumentParser(
+    ap = simulate.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--out", default="runs/llm_sign_check")
@@ -282,8 +284,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"curves: {png}")
     if args.train_only:
         return 0
-    import simulate
-
     cands = list(simulate.MOTIFS) if args.candidates == "auto" else args.candidates.split(",")
     for m in MOTIFS:
         if m not in cands:

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+import simulate
+
 HERE = Path(__file__).resolve().parent
 FIGS = HERE / "figures"
 DEFAULT = ("presets", "oscillation", "phase", "numbers")
@@ -115,7 +117,7 @@ def build_pdf(tex: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the selected stages in order; stop at the first failure."""
-    ap = argparse.ArgumentParser(
+    ap = simulate.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(

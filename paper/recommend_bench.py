@@ -31,7 +31,6 @@ seeds; the seed-2 runs were made that way, with the code pinned at the regime ma
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as dt
 import json
@@ -202,7 +201,7 @@ def run(runs: Path, out: Path, cfg: BenchConfig) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = simulate.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", default="runs/regime_map", help="the grid's run folders")
     ap.add_argument("--out", default=str(HERE / "results" / "recommend"), help="results folder")
     ap.add_argument("--seeds", default="0,1,2", help="repetitions (pilot seeds), comma list")

@@ -20,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 SIM, CAL, LLM = [PY, "-m", "simulate"], [PY, "-m", "calibrate"], [PY, "-m", "llm_runs"]
 REGIME_MAP = [PY, str(ROOT / "paper" / "regime_map.py"), "--quick"]
+PAPER = {n: [PY, str(ROOT / "paper" / f"{n}.py")] for n in (
+    "hypotheses_study", "pool_study", "testbed_study", "llm_c1_vs_i1", "llm_sign_check",
+    "make_figures", "recommend_bench")}  # fmt: skip
 PNG = b"\x89PNG\r\n\x1a\n user's figure"
 
 
@@ -82,6 +85,8 @@ CASES = [
      ["--plot", "exists"]),
     ("predict-out-user-prediction", "pred_dir",
      [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--out", "{t}/dir"], ["--out"]),
+    ("demo-overwrite-user-folder", "keep_dir",
+     [*LLM, "demo", "--quick", "--out", "{t}/dir", "--overwrite"], ["--out", "never"]),
     ("regime-map-out-user-folder", "keep_dir",
      [*REGIME_MAP, "--out", "{t}/dir", "--runs", "{t}/runs"], ["--out", "other files"]),
     ("regime-map-out-a-file", "bad_config",
@@ -109,6 +114,15 @@ CASES = [
     ("argparse-calibrate", "files", [*CAL, "predict"], ["fit_dir"]),
     ("argparse-llm-runs", "files", [*LLM, "train", "--steps", "x"], ["--steps"]),
     ("argparse-regime-map", "files", [*REGIME_MAP, "--workers", "x"], ["--workers"]),
+    ("argparse-hypotheses-study", "files", [*PAPER["hypotheses_study"], "--workers", "x"],
+     ["--workers"]),
+    ("argparse-pool-study", "files", [*PAPER["pool_study"], "--phase", "lunch"], ["--phase"]),
+    ("argparse-testbed-study", "files", [*PAPER["testbed_study"], "--bogus"], ["--bogus"]),
+    ("argparse-llm-c1-vs-i1", "files", [*PAPER["llm_c1_vs_i1"], "--steps", "x"], ["--steps"]),
+    ("argparse-llm-sign-check", "files", [*PAPER["llm_sign_check"], "--bogus"], ["--bogus"]),
+    ("argparse-make-figures", "files", [*PAPER["make_figures"], "--bogus"], ["--bogus"]),
+    ("argparse-recommend-bench", "files", [*PAPER["recommend_bench"], "--rng-seeds", "x"],
+     ["--rng-seeds"]),
     # §3 numbers and words parse as written
     ("llm-runs-set-unclosed-list", "files",
      [*LLM, "train", "--out", "{t}/r", "--set", "rl.lr=[1"], ["rl.lr", "cannot parse"]),

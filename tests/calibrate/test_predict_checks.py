@@ -26,6 +26,15 @@ def test_a_competence_outside_0_1_or_not_finite_is_a_failed_draw():
     assert np.isnan(f[0, bad[0]]).all() and np.array_equal(f[0, ~bad[0]], final[0, ~bad[0]])
 
 
+def test_a_draw_the_solver_failed_on_one_agent_is_failed_whatever_its_final_says():
+    final = np.full((1, 2, 3), 0.5)  # the solver's stand-in values look like a forecast
+    codes = np.zeros((1, 2, 3), dtype=int)
+    codes[0, 1, 2] = 5  # simulate.Regime.FAILED on Z only
+    f, c, bad = failed_draws(final, codes)
+    assert bad.tolist() == [[False, True]]
+    assert (c[0, 1] == 5).all() and np.isnan(f[0, 1]).all() and (f[0, 0] == 0.5).all()
+
+
 def test_curves_are_checked_at_every_step_when_kept():
     final = np.full((1, 2, 3), 0.5)
     curves = np.full((1, 2, 4, 3), 0.5)

@@ -1,0 +1,126 @@
+"""The CLI output rule on a real fit (issue 36): settings far outside the pilots' range.
+
+``calibrate predict`` at ``rl.lr=1``, ``1e300`` or ``rl.staleness=1e6`` exits 0 only with
+every forecast in [0, 1] or counted as failed, the failed share in the console table and an
+extrapolation note; ``recommend`` never picks (or writes into ``best.yaml``) a value whose
+forecasts failed; a value the training config refuses is one ``error:`` line; a link on a
+covariate that was constant across the fit's runs is said at fit time and by predict.
+
+Each case runs the real command in a subprocess on the session's ``knob_fit``
+(tests/calibrate/conftest.py), as tests/test_cli_contract.py runs its table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.test_cli_contract import CAL, ROOT, _snapshot
+
+pytestmark = pytest.mark.slow  # one fit per session, then a compile per command
+
+NOTE_FAR = r"note: {f} is [\d.]+ spreads outside the pilots' range \(an extrapolation\)"
+NOTE_CONST = "note: rl.kl_coef is constant in the fit: this follows the prior"
+WARN_CONST = "warning: link delta ~ rl.kl_coef: rl.kl_coef = 0 in every run of the fit"
+
+# (id, --set, failed share of every agent: "all", "none" or "any", lines stdout must match)
+PREDICT_CASES = [
+    ("lr-1", "rl.lr=1", "any", [NOTE_FAR.format(f="rl.lr")]),
+    ("lr-1e300", "rl.lr=1e300", "all",
+     [NOTE_FAR.format(f="rl.lr"), r"X +failed \(every draw\)( +0\.00){4} +1\.00"]),
+    ("staleness-1e6", "rl.staleness=1e6", "any", [NOTE_FAR.format(f="rl.staleness")]),
+    ("kl-coef-constant-in-the-fit", "rl.kl_coef=0.1", "any", [re.escape(NOTE_CONST)]),
+]  # fmt: skip
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}  # as a user runs it
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])  # this tree
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
+
+
+def _in_unit(values: list) -> bool:
+    return all(v is None or 0.0 <= v <= 1.0 for v in values)
+
+
+def _fail_column(stdout: str) -> dict[str, float]:
+    """Agent -> the table's ``fail`` share (its last column)."""
+    lines = stdout.splitlines()
+    head = next(i for i, x in enumerate(lines) if x.startswith("agent"))
+    assert lines[head].split()[-1] == "fail", lines[head]
+    return {x.split()[0]: float(x.split()[-1]) for x in lines[head + 1 : head + 4]}
+
+
+@pytest.mark.parametrize(
+    ("setting", "failed", "patterns"), [c[1:] for c in PREDICT_CASES],
+    ids=[c[0] for c in PREDICT_CASES],
+)  # fmt: skip
+def test_predict_far_outside_the_pilots_is_in_0_1_or_failed_and_says_so(
+    knob_fit, tmp_path, setting, failed, patterns
+):
+    fit, _ = knob_fit
+    out = tmp_path / "pred"
+    r = _run([*CAL, "predict", str(fit), "--set", setting, "--draws", "50", "--out", str(out)],
+             tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    for pat in patterns:
+        assert re.search(pat, r.stdout, re.M), (pat, r.stdout)
+    assert WARN_CONST in r.stderr and "Traceback" not in r.stderr
+    assert "UserWarning" not in r.stderr  # one warning line, not Python's two
+    (row,) = json.loads((out / "prediction.json").read_text())["predictions"]
+    assert row["extrapolated"] is True
+    shown = _fail_column(r.stdout)
+    for name, agent in row["agents"].items():
+        p = agent["p_failed"]
+        assert shown[name] == pytest.approx(p, abs=0.005)  # the table shows the failed share
+        assert {"all": p == 1.0, "none": p == 0.0, "any": 0.0 <= p <= 1.0}[failed], (name, p)
+        assert _in_unit(list(agent["final"].values())), agent["final"]
+        assert all(_in_unit(band) for band in agent["curve"].values())
+        if p == 1.0:  # nothing but failures: no number is shown as a forecast
+            assert set(agent["final"].values()) == {None}
+
+
+def test_predict_a_value_training_refuses_is_one_error_line(knob_fit, tmp_path):
+    fit, _ = knob_fit
+    before = _snapshot(fit)
+    r = _run([*CAL, "predict", str(fit), "--set", "rl.staleness=2.5"], tmp_path)
+    lines = [x for x in r.stderr.splitlines() if x.strip() and not x.startswith("warning:")]
+    assert r.returncode == 2, r.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: --set: rl.staleness"), r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert _snapshot(fit) == before
+
+
+def test_recommend_never_picks_or_writes_a_value_whose_forecasts_failed(knob_fit, tmp_path):
+    fit, _ = knob_fit
+    rec = tmp_path / "rec"
+    argv = [*CAL, "recommend", str(fit), "--param", "rl.lr", "--grid", "0.003,1e300"]
+    r = _run([*argv, "--out", str(rec)], tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads((rec / "recommendation.json").read_text())
+    assert got["value"] == pytest.approx(0.003)
+    rows = {row["value"]: row for row in got["table"]}
+    assert rows[1e300]["p_failed"] == 1.0 and rows[0.003]["p_failed"] == 0.0
+    best = yaml.safe_load((rec / "best.yaml").read_text())
+    assert best["rl"]["lr"] == pytest.approx(0.003)
+    assert "e+300" not in (rec / "best.yaml").read_text()
+    # every value failing is an error line, not a recommendation
+    r = _run([*argv[:-1], "1e300,1e299", "--out", str(tmp_path / "rec2")], tmp_path)
+    lines = [x for x in r.stderr.splitlines() if x.strip() and not x.startswith("warning:")]
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: every value")
+    assert not (tmp_path / "rec2" / "best.yaml").exists()
+
+
+def test_a_link_on_a_covariate_constant_in_the_fit_warns_at_fit_time(knob_fit):
+    _, caught = knob_fit
+    const = [m for m in caught if "in every run of the fit" in m]
+    assert len(const) == 1, caught  # the kl_coef link only; lr and staleness vary
+    assert const[0].startswith("link delta ~ rl.kl_coef: rl.kl_coef = 0 in every run")
+    assert "follows the prior alone" in const[0]
