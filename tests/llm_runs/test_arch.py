@@ -20,7 +20,7 @@ import torch
 
 from llm_runs import runlog as rl
 from llm_runs._tasks import get_task
-from llm_runs._tokenizer import load_tokenizer, train_bpe
+from llm_runs._tokenizer import HFTokenizer, load_tokenizer, train_bpe
 from llm_runs.config import ConfigError, TrainConfig
 
 ARCHS = ["llama", "qwen2"]
@@ -51,6 +51,7 @@ def test_bpe_tokenizer_is_subword_saved_and_splits_at_prompt_ends(tmp_path, name
             assert tok.encode(prompt) + tok.encode(gold) == tok.encode(prompt + gold)
     tok.save(tmp_path)
     back = load_tokenizer(tmp_path)
+    assert isinstance(back, HFTokenizer)
     assert back.vocab_size == tok.vocab_size and back.eos_id == 2
     assert all(back.encode(line) == tok.encode(line) for line in corpus[:500])
     assert back.decode(back.encode("X1é2")) == "X12"  # outside the alphabet: <unk>, dropped
@@ -133,7 +134,7 @@ def test_generation_and_scoring_through_the_subword_tokenizer(bpe_bases, arch):
     pol = MultiAdapter(base, ["X", "Y"], r=4, alpha=8, seed=0)
     assert pol.target_modules == ["q_proj", "v_proj"]
     probs = task.sample(np.random.default_rng(2), 6)
-    prompts = [task.prompt("Y", p, task.gold_upstream("Y", p)) for p in probs]
+    prompts = [task.prompt("Y", p, task.gold_upstream("Y", p)) for p in probs] + ["Y7="]
     enc = pol.encode(prompts)
     assert len(set(enc.mask.sum(1).tolist())) > 1  # left padding is exercised
     g = torch.Generator().manual_seed(0)
@@ -142,6 +143,7 @@ def test_generation_and_scoring_through_the_subword_tokenizer(bpe_bases, arch):
     with torch.no_grad():
         ref, _, _ = pol.token_logprobs(enc, ids)
     torch.testing.assert_close(logp, ref, atol=1e-5, rtol=1e-5)
+    assert isinstance(pol.tok, HFTokenizer)
     specials = set(pol.tok.tok.all_special_ids)
     texts = pol.decode(ids)
     for row, text in zip(ids.tolist(), texts, strict=True):
