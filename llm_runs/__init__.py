@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from ._base_model import Base as Base
     from ._base_model import build_model as build_model
     from ._base_model import get_base as get_base
+    from ._base_model import load_base as load_base
+    from ._base_model import pretrain_base as pretrain_base
     from ._competence_plot import competence_figure as competence_figure
     from ._policy import MultiAdapter as MultiAdapter
     from ._steps import rl_step as rl_step
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from ._tasks import get_task as get_task
     from ._tasks import register_task as register_task
     from ._tokenizer import CharTokenizer as CharTokenizer
+    from ._tokenizer import train_bpe as train_bpe
     from ._train import setup_training as setup_training
     from ._train import train as train
 
@@ -40,6 +43,8 @@ from .runlog import read_run as read_run
 _LAZY = {
     "train": ("._train", "train"),
     "get_base": ("._base_model", "get_base"),
+    "load_base": ("._base_model", "load_base"),
+    "pretrain_base": ("._base_model", "pretrain_base"),
     "get_task": ("._tasks", "get_task"),
     "run_sweep": ("._sweep", "run_sweep"),
     "competence_figure": ("._competence_plot", "competence_figure"),
@@ -49,6 +54,7 @@ _LAZY = {
     "build_model": ("._base_model", "build_model"),
     "MultiAdapter": ("._policy", "MultiAdapter"),
     "CharTokenizer": ("._tokenizer", "CharTokenizer"),
+    "train_bpe": ("._tokenizer", "train_bpe"),
     "setup_training": ("._train", "setup_training"),
     "rl_step": ("._steps", "rl_step"),
 }

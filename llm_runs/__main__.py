@@ -10,6 +10,8 @@ Examples::
     python -m llm_runs train --motif C1 --feedback -1 --feedback-K 0.5 --out runs/c1_fb
     python -m llm_runs sweep --config sweep.yaml --backend ray
     python -m llm_runs figure runs/c1 runs/i1 --out paper/figures/c1_vs_i1.png
+    python -m llm_runs pretrain --arch llama --tokenizer bpe --preset micro --out bases/llama
+    python -m llm_runs train --base bases/llama --task math --steps 50 --out runs/llama
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from simulate._errors import AgentmotifsError
-from simulate._io import check_writable, jsonable
+from simulate._io import check_writable
 from simulate.spec import MOTIFS, resolve_spec
 
+from ._cli_pretrain import add_pretrain_parser, run_pretrain
 from .config import (
     ConfigError,
     TrainConfig,
@@ -53,6 +56,8 @@ _FLAGS = {  # CLI flag -> dotted config field
     "base": "model.base",
     "base_cache": "model.base_cache",
     "preset": "model.preset",
+    "arch": "model.arch",
+    "tokenizer": "model.tokenizer",
     "eval_every": "eval_every",
     "ckpt_every": "ckpt_every",
     "threads": "threads",
@@ -234,11 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--address", help="Ray cluster address")
     s.add_argument("--workers", type=int)
     s.add_argument("--out")
-    pt = sub.add_parser("pretrain", help="pretrain (or find) the cached base for a task")
-    pt.add_argument("--task", default="math")
-    pt.add_argument("--preset", default="tiny")
-    pt.add_argument("--base-cache", dest="base_cache")
-    pt.add_argument("--steps", type=int)
+    add_pretrain_parser(sub)
     d = sub.add_parser(
         "demo",
         help="the main job: pilots -> fit -> motif selection -> recommendation -> "
@@ -302,21 +303,7 @@ def _dispatch(args: argparse.Namespace) -> int:
                 print(f"  FAILED {r['name']}: {r['error']}")
         return 0 if ok == len(res) else 1
     if args.cmd == "pretrain":
-        from ._base_model import get_base
-        from ._tasks import get_task
-
-        if args.base_cache is not None:
-            check_writable(args.base_cache, what="--base-cache")
-        base = get_base(
-            get_task(args.task),
-            preset=args.preset,
-            cache=args.base_cache,
-            steps=args.steps,
-            progress=True,
-        )
-        info = jsonable({"path": str(base.path), **base.meta})
-        print(json.dumps(info, indent=2, allow_nan=False))
-        return 0
+        return run_pretrain(args)
     if args.cmd == "demo":
         return _demo(args)
     from ._competence_plot import competence_figure

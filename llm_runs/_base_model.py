@@ -1,5 +1,6 @@
-"""The frozen base model: a char-level GPT-2 built from a config, pretrained from scratch
-on the task family's text and cached as a local transformers checkpoint.
+"""The frozen base model: a causal LM (GPT-2, Llama or Qwen2, see :mod:`llm_runs._arch`)
+built from its config with a character or a BPE tokenizer, pretrained from scratch on the
+task family's text and cached as a local transformers checkpoint.
 
 No hub download anywhere: ``--base PATH`` loads any local checkpoint instead.
 """
@@ -22,28 +23,23 @@ import torch
 from simulate._errors import ConfigError
 from simulate._io import write_json
 
+from ._arch import BASE_PRESETS, N_POSITIONS, build_model
+from ._config_sections import ARCHS, TOKENIZERS
 from ._tasks import Task
-from ._tokenizer import CharTokenizer, HFTokenizer, load_tokenizer
+from ._tokenizer import CharTokenizer, HFTokenizer, load_tokenizer, train_bpe
 
 __all__ = [
     "BASE_PRESETS",
+    "N_POSITIONS",
     "Base",
     "build_model",
     "cache_key",
+    "cache_path",
     "default_cache",
     "get_base",
     "load_base",
     "pretrain_base",
 ]
-
-#: GPT-2 shapes and default pretraining steps per preset (parameters approximate).
-BASE_PRESETS: dict[str, dict[str, int]] = {
-    "micro": {"n_embd": 32, "n_layer": 2, "n_head": 2, "steps": 60},  # ~30k, tests
-    "tiny": {"n_embd": 128, "n_layer": 4, "n_head": 4, "steps": 2000},  # ~0.8M, CPU
-    "small": {"n_embd": 256, "n_layer": 8, "n_head": 8, "steps": 3000},  # ~6.3M, GPU
-    "medium": {"n_embd": 512, "n_layer": 8, "n_head": 8, "steps": 4000},  # ~25M, GPU
-}
-N_POSITIONS = 96
 
 
 @dataclass
@@ -66,32 +62,13 @@ def default_cache() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "agentmotifs"
 
 
-def build_model(preset: str, vocab: int) -> Any:
-    """An untrained GPT-2 of a base preset (``micro``, ``tiny``, ``small``, ``medium``)."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    p = BASE_PRESETS[preset]
-    cfg = GPT2Config(
-        vocab_size=vocab,
-        n_positions=N_POSITIONS,
-        n_embd=p["n_embd"],
-        n_layer=p["n_layer"],
-        n_head=p["n_head"],
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=0,
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
-    )
-    return GPT2LMHeadModel(cfg)
-
-
 def pretrain_base(
     task: Task,
     out: str | Path,
     *,
     preset: str = "tiny",
+    arch: str = "gpt2",
+    tokenizer: str = "char",
     steps: int | None = None,
     batch: int = 64,
     lr: float = 3e-3,
@@ -99,7 +76,11 @@ def pretrain_base(
     device: str = "cpu",
     progress: bool = False,
 ) -> Path:
-    """Pretrain a char-level GPT-2 from scratch on ``task``'s text and save it to ``out``.
+    """Pretrain a causal LM from scratch on ``task``'s text and save it to ``out``.
+
+    The folder is a transformers checkpoint (``config.json``, weights) with its tokenizer
+    (``char_tokenizer.json``, or a ``PreTrainedTokenizerFast`` folder for ``bpe``, trained
+    on the same corpus first) and ``agentmotifs_base.json``; ``--base out`` loads it.
 
     The corpus is the task's :meth:`~llm_runs._tasks.Task.pretrain_corpus` (one-step facts,
     not the role formats, from the train split only). Written atomically (temp folder,
@@ -112,6 +93,9 @@ def pretrain_base(
         task: Source of the pretraining text.
         out: Checkpoint folder to create.
         preset: Model size, a key of :data:`BASE_PRESETS`.
+        arch: ``gpt2``, ``llama`` or ``qwen2`` (:func:`~llm_runs._arch.build_model`).
+        tokenizer: ``char`` (:class:`CharTokenizer`) or ``bpe``
+            (:func:`~llm_runs._tokenizer.train_bpe` on the pretraining corpus).
         steps: Optimizer steps (default: the preset's).
         batch: Sequences per step.
         lr: Peak learning rate (linear warm-up 5%, cosine decay).
@@ -121,28 +105,43 @@ def pretrain_base(
 
     Returns:
         The checkpoint folder.
+
+    Raises:
+        ConfigError: An unknown preset, architecture or tokenizer.
     """
-    if preset not in BASE_PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; choose from {list(BASE_PRESETS)}")
+    _check_kind(preset, arch, tokenizer)
     steps = int(steps or BASE_PRESETS[preset]["steps"])
     threads = torch.get_num_threads()
     if device == "cpu":
         torch.set_num_threads(PRETRAIN_THREADS)
+    kind = (preset, arch, tokenizer)
     try:
-        return _pretrain(task, Path(out), preset, steps, batch, lr, seed, device, progress)
+        return _pretrain(task, Path(out), kind, steps, batch, lr, seed, device, progress)
     finally:
         torch.set_num_threads(threads)
 
 
+def _check_kind(preset: str, arch: str, tokenizer: str) -> None:
+    if preset not in BASE_PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose from {list(BASE_PRESETS)}")
+    if arch not in ARCHS:
+        raise ConfigError(f"unknown architecture {arch!r}; choose from {list(ARCHS)}")
+    if tokenizer not in TOKENIZERS:
+        raise ConfigError(f"unknown tokenizer {tokenizer!r}; choose from {list(TOKENIZERS)}")
+
+
 def _pretrain(
-    task: Task, out: Path, preset: str, steps: int, batch: int, lr: float, seed: int,
-    device: str, progress: bool,
+    task: Task, out: Path, kind: tuple[str, str, str], steps: int, batch: int, lr: float,
+    seed: int, device: str, progress: bool,
 ) -> Path:  # fmt: skip
+    preset, arch, tokenizer = kind
     torch.manual_seed(seed)
-    tok = CharTokenizer()
-    model = build_model(preset, tok.vocab_size).to(device)
     rng = np.random.default_rng([seed, 4242])
+    # the corpus draws from numpy only, so drawing it before the model is built leaves the
+    # torch stream (and a GPT-2 + char base's weights) as they were
     corpus = task.pretrain_corpus(rng, max(40000, 4 * batch))
+    tok: CharTokenizer | HFTokenizer = CharTokenizer() if tokenizer == "char" else train_bpe(corpus)
+    model = build_model(preset, tok.vocab_size, arch).to(device)
     encoded = [[tok.bos_id, *tok.encode(line), tok.eos_id] for line in corpus]
     length = max(len(e) for e in encoded)
     if length > N_POSITIONS:
@@ -191,6 +190,8 @@ def _pretrain(
     tok.save(tmp)
     meta = {
         "preset": preset,
+        "arch": arch,
+        "tokenizer": tokenizer,
         "task": task.name,
         "steps": steps,
         "batch": batch,
@@ -210,12 +211,28 @@ def _pretrain(
     return out
 
 
-def cache_key(task: Task, preset: str, steps: int, batch: int, lr: float) -> str:
+def cache_key(
+    task: Task, preset: str, steps: int, batch: int, lr: float, arch: str = "gpt2",
+    tokenizer: str = "char",
+) -> str:  # fmt: skip
     """Digest naming a cached base: settings plus a sample of the task's pretraining text,
-    so that a changed task definition never reuses a stale base."""
+    so that a changed task definition never reuses a stale base. A GPT-2 with the character
+    tokenizer keeps the key it had before architectures and tokenizers were options."""
     sample = task.pretrain_corpus(np.random.default_rng([0, 4242]), 32)
-    key = json.dumps([preset, task.name, task.seed, task.roles, steps, batch, lr, sample])
-    return hashlib.sha1(key.encode()).hexdigest()[:10]
+    parts: list[Any] = [preset, task.name, task.seed, task.roles, steps, batch, lr, sample]
+    if (arch, tokenizer) != ("gpt2", "char"):
+        parts += [arch, tokenizer]
+    return hashlib.sha1(json.dumps(parts).encode()).hexdigest()[:10]
+
+
+def cache_path(
+    task: Task, folder: str | Path, preset: str, steps: int, batch: int, lr: float,
+    arch: str = "gpt2", tokenizer: str = "char",
+) -> Path:  # fmt: skip
+    """Folder of the cached base of these settings in the cache ``folder``."""
+    key = cache_key(task, preset, steps, batch, lr, arch, tokenizer)
+    kind = preset if (arch, tokenizer) == ("gpt2", "char") else f"{arch}-{tokenizer}-{preset}"
+    return Path(folder) / f"base-{kind}-{task.name}-{key}"
 
 
 def load_base(path: str | Path, *, device: str = "cpu") -> Base:
@@ -239,6 +256,8 @@ def get_base(
     task: Task,
     *,
     preset: str = "tiny",
+    arch: str = "gpt2",
+    tokenizer: str = "char",
     base: str | Path | None = None,
     cache: str | Path | None = None,
     steps: int | None = None,
@@ -249,18 +268,22 @@ def get_base(
 ) -> Base:
     """The base for ``task``: ``base`` if given, else the cached pretrained one (built once).
 
-    The cache entry is keyed by preset, task, task seed and pretraining settings.
+    The cache entry is keyed by preset, architecture, tokenizer, task, task seed and
+    pretraining settings (:func:`cache_path`).
     """
     if base is not None:
         return load_base(base, device=device)
+    _check_kind(preset, arch, tokenizer)
     steps = int(steps or BASE_PRESETS[preset]["steps"])
     folder = Path(cache) if cache is not None else default_cache()
-    path = folder / f"base-{preset}-{task.name}-{cache_key(task, preset, steps, batch, lr)}"
+    path = cache_path(task, folder, preset, steps, batch, lr, arch, tokenizer)
     if not (path / "agentmotifs_base.json").exists():
         pretrain_base(
             task,
             path,
             preset=preset,
+            arch=arch,
+            tokenizer=tokenizer,
             steps=steps,
             batch=batch,
             lr=lr,

@@ -10,6 +10,8 @@ from typing import Any
 from simulate._errors import ConfigError as ConfigError
 
 PRESETS = ("micro", "tiny", "small", "medium")
+ARCHS = ("gpt2", "llama", "qwen2")
+TOKENIZERS = ("char", "bpe")
 ALGOS = ("reinforce", "grpo", "ppo")
 CREDITS = ("shared", "role", "discounted")
 MECHANISMS = ("budget", "credit", "coupling")
@@ -31,10 +33,16 @@ def _pos_int(v: Any) -> bool:
 
 @dataclasses.dataclass
 class ModelConfig:
-    """Base model. ``base`` (a local transformers checkpoint) overrides the preset.
+    """Base model. ``base`` (a local transformers checkpoint) overrides the preset, the
+    architecture and the tokenizer.
 
     Attributes:
         preset: ``micro`` (tests), ``tiny`` (CPU default, ~1.2M params), ``small``, ``medium``.
+        arch: Architecture of a base pretrained here: ``gpt2`` (default), ``llama`` or
+            ``qwen2`` (built from its transformers config at the preset's size).
+        tokenizer: Tokenizer of a base pretrained here: ``char`` (one token per character,
+            default) or ``bpe`` (a byte-pair-encoding subword tokenizer trained with the
+            ``tokenizers`` library on the task's pretraining text).
         base: Path of a local checkpoint to load instead of pretraining one.
         base_cache: Folder of cached pretrained bases (default ``~/.cache/agentmotifs``).
         pretrain_steps: Pretraining steps (None: the preset's default).
@@ -43,6 +51,8 @@ class ModelConfig:
     """
 
     preset: str = "tiny"
+    arch: str = "gpt2"
+    tokenizer: str = "char"
     base: str | None = None
     base_cache: str | None = None
     pretrain_steps: int | None = None
@@ -51,6 +61,8 @@ class ModelConfig:
 
     def validate(self, p: str) -> None:
         _check(self.preset in PRESETS, f"{p}.preset", f"must be one of {PRESETS}")
+        _check(self.arch in ARCHS, f"{p}.arch", f"must be one of {ARCHS}")
+        _check(self.tokenizer in TOKENIZERS, f"{p}.tokenizer", f"must be one of {TOKENIZERS}")
         _check(
             self.pretrain_steps is None or _pos_int(self.pretrain_steps),
             f"{p}.pretrain_steps",
@@ -62,7 +74,9 @@ class ModelConfig:
 
 @dataclasses.dataclass
 class LoraConfig:
-    """One LoRA adapter per agent. ``target_modules`` None: attention + MLP projections."""
+    """One LoRA adapter per agent. ``target_modules`` None: per architecture (GPT-2: its
+    attention and MLP projections ``c_attn``, ``c_proj``, ``c_fc``; any other model type:
+    peft's default modules for it, e.g. ``q_proj``, ``v_proj`` for Llama and Qwen2)."""
 
     r: int = 8
     alpha: float = 16.0

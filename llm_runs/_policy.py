@@ -19,6 +19,7 @@ from typing import Any, Literal, overload
 
 import torch
 
+from ._arch import lora_targets
 from ._base_model import Base
 
 __all__ = ["Encoded", "MultiAdapter"]
@@ -33,15 +34,6 @@ class Encoded:
     pos: torch.Tensor
 
 
-def _targets(model: Any) -> tuple[list[str] | str, bool]:
-    kind = getattr(model.config, "model_type", "")
-    if kind == "gpt2":
-        return ["c_attn", "c_proj", "c_fc"], True
-    if kind in ("llama", "mistral", "qwen2"):
-        return ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], False
-    return "all-linear", False
-
-
 class MultiAdapter:
     """A peft model with one LoRA adapter per agent name.
 
@@ -49,7 +41,8 @@ class MultiAdapter:
         base: The frozen base (its model is wrapped in place).
         agents: Adapter names (valid Python identifiers, e.g. ``X`` or ``X_0``).
         r: LoRA rank. alpha: LoRA alpha. dropout: LoRA dropout.
-        target_modules: Module names to adapt (None: per architecture).
+        target_modules: Module names to adapt (None: per architecture,
+            :func:`~llm_runs._arch.lora_targets`); the ones used are ``target_modules``.
         seed: Seed of the adapters' initial A matrices (B starts at zero).
         device: torch device string; on CUDA forwards run under bf16 autocast.
     """
@@ -70,13 +63,14 @@ class MultiAdapter:
 
         if len(set(agents)) != len(agents) or not agents:
             raise ValueError(f"agent names must be unique and non-empty, got {list(agents)}")
-        default_targets, fan = _targets(base.model)
+        default_targets, fan = lora_targets(base.model)
+        self.target_modules: list[str] | str = list(target_modules or []) or default_targets
         cfg = LoraConfig(
             r=r,
             lora_alpha=alpha,  # pyright: ignore[reportArgumentType]
             lora_dropout=dropout,
             bias="none",
-            target_modules=target_modules or default_targets,
+            target_modules=self.target_modules,
             fan_in_fan_out=fan,
         )
         torch.manual_seed(seed)

@@ -1,7 +1,16 @@
-"""Tokenizers: a character-level one (saved with our checkpoints) and a transformers adapter.
+"""Tokenizers: a character-level one, a subword (BPE) one trained here with the
+``tokenizers`` library, and a transformers adapter.
 
-Both expose ``encode(text) -> list[int]``, ``decode(ids) -> str``, ``pad_id``, ``bos_id``,
-``eos_id``, ``vocab_size`` and ``save(folder)``.
+Both interfaces expose ``encode(text) -> list[int]``, ``decode(ids) -> str``, ``pad_id``,
+``bos_id``, ``eos_id``, ``vocab_size`` and ``save(folder)``.
+
+The BPE tokenizer (:func:`train_bpe`) splits text before merging into runs of letters, runs
+of one to three digits, runs of whitespace and single other characters, so no token spans a
+punctuation mark. A prompt ending in one (``=``, ``?``, ``>`` in the tasks here) therefore
+tokenises the same alone and followed by its completion: ``encode(prompt) +
+encode(completion) == encode(prompt + completion)``, and the ids a policy is scored on after
+its prompt are the ids it saw in pretraining. Every token decodes to at least one character,
+so ``n`` generated tokens always cover an ``n``-character output.
 """
 
 from __future__ import annotations
@@ -11,10 +20,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHAR_TOKENIZER_FILE", "CharTokenizer", "HFTokenizer", "load_tokenizer"]
+__all__ = [
+    "BPE_PATTERN",
+    "BPE_VOCAB",
+    "CHAR_TOKENIZER_FILE",
+    "CharTokenizer",
+    "HFTokenizer",
+    "load_tokenizer",
+    "train_bpe",
+]
 
 CHAR_TOKENIZER_FILE = "char_tokenizer.json"
 _SPECIALS = ("<pad>", "<bos>", "<eos>")
+#: Pre-tokenisation of :func:`train_bpe`: letter runs, 1-3 digits, whitespace, one other char.
+BPE_PATTERN = r"[A-Za-z]+|[0-9]{1,3}|\s+|[^A-Za-z0-9\s]"
+#: Vocabulary size of :func:`train_bpe` (specials and alphabet included).
+BPE_VOCAB = 384
 DEFAULT_ALPHABET = (
     " 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ+-*/=<>|?;:.,#()[]_!"
 )
@@ -93,3 +114,47 @@ def load_tokenizer(folder: str | Path) -> CharTokenizer | HFTokenizer:
     from transformers import AutoTokenizer
 
     return HFTokenizer(AutoTokenizer.from_pretrained(str(folder)))
+
+
+def train_bpe(
+    lines: Sequence[str], *, vocab_size: int = BPE_VOCAB, alphabet: str = DEFAULT_ALPHABET
+) -> HFTokenizer:
+    """Train a byte-pair-encoding tokenizer on ``lines``, nothing downloaded.
+
+    Ids: ``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3 (a character outside
+    ``alphabet``), then the alphabet's characters, then the learnt merges. Wrapped as a
+    ``PreTrainedTokenizerFast``, so :meth:`HFTokenizer.save` writes a folder that
+    ``AutoTokenizer.from_pretrained`` (and :func:`load_tokenizer`) reads back.
+
+    Args:
+        lines: Training text (the task's pretraining corpus).
+        vocab_size: Largest vocabulary (fewer when the text has fewer merges).
+        alphabet: Characters always in the vocabulary, one token each.
+
+    Returns:
+        The tokenizer.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = [*_SPECIALS, "<unk>"]
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(BPE_PATTERN), behavior="isolated")
+    tok.decoder = decoders.Fuse()  # concatenate the pieces (no spaces between them)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=specials,
+        initial_alphabet=sorted(set(alphabet), key=alphabet.index),
+        limit_alphabet=len(set(alphabet)),
+        show_progress=False,
+    )
+    tok.train_from_iterator(list(lines), trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        bos_token="<bos>",
+        eos_token="<eos>",
+        unk_token="<unk>",
+        clean_up_tokenization_spaces=False,
+    )
+    return HFTokenizer(fast)

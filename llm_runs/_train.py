@@ -67,6 +67,8 @@ def _setup(cfg: TrainConfig, progress: bool) -> tuple[State, Any]:
         base = get_base(
             task,
             preset=m.preset,
+            arch=m.arch,
+            tokenizer=m.tokenizer,
             base=m.base,
             cache=m.base_cache,
             steps=m.pretrain_steps,
@@ -252,6 +254,7 @@ def _run(cfg: TrainConfig, out: Path, manifest: dict[str, Any] | None, progress:
             extra={
                 "base": {"path": str(base.path), **base.meta},
                 "members": st.members,
+                "lora_target_modules": st.policy.target_modules,
                 "warmup_steps": cfg.rl.warmup_steps,
             },
         )

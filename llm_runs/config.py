@@ -23,9 +23,11 @@ from typing import Any
 
 __all__ = [
     "ALGOS",
+    "ARCHS",
     "CREDITS",
     "MECHANISMS",
     "PRESETS",
+    "TOKENIZERS",
     "ConfigError",
     "EdgeConfig",
     "LoraConfig",
@@ -50,10 +52,12 @@ __all__ = [
 from simulate import parse_value, read_structured, write_json, write_text
 
 from ._config_sections import ALGOS as ALGOS
+from ._config_sections import ARCHS as ARCHS
 from ._config_sections import CREDITS as CREDITS
 from ._config_sections import MECHANISMS as MECHANISMS
 from ._config_sections import PRESETS as PRESETS
 from ._config_sections import TASKS as TASKS
+from ._config_sections import TOKENIZERS as TOKENIZERS
 from ._config_sections import ConfigError as ConfigError
 from ._config_sections import EdgeConfig as EdgeConfig
 from ._config_sections import LoraConfig as LoraConfig

@@ -45,3 +45,21 @@ def test_cuda_gradients_reach_every_adapter(base_cache):
         pol.backward(a, -logp.mean())
     for a, ps in pol.params.items():
         assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in ps), a
+
+
+def test_cuda_micro_llama_with_bpe_tokenizer(tmp_path, micro_cfg):
+    """A micro Llama with its BPE tokenizer, pretrained on cuda, trained through
+    ``model.base`` (warm-up and RL steps) under bf16 autocast."""
+    from llm_runs._base_model import pretrain_base
+    from llm_runs._tasks import get_task
+
+    base = pretrain_base(get_task("math"), tmp_path / "llama", preset="micro", arch="llama",
+                         tokenizer="bpe", steps=30, batch=32, device="cuda")  # fmt: skip
+    d = micro_cfg
+    d["device"] = "cuda"
+    d["model"]["base"] = str(base)
+    log = read_run(train(TrainConfig.from_dict(d), tmp_path / "run", progress=False))
+    assert log.manifest["device"] == "cuda" and log.manifest["base"]["arch"] == "llama"
+    assert log.manifest["lora_target_modules"] == ["q_proj", "v_proj"]
+    assert [r["step"] for r in log.e2e_rows] == [0, 3, 6]
+    assert all(r["loss"] is not None for r in log.agent_rows if r["step"] == 6)
