@@ -45,17 +45,19 @@ def failed_draws(
         ``final`` with NaN for failed draws, ``codes`` with ``failed`` for them, and the
         failed mask ``(S, G)``.
     """
-    final = np.asarray(final, dtype=float)
+    final = np.asarray(final)
+    if not np.issubdtype(final.dtype, np.floating):
+        final = final.astype(float)
     bad = ~np.all(np.isfinite(final), -1)
     bad |= np.any(np.asarray(codes) == _FAILED, -1)  # the solver's own failure: no final value
     with np.errstate(invalid="ignore"):
         bad |= np.any((final < -TOLERANCE) | (final > 1 + TOLERANCE), -1)
         if curves is not None:
-            c = np.asarray(curves, dtype=float)
+            c = np.asarray(curves)
             bad |= ~np.all(np.isfinite(c), (-2, -1))
             bad |= np.any((c < -TOLERANCE) | (c > 1 + TOLERANCE), (-2, -1))
     codes = np.where(bad[..., None], _FAILED, np.asarray(codes))
-    final = np.where(bad[..., None], np.nan, final)
+    final = np.where(bad[..., None], np.nan, final).astype(final.dtype)
     return final, codes, bad
 
 

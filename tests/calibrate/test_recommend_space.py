@@ -20,6 +20,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from simulate import ConfigError
 import yaml
 
 import calibrate as cal
@@ -68,10 +69,13 @@ def test_risk_bound_excludes_higher_but_collapsing_candidates(fit):
     rows = {r["setting"]["rl.lr"]: r for r in rec["top"]}
     assert len(rows) == 6 and rec["sampling"] == "grid"
     best = rec["top"][0]
-    # the construction holds: both high-lr candidates collapse and end higher than the best
+    # the construction holds: both high-lr candidates collapse, or leave [0, 1] (a failed
+    # solve, never a forecast), and are too risky
     for lr in HIGH:
-        assert rows[lr]["p_collapse"] > 0.9 and rows[lr]["risk"] > SPACE["risk"]
-        assert rows[lr]["final"]["mean"] > best["final"]["mean"]
+        gone = rows[lr]["p_collapse"] + rows[lr].get("p_failed", 0.0)
+        assert gone > 0.9 and rows[lr]["risk"] > SPACE["risk"]
+        m = rows[lr]["final"]["mean"]
+        assert (m is None and rows[lr]["p_failed"] == 1.0) or m > best["final"]["mean"]
         assert not rows[lr]["within_risk"]
     assert best["within_risk"] and best["risk"] <= SPACE["risk"]
     assert best["setting"] == {"rl.lr": 3e-3} == rec["best"]
@@ -84,8 +88,13 @@ def test_risk_bound_excludes_higher_but_collapsing_candidates(fit):
     for r in rec["top"]:
         total = sum(r[f"p_{g}"] for g in ("converged", "oscillating", "collapse", "unsettled"))
         assert total + r["p_failed"] == pytest.approx(1.0, abs=1e-12)
-    # none within the bound: said so, ranked by the lowest risk
+    # none within the bound: said so, ranked by the lowest risk; a space whose every
+    # candidate failed is an error, never a recommendation
     only_high = dict(SPACE, fields={"rl.lr": {"choices": HIGH}})
+    if all(rows[lr]["p_failed"] == 1.0 for lr in HIGH):
+        with pytest.raises(ConfigError, match="every candidate"):
+            recommend_space(post, SearchSpace.from_dict(only_high), max_draws=40)
+        return
     none = recommend_space(post, SearchSpace.from_dict(only_high), max_draws=40)
     assert none["n_within_risk"] == 0 and none["ranked_by"].startswith("no candidate")
     risks = [r["risk"] for r in none["top"]]
@@ -118,6 +127,9 @@ def test_ranking_equals_a_brute_force_loop_over_candidates(fit, objective):
     cands = space.candidates()
     assert [r["setting"] for r in rec["top"]] == [cands[i] for i in oracle]
     for r, i in zip(rec["top"], oracle, strict=True):
+        if np.isnan(mean[i]):  # every draw failed: no forecast
+            assert r["final"]["mean"] is None
+            continue
         assert r["final"]["mean"] == pytest.approx(mean[i], rel=1e-9)
         assert r["risk"] == pytest.approx(risk[i], abs=1e-12)
     arr = rec["_arrays"]
