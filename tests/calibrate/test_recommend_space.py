@@ -20,13 +20,13 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from simulate import ConfigError
 import yaml
 
 import calibrate as cal
 from calibrate._recommend import rank_candidates, recommend_space
 from calibrate._space import SearchSpace
 from llm_runs.config import TrainConfig, load_config
+from simulate import ConfigError
 from tests.calibrate.test_fit import STEPS, TRUTH
 
 ROOT = Path(__file__).resolve().parents[2]
