@@ -82,6 +82,8 @@ class RagTask(Task):
 
     name = "rag"
     OUT_LEN: ClassVar[dict[str, int]] = {"X": 3, "Y": 3, "Z": 3}
+    #: Default ``p_bug``.
+    P_BUG: ClassVar[float] = 0.75
 
     def __init__(
         self,
@@ -90,8 +92,9 @@ class RagTask(Task):
         roles: tuple[str, ...] | None = None,
         n_entities: int = 400,
         n_distractors: int = 2,
-        p_bug: float = 0.75,
+        p_bug: float | None = None,
     ) -> None:
+        p_bug = type(self).P_BUG if p_bug is None else p_bug
         super().__init__(seed=seed, roles=roles, p_bug=p_bug)
         self.pools, self.link = _entities(self.seed, int(n_entities))
         self.n_distractors = int(n_distractors)
@@ -140,7 +143,7 @@ class RagTask(Task):
 
 
 @register_task
-class RagTaskV1(Task):
+class RagTaskV1(RagTask):
     """The first testbed's two-hop retrieval (Z verifies Y's answer and copies it).
 
     Args:
@@ -152,20 +155,7 @@ class RagTaskV1(Task):
 
     name = "rag-v1"
     PROBE_CORRUPT_LAST: ClassVar[bool] = True
-    OUT_LEN: ClassVar[dict[str, int]] = {"X": 3, "Y": 3, "Z": 3}
-
-    def __init__(
-        self,
-        *,
-        seed: int = 0,
-        roles: tuple[str, ...] | None = None,
-        n_entities: int = 400,
-        n_distractors: int = 2,
-        p_bug: float = 0.6,
-    ) -> None:
-        super().__init__(seed=seed, roles=roles, p_bug=p_bug)
-        self.pools, self.link = _entities(self.seed, int(n_entities))
-        self.n_distractors = int(n_distractors)
+    P_BUG: ClassVar[float] = 0.6
 
     def draw(self, rng: np.random.Generator, shifted: bool) -> Problem:
         pool = self.pools[int(shifted)]
@@ -195,9 +185,6 @@ class RagTaskV1(Task):
         if self.canon(role) == "Y":
             return _lookup(problem.data["ctx"], upstream[self.roles[0]])
         return problem.gold[role]
-
-    def corrupt(self, role: str, text: str, rng: np.random.Generator) -> str:
-        return _corrupt_entity(text, rng)
 
     def pretrain_lines(self, problem: Problem, rng: np.random.Generator) -> list[str]:
         d = problem.data
