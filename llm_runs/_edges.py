@@ -3,7 +3,9 @@
 Every signed edge ``j → i`` of the network acts through one mechanism (per edge, from the
 config). For each agent ``i`` and mechanism ``m`` the edges into ``i`` using ``m`` are
 combined by ``i``'s gate (AND: product of Hill terms; OR: Alon's competitive form), using
-the functions of :mod:`simulate._regulation` on the EMA competences ``Â_j`` in [0, 1]:
+the functions of :mod:`simulate._regulation` on the EMA competences ``Â_j`` in [0, 1]
+(bias-corrected as Adam's moments are, ``Â = ema / (1 - decay^k)`` after ``k`` updates, so
+that the first steps see the measured competence, not an EMA still rising from 0):
 
 - ``budget``:   share of the rollout batch agent ``i`` trains on, ``1 - w + w·G``;
 - ``credit``:   weight ``w·G`` of an auxiliary interaction reward added to ``i``'s reward:
@@ -43,6 +45,9 @@ class EdgeController:
         self.agents = list(spec.nodes)
         self.decay = float(net.ema_decay)
         self.ema = {a: 0.0 for a in self.agents}
+        #: Updates so far (None: restored from a checkpoint made before the bias correction,
+        #: whose run goes on without it, so that its resume stays exact).
+        self.count: int | None = 0
         self.edges: dict[tuple[str, str], list[tuple[Any, float]]] = {}
         for e in spec.edges:
             ec = net.edge(e.key)
@@ -53,13 +58,21 @@ class EdgeController:
         for a, v in measured.items():
             if a in self.ema:
                 self.ema[a] = self.decay * self.ema[a] + (1.0 - self.decay) * float(v)
+        if self.count is not None:
+            self.count += 1
+
+    def estimate(self, agent: str) -> float:
+        """``agent``'s bias-corrected EMA competence (the raw EMA before any update)."""
+        if not self.count:
+            return self.ema[agent]
+        return self.ema[agent] / (1.0 - self.decay**self.count)
 
     def gated(self, agent: str, mechanism: str) -> float | None:
         """Gated regulation G in [0, 1] of ``agent`` through ``mechanism`` (None: no edge)."""
         edges = self.edges.get((agent, mechanism))
         if not edges:
             return None
-        x = np.array([self.ema[e.source] for e, _ in edges])
+        x = np.array([self.estimate(e.source) for e, _ in edges])
         sign = np.array([e.sign for e, _ in edges])
         K = np.array([e.K for e, _ in edges])
         n = np.array([e.n for e, _ in edges])
@@ -90,13 +103,15 @@ class EdgeController:
             out[a] = f
         return out
 
-    def state(self) -> dict[str, float]:
-        """Checkpointable state."""
-        return dict(self.ema)
+    def state(self) -> dict[str, Any]:
+        """Checkpointable state: the raw EMA per agent and the update count (``_updates``)."""
+        return {**self.ema, "_updates": self.count}
 
-    def load_state(self, state: dict[str, float]) -> None:
-        """Inverse of :meth:`state`."""
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Inverse of :meth:`state` (a state without ``_updates`` resumes uncorrected)."""
         self.ema = {a: float(state[a]) for a in self.agents}
+        n = state.get("_updates")
+        self.count = None if n is None else int(n)
 
 
 def pulse_windows(cfg: SpuriousConfig, steps: int, *, seed: int) -> list[list[int]]:

@@ -43,7 +43,7 @@ def log_rows(
                 k: m.get(k)
                 for k in ("reward", "reward_std", "entropy", "kl", "lr", "budget_share", "loss")
             },
-            "ema": st.edges.ema[role] if math.isfinite(st.edges.ema[role]) else None,
+            "ema": ema if math.isfinite(ema := st.edges.estimate(role)) else None,
             "regulation": reg[role],
         }
         if st.pool.k > 1:

@@ -86,6 +86,26 @@ def test_edge_regulation_follows_sign(motif, rising):
     assert ctl.factors()["X"]["coupling"] == 1.0  # an input: no regulators
 
 
+def test_edge_ema_is_bias_corrected_and_resumes():
+    """After k updates of a constant v the controllers see v itself (the raw EMA is
+    v(1 - d^k)); the count travels with the checkpoint, and a checkpoint without it (made
+    before the correction) resumes uncorrected."""
+    net = NetworkConfig(motif="C1", K=0.5, n=4.0, default_weight=1.0, ema_decay=0.9)
+    ctl = EdgeController(net.network_spec(), net)
+    for k in range(1, 4):
+        ctl.update({"X": 0.6, "Y": 0.3, "Z": 0.2})
+        assert ctl.ema["X"] == pytest.approx(0.6 * (1 - 0.9**k), rel=1e-12)
+        assert ctl.estimate("X") == pytest.approx(0.6, rel=1e-12)
+    g = 0.6**4 / (0.6**4 + 0.5**4)
+    assert ctl.factors()["Y"]["coupling"] == pytest.approx(g, rel=1e-12)
+    again = EdgeController(net.network_spec(), net)
+    again.load_state(ctl.state())
+    assert again.factors() == ctl.factors()
+    old = EdgeController(net.network_spec(), net)
+    old.load_state({a: v for a, v in ctl.state().items() if a != "_updates"})
+    assert old.estimate("X") == pytest.approx(0.6 * (1 - 0.9**3), rel=1e-12)
+
+
 def test_edge_mechanisms_per_edge():
     net = NetworkConfig(
         motif="C1",
