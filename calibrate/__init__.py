@@ -35,6 +35,7 @@ from ._model import CurveModel as CurveModel
 from ._model import Layout as Layout
 from ._model import build_model as build_model
 from ._model import solve_at as solve_at
+from ._new_run import crps_samples as crps_samples
 from ._posterior import Posterior as Posterior
 from ._posterior import load_fit as load_fit
 from ._predict import Prediction as Prediction

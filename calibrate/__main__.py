@@ -114,24 +114,9 @@ def _parser() -> argparse.ArgumentParser:
         "does not search: predict with the best fit (best, default) or the stacking-weighted "
         "mixture of the fits (stacking)",
     )
-    q = sub.add_parser("predict", help="forecast curves and regimes of settings from a fit")
-    q.add_argument("fit_dir", help="a folder written by `fit` (with links in its hierarchy)")
-    q.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="a linked training-config field and its value, e.g. rl.lr=3e-4 (repeat)",
-    )
-    q.add_argument("--steps", type=int, default=None, help="horizon in steps")
-    q.add_argument("--draws", type=int, default=200, help="posterior draws used")
-    q.add_argument("--json", action="store_true", help="print one JSON object")
-    q.add_argument("--plot", default=None, help="figure of the predicted curves (PNG, PDF...)")
-    q.add_argument("--out", default=None, help="folder for prediction.json")
-    q.add_argument(
-        "--overwrite", action="store_true", help="replace an existing --plot or prediction.json"
-    )
-    q.add_argument("--seed", type=int, default=0)
+    from ._predict_cli import add_predict_parser
+
+    add_predict_parser(sub)
     from ._watch_cli import add_watch_parser
 
     add_watch_parser(sub)
@@ -336,44 +321,6 @@ def _recommend_space(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict(args: argparse.Namespace) -> int:
-    import jax
-
-    from simulate import jsonable, mark_output, write_json
-
-    from ._cli_args import check_train_fields, parse_setting, predict_outputs
-
-    setting = parse_setting(args.set)
-    out = predict_outputs(args)  # before the work: writable, a known figure type, not a user's
-    jax.config.update("jax_enable_x64", True)
-    from ._posterior import load_fit
-    from ._predict import _setting_matrix, predict
-
-    post = load_fit(args.fit_dir)
-    _setting_matrix(post, [setting])  # the fit's own checks (links, domains) first
-    check_train_fields(setting)  # then the training config's: rl.staleness=2.5 is no lag
-    pred = predict(
-        post,
-        [setting],
-        steps=args.steps,
-        max_draws=args.draws,
-        key=jax.random.key(args.seed),
-    )
-    if args.json:
-        print(json.dumps(jsonable(pred.to_dict()), allow_nan=False))
-    else:
-        print("\n".join(pred.table()))
-    if out is not None:
-        path = write_json(out / "prediction.json", pred.to_dict())
-        mark_output(out, "calibrate predict", [path.name])
-        print(f"prediction written to {path}", file=sys.stderr)
-    if args.plot:
-        from ._fit_plot import plot_prediction
-
-        print(f"figure written to {plot_prediction(pred, args.plot)}", file=sys.stderr)
-    return 0
-
-
 def _show_warning(message: object, category: object, *args: object, **kwargs: object) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
@@ -390,9 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             warnings.showwarning = _show_warning  # one line, not the source line too
+            from ._predict_cli import predict_command
             from ._watch_cli import watch
 
-            cmds = {"fit": _fit, "recommend": _recommend, "predict": _predict, "watch": watch}
+            cmds = {"fit": _fit, "recommend": _recommend, "predict": predict_command,
+                    "watch": watch}  # fmt: skip
             run = cmds[args.cmd]
             return run(args)
     except AgentmotifsError as err:

@@ -48,7 +48,7 @@ def plot_predictive(post: Posterior, path: str | Path, *, max_runs: int = 8) -> 
                 color="C0",
                 alpha=0.15,
                 lw=0,
-                label="90% predictive",
+                label="90% new evaluations",
             )
             ax.fill_between(
                 t,
@@ -57,7 +57,7 @@ def plot_predictive(post: Posterior, path: str | Path, *, max_runs: int = 8) -> 
                 color="C0",
                 alpha=0.4,
                 lw=0,
-                label="90% mean",
+                label="90% mean curve",
             )
             ax.plot(t, pred["mean_q"][1, r, :, node], color="C0", lw=1)
             sel = (cm.run_idx == r) & (cm.node_idx == node)
@@ -102,14 +102,17 @@ def plot_selection(ranking: Sequence[dict[str, Any]], path: str | Path) -> Path:
 
 
 def plot_prediction(pred: Prediction, path: str | Path) -> Path:
-    """One panel per agent: each setting's mean curve with its 50 % and 90 % bands."""
+    """One panel per agent: each setting's forecast with its 50 % and 90 % bands, of one
+    new run's logged competence or of the mean curve (``pred.band``; the legend says)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if pred.mean is None or pred.bands is None:
+    _, _, mean, bands = pred.headline()
+    if mean is None or bands is None:
         raise ConfigError("the prediction has no bands to plot: predict with bands=True")
+    what = "one new run" if pred.band == "new_run" else "mean curve"
     n = len(pred.agents)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.6), squeeze=False, sharey=True)
     colors = plt.get_cmap("tab10")
@@ -118,10 +121,13 @@ def plot_prediction(pred: Prediction, path: str | Path) -> Path:
         for s, setting in enumerate(pred.settings):
             c = colors(s % 10)
             label = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "reference"
-            b = pred.bands[s, :, :, j]
-            ax.fill_between(pred.t, b[0], b[3], color=c, alpha=0.15, lw=0)
-            ax.fill_between(pred.t, b[1], b[2], color=c, alpha=0.3, lw=0)
-            ax.plot(pred.t, pred.mean[s, :, j], color=c, lw=1.5, label=label)
+            b = bands[s, :, :, j]
+            first = s == 0
+            ax.fill_between(pred.t, b[0], b[3], color=c, alpha=0.15, lw=0,
+                            label=f"90 % {what}" if first else None)  # fmt: skip
+            ax.fill_between(pred.t, b[1], b[2], color=c, alpha=0.3, lw=0,
+                            label=f"50 % {what}" if first else None)  # fmt: skip
+            ax.plot(pred.t, mean[s, :, j], color=c, lw=1.5, label=f"{label} (mean)")
         ax.set_title(agent)
         ax.set_xlabel("step")
         ax.set_ylim(0, 1)

@@ -296,21 +296,18 @@ class Posterior:
 
         Returns:
             ``t`` (T,), ``mean_q`` (3, R, T, N): 5/50/95% of the mean curve, and ``pred_q``
-            (2, R, T, N): 5/95% including binomial noise at each agent's median n_eval.
+            (2, R, T, N): 5/95% including the evaluation noise at each agent's median
+            n_eval (:func:`calibrate._new_run.evaluation_noise`, as one new run's forecast).
         """
+        from ._new_run import agent_n_eval, evaluation_noise
+
         cm = self.model
         t = np.linspace(0.0, float(cm.ts[-1]), n_points)
         th = self.run_params(max_draws, key=key)  # (S, R, D) or (S, 1, D) if pooled
         th = np.broadcast_to(th, (th.shape[0], cm.n_runs, th.shape[2]))
         A = np.asarray(batched_curves(cm, jnp.asarray(th), t))  # (S, R, T, N)
         mean_q = np.quantile(A, [0.05, 0.5, 0.95], axis=0)
-        n = np.ones(cm.network.size) * np.median(cm.n_eval)
-        for i in range(cm.network.size):
-            sel = cm.node_idx == i
-            if sel.any():
-                n[i] = np.median(cm.n_eval[sel])
-        rng = np.random.default_rng(0)
-        draws = rng.binomial(n.astype(int), np.clip(A, 0, 1)) / n
+        draws = evaluation_noise(A, agent_n_eval(cm), np.random.default_rng(0))
         pred_q = np.quantile(draws, [0.05, 0.95], axis=0)
         return {"t": t, "mean_q": mean_q, "pred_q": pred_q}
 

@@ -4,7 +4,9 @@ A setting is a dict of training-config fields (``{"rl.lr": 3e-4}``), each the co
 a fitted log-linear link ``log theta = a + c log(h / h_ref)`` (``h_ref``: the geometric mean
 of the pilots' values). For every posterior draw the setting moves the linked parameters
 from their reference values; linked fields a setting leaves out stay at ``h_ref`` (zero
-contribution); random effects are left out (population median). The competence curves of
+contribution). The mean curve leaves the random effects out (population median); the
+default forecast, one new run (``band="new_run"``), draws fresh ones and adds seed spread
+and evaluation noise (:mod:`calibrate._new_run`). The competence curves of
 all settings × draws are solved by one compiled function (``lax.map`` over settings, each
 a vmap over draws; cached across calls and sharded over the devices, see
 :mod:`calibrate._predict_fast`) and reduced there to bands, final competences and the
@@ -14,9 +16,7 @@ in memory (``bands=False`` skips the per-step bands, the costliest part).
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,22 +26,17 @@ import numpy as np
 from ._config import ConfigError
 from ._knobs import check_value, reference_value, transform_values
 from ._model import CurveModel
+from ._new_run import replicate_spread, resolve_n_eval
 from ._posterior import Posterior
-from ._predict_checks import EXTRAPOLATION_FLAG, check_size, extrapolation, failed_draws
+from ._predict_checks import check_size, extrapolation, failed_draws
 from ._predict_fast import BAND_LEVELS as BAND_LEVELS
 from ._predict_fast import curve_regimes as curve_regimes
 from ._predict_fast import predict_batch
+from ._predict_new_run import solve_new_run
+from ._prediction import BANDS
+from ._prediction import REGIME_GROUPS as REGIME_GROUPS
+from ._prediction import Prediction as Prediction
 from ._solvers import fixed_substeps
-
-#: Regime groups reported by predictions (simulate.Regime codes of each); they partition the
-#: codes: ``converged`` settles without oscillating (overshoot/pulse included).
-REGIME_GROUPS: dict[str, tuple[int, ...]] = {
-    "converged": (0, 1),
-    "oscillating": (2, 3),
-    "collapse": (4,),
-    "unsettled": (6,),
-    "failed": (5,),
-}
 
 __all__ = ["Prediction", "curve_regimes", "link_covariates", "predict", "predict_arrays"]
 
@@ -164,142 +159,6 @@ def predict_arrays(
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class Prediction:
-    """Predicted curves and regimes of settings (arrays indexed setting, [draw], step, agent).
-
-    Attributes:
-        settings: The settings, as given.
-        reference: Every linked field's reference value (used where a setting omits it).
-        agents: Agent (node) names.
-        t: Steps of the curves.
-        mean: Posterior mean curves ``(S, T, N)`` (None if predicted with ``bands=False``).
-        bands: Quantile curves ``(S, 4, T, N)`` at :data:`BAND_LEVELS` (None likewise).
-        final: Final competence per draw ``(S, G, N)``.
-        codes: Per-node regime code per draw ``(S, G, N)`` (:class:`simulate.Regime`).
-        draw_index: The flat posterior draws used ``(G,)``.
-        curves: Every draw's curves ``(S, G, T, N)`` when asked, else None.
-        extrapolation: Per setting, each field's distance outside the pilots' range in
-            units of their spread (:func:`~calibrate._predict_checks.extrapolation`).
-
-    A draw whose competence leaves [0, 1] (or is not finite) is a failed solve: its codes
-    are ``failed``, its ``final`` NaN, and a setting with such draws has NaN bands.
-    """
-
-    settings: tuple[dict[str, Any], ...]
-    reference: dict[str, float]
-    agents: tuple[str, ...]
-    t: np.ndarray
-    mean: np.ndarray | None
-    bands: np.ndarray | None
-    final: np.ndarray
-    codes: np.ndarray
-    draw_index: np.ndarray
-    curves: np.ndarray | None = None
-    extrapolation: tuple[dict[str, float], ...] = ()
-
-    def regime_probs(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per agent ``(S, N, 7)`` and network ``(S, 7)`` regime probabilities by code;
-        the network's regime per draw is its most severe node's, as in classify."""
-        from simulate._analysis import REGIME_NAMES, REGIME_SEVERITY
-
-        k = len(REGIME_NAMES)
-        onehot = self.codes[..., None] == np.arange(k)  # (S, G, N, K)
-        sev = np.asarray(REGIME_SEVERITY)
-        worst = np.take_along_axis(self.codes, np.argmax(sev[self.codes], -1)[..., None], -1)
-        net = worst[..., 0][..., None] == np.arange(k)
-        return onehot.mean(axis=1), net.mean(axis=1)
-
-    def groups(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Grouped regime probabilities per agent ``(S, N)`` and network ``(S,)``:
-        ``converged`` (converged or overshoot/pulse: settles without oscillating),
-        ``oscillating`` (damped or sustained), ``collapse``, ``unsettled``, ``failed``;
-        they sum to 1."""
-        per, net = self.regime_probs()
-        return (
-            {g: per[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()},
-            {g: net[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()},
-        )
-
-    def to_dict(self, curves: bool = True) -> dict[str, Any]:
-        """A JSON-ready summary (``curves=False``, or a prediction without bands, leaves the
-        band curves out)."""
-        import simulate
-
-        curves = curves and self.mean is not None and self.bands is not None
-
-        names = [simulate.REGIME_NAMES[simulate.Regime(i)] for i in range(7)]
-        per, net = self.regime_probs()
-        gp, gn = self.groups()
-        q05, q95, fm = _final_stats(self.final)
-        rows = []
-        for s, setting in enumerate(self.settings):
-            agents = {}
-            for j, a in enumerate(self.agents):
-                d: dict[str, Any] = {
-                    "final": {"mean": fm[s, j], "q05": q05[s, j], "q95": q95[s, j]},
-                    **{f"p_{g}": gp[g][s, j] for g in gp},
-                    "regimes": dict(zip(names, per[s, j], strict=True)),
-                }
-                if curves and self.mean is not None and self.bands is not None:
-                    d["curve"] = {"mean": self.mean[s, :, j]} | {
-                        f"q{round(lv * 100):02d}": self.bands[s, i, :, j]
-                        for i, lv in enumerate(BAND_LEVELS)
-                    }
-                agents[a] = d
-            network = {f"p_{g}": gn[g][s] for g in gn} | {
-                "regimes": dict(zip(names, net[s], strict=True))
-            }
-            far = self.extrapolation[s] if self.extrapolation else {}
-            flag = any(v > EXTRAPOLATION_FLAG for v in far.values())
-            rows.append(
-                {"setting": setting, "agents": agents, "network": network,
-                 "extrapolation": far, "extrapolated": flag}
-            )  # fmt: skip
-        return simulate.jsonable(
-            {
-                "reference": self.reference,
-                "draws": int(self.draw_index.size),
-                "horizon_steps": float(self.t[-1]),
-                "steps": self.t if curves else None,
-                "predictions": rows,
-            }
-        )
-
-    def table(self) -> list[str]:
-        """Terminal lines: per setting and agent, final competence and regime probabilities."""
-        gp, _ = self.groups()
-        q05, q95, fm = _final_stats(self.final)
-        head = (f"{'agent':<10}{'final [q05, q95]':>26}{'conv':>7}{'osc':>7}{'coll':>7}"
-                f"{'unset':>7}{'fail':>7}")  # fmt: skip
-        lines = []
-        for s, setting in enumerate(self.settings):
-            lines.append(", ".join(f"{k}={v:g}" for k, v in setting.items()) or "(reference)")
-            lines.append(head)
-            for j, a in enumerate(self.agents):
-                fin = f"{fm[s, j]:.3f} [{q05[s, j]:.3f}, {q95[s, j]:.3f}]"
-                fin = fin if np.isfinite(fm[s, j]) else "failed (every draw)"
-                ps = "".join(f"{gp[g][s, j]:>7.2f}" for g in REGIME_GROUPS)
-                lines.append(f"{a:<10}{fin:>26}{ps}")
-            far = self.extrapolation[s] if self.extrapolation else {}
-            for f, v in far.items():
-                if v > EXTRAPOLATION_FLAG and np.isfinite(v):
-                    lines.append(f"note: {f} is {v:.1f} spreads outside the pilots' range "
-                                 "(an extrapolation)")  # fmt: skip
-                elif v > EXTRAPOLATION_FLAG:
-                    lines.append(f"note: {f} is constant in the fit: this follows the prior")
-        return lines
-
-
-def _final_stats(final: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """q05, q95 and mean of the final competence over the draws that did not fail (NaN
-    where every draw failed)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: NaN, as meant
-        q05, q95 = np.nanquantile(final, [0.05, 0.95], axis=1)
-        return q05, q95, np.nanmean(final, axis=1)
-
-
 def predict(
     post: Posterior,
     settings: Sequence[Mapping[str, Any]],
@@ -311,8 +170,17 @@ def predict(
     keep_curves: bool = False,
     bands: bool = True,
     dtype: str = "float64",
+    band: str = "new_run",
+    n_eval: int | Mapping[str, int] | None = None,
 ) -> Prediction:
     """Predict the competence curves and regimes of training settings through the links.
+
+    Two forecasts (see :mod:`calibrate._new_run`): the *mean curve* (the population-median
+    run's expected competence; posterior uncertainty only), always computed, and *one new
+    run* (``band="new_run"``, the default): what one more run at the setting will log,
+    with fresh per-run effects, seed spread learned from pilot replicates (or said to be
+    missing) and binomial evaluation noise at ``n_eval`` probes. ``band="mean"`` skips the
+    new run (one solve per draw instead of two for a fit with random effects).
 
     Args:
         post: A fit whose hierarchy links the settings' fields.
@@ -329,14 +197,17 @@ def predict(
             every step) cost more than the solves.
         dtype: ``float64`` (default), or ``float32``: about 2x faster, curves ~1e-6 less
             accurate (regimes on the edge of a label's threshold may flip).
+        band: ``new_run`` (default) or ``mean``: the forecast the prediction headlines.
+        n_eval: Probes per evaluation of the new run: one integer, or ``{agent: n}``
+            (default: each agent's median ``n_eval`` in the pilots' logs).
 
     Returns:
         A :class:`Prediction`.
 
     Raises:
         ConfigError: No settings, an unlinked field, a value that is not a finite number
-            > 0, a horizon that is not a finite number > 0, too few points, or another
-            dtype.
+            > 0, a horizon that is not a finite number > 0, too few points, another
+            dtype, another band, or an ``n_eval`` that is not an integer >= 1.
     """
     cm = post.model
     x = _setting_matrix(post, settings)
@@ -349,17 +220,35 @@ def predict(
         raise ConfigError(f"the horizon (steps) must be a finite number > 0, got {steps!r}")
     if not (isinstance(n_points, int) and n_points >= 8):
         raise ConfigError(f"n_points must be an integer >= 8, got {n_points!r}")
+    if band not in BANDS:
+        raise ConfigError(f"band must be one of {list(BANDS)}, got {band!r}")
+    n_probe = resolve_n_eval(cm, n_eval)
     idx = _draw_index(post, max_draws, key)
     u, slopes = _draw_arrays(post, idx)
     t = np.linspace(0.0, float(cm.ts[-1] if steps is None else steps), n_points)
-    check_size(t, fixed_substeps(t, cm.config.dt), idx.size)  # before any solve
-    out = predict_arrays(
-        cm, u, slopes, x, t, keep_curves=keep_curves, bands=bool(bands), dtype=dtype
-    )
-    final, codes, bad = failed_draws(out["final"], out["codes"], out.get("curves"))
-    for k in ("mean", "bands", "curves"):
-        if out.get(k) is not None and bad.any():  # no band through failed solves
-            out[k] = np.where(bad.any(1).reshape((-1,) + (1,) * (out[k].ndim - 1)), np.nan, out[k])
+    draws = 2 * idx.size if band == "new_run" and cm.re_index.size else idx.size
+    check_size(t, fixed_substeps(t, cm.config.dt), draws)  # before any solve
+    extra: dict[str, Any] = {}
+    if band == "new_run":
+        spread = replicate_spread(cm, post.hyper)
+        flat = post._flat()
+        out = solve_new_run(
+            predict_arrays, cm, {k: flat[k][idx] for k in ("tau_z", "z_phi") if k in flat},
+            u, slopes, x, t, bands=bool(bands), keep_curves=keep_curves, n_eval=n_probe,
+            spread=spread, seed=_seed(key), dtype=dtype,
+        )  # fmt: skip
+        final, codes = out["final"], out["codes"]
+        extra = {k: out.get(k) for k in ("new_final", "new_codes", "new_mean", "new_bands")}
+        extra |= {"n_eval": n_probe, "seed_spread": spread.to_dict(tuple(cm.network.names))}
+    else:
+        out = predict_arrays(
+            cm, u, slopes, x, t, keep_curves=keep_curves, bands=bool(bands), dtype=dtype
+        )
+        final, codes, bad = failed_draws(out["final"], out["codes"], out.get("curves"))
+        for k in ("mean", "bands", "curves"):
+            if out.get(k) is not None and bad.any():  # no band through failed solves
+                shape = (-1,) + (1,) * (out[k].ndim - 1)
+                out[k] = np.where(bad.any(1).reshape(shape), np.nan, out[k])
     return Prediction(
         settings=tuple(dict(s) for s in settings),
         reference=link_covariates(post),
@@ -372,7 +261,14 @@ def predict(
         draw_index=idx,
         curves=out.get("curves"),
         extrapolation=tuple(_extrapolation(post, settings)),
+        band=band,
+        **extra,
     )
+
+
+def _seed(key: jax.Array | None) -> int:
+    """The seed of a prediction's noise streams (0 without a key)."""
+    return 0 if key is None else int(jax.random.randint(key, (), 0, 2**30))
 
 
 def _extrapolation(post: Posterior, settings: Sequence[Mapping[str, Any]]):

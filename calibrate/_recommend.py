@@ -23,6 +23,7 @@ import simulate
 
 from ._config import ConfigError
 from ._knobs import check_value, transform_values
+from ._new_run import BAND_NOTES
 from ._posterior import Posterior, load_fit
 from ._predict import predict
 from ._recommend_eval import evaluate, head_stats
@@ -63,8 +64,8 @@ def recommend(
         key: PRNG key for the draw subset (keyword-only).
 
     Returns:
-        ``{"param", "value", "final_competence", "p_oscillation", "table", "config"}``;
-        ``config`` is an llm_runs-style nested dict (``{"rl": {"lr": value}}``).
+        ``{"param", "value", "final_competence", "p_oscillation", "intervals", "table",
+        "config"}``; table ``final_q*``: the mean curve's, ``new_run_q*``: one new run's.
 
     Raises:
         ConfigError: No link on ``param``, a grid value outside the link transform's domain
@@ -96,10 +97,8 @@ def recommend(
         )
     if steps is not None and not (math.isfinite(float(steps)) and float(steps) > 0):
         raise ConfigError(f"the horizon (steps) must be a finite number > 0, got {steps!r}")
-    # one idea, one place: the batched predictor of calibrate.predict
-    pred = predict(
-        post, [{param: float(g)} for g in values], steps=steps, max_draws=max_draws, key=key
-    )
+    pred = predict(post, [{param: float(g)} for g in values], steps=steps,
+                   max_draws=max_draws, key=key, bands=False)  # calibrate.predict's  # fmt: skip
     horizon = float(pred.t[-1])
     final = pred.final[:, :, -1].T  # (draws, values): output node = last node (Z of an FFL)
     oscillating = [int(simulate.Regime.DAMPED), int(simulate.Regime.SUSTAINED)]
@@ -108,9 +107,11 @@ def recommend(
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-failed value: NaN stats
         fm, q05, q95 = (np.nanmean(final, 0), *np.nanquantile(final, [0.05, 0.95], axis=0))
+        nq05, nq95 = np.nanquantile(np.asarray(pred.new_final)[:, :, -1].T, [0.05, 0.95], 0)
     table = [
         {"value": float(g), "final_mean": float(fm[j]), "final_q05": float(q05[j]),
-         "final_q95": float(q95[j]), "p_oscillation": float(osc[:, j].mean()),
+         "final_q95": float(q95[j]), "new_run_q05": float(nq05[j]),
+         "new_run_q95": float(nq95[j]), "p_oscillation": float(osc[:, j].mean()),
          "p_failed": float(failed[j])}
         for j, g in enumerate(values)
     ]  # fmt: skip
@@ -119,6 +120,8 @@ def recommend(
         raise ConfigError(f"every value of {param!r} failed (competence left [0, 1])")
     ok = [r for r in solved if r["p_oscillation"] <= max_p_osc] or solved
     best = max(ok, key=lambda r: r["final_mean"])
+    intervals = {"final_q": BAND_NOTES["mean"], "new_run_q": BAND_NOTES["new_run"],
+                 "seed_spread": pred.seed_spread}  # fmt: skip
     config: dict[str, Any] = {}
     node = config
     parts = param.split(".")
@@ -132,6 +135,7 @@ def recommend(
         "final_competence": best["final_mean"],
         "p_oscillation": best["p_oscillation"],
         "horizon_steps": horizon,
+        "intervals": intervals,
         "table": table,
         "config": config,
         "base_run": None if train_config is None else train_config[0],

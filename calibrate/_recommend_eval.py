@@ -74,7 +74,7 @@ class Evaluation:
             if not pos.size:
                 continue
             w = np.asarray([dict(plan.components[i])[label] for i in pos])
-            pred = predict(post, [settings[i] for i in pos], bands=False, **kw)
+            pred = predict(post, [settings[i] for i in pos], bands=False, band="mean", **kw)
             final = pred.final[:, :, agent]  # (n, G): the end-to-end proxy
             ok = np.all(np.isfinite(final), axis=1)
             safe = np.where(np.isfinite(final), final, np.nan)
@@ -130,7 +130,7 @@ def head_stats(
         sets = [ev.settings[i] for i in pos]
         pred = predict(
             post, sets, n_points=max(200, min(2001, steps + 1)), keep_curves=True, bands=False,
-            **kw,
+            band="mean", **kw,
         )  # fmt: skip
         assert pred.curves is not None  # keep_curves=True
         hit = pred.curves[..., ev.agent] >= target  # (n, G, T)

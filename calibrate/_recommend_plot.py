@@ -21,7 +21,7 @@ def space_table(rec: dict[str, Any]) -> list[str]:
         f"{rec['n_candidates']} candidate(s) ({rec['sampling']}), {rec['draws']} posterior "
         f"draws, horizon {rec['horizon_steps']:g} steps; ranked by {rec['ranked_by']}",
         f"motif: {rec.get('motif_source', 'single fit')}",
-        f"{'#':>3}  {'setting':<40}{'final [q05, q95]':>24}{'seed sd':>8}{'new run [q05, q95]':>20}"
+        f"{'#':>3}  {'setting':<40}{'mean curve [90 %]':>24}{'seed sd':>8}{'new run [90 %]':>20}"
         f"{'to target':>11}{'conv':>6}{'osc':>6}{'coll':>6}{'unset':>6}",
     ]
     for row in rec["top"]:
@@ -38,6 +38,8 @@ def space_table(rec: dict[str, Any]) -> list[str]:
         )
     if "seed_spread" in rec:
         lines.append(f"seed sd / new run: one new run (seed) at the setting: {rec['seed_spread']}")
+    lines.append("mean curve: 90 % of the population-median run's expected final competence "
+                 "(posterior uncertainty only)")  # fmt: skip
     return lines
 
 

@@ -1,19 +1,13 @@
 """Seed-to-seed spread for ``recommend --space``: what one new run at a setting would show.
 
-Beyond the posterior uncertainty of its parameters, the fitted model has two sources of
-variation between runs of one setting (see :class:`calibrate.CurveModel`):
-
-- per-run random effects (``hierarchy.random_effects``): a run's transformed parameters of
-  each listed base move by ``tau * eps``, ``eps ~ N(0, 1)`` per node or edge, ``tau`` per
-  posterior draw; a new seed is a new run, so it gets a fresh ``eps``;
-- evaluation noise: a competence is observed as ``k / n`` of ``n`` evaluated problems,
-  ``k`` binomial around the run's mean curve (beta-binomial with the draw's concentration
-  ``phi`` for ``likelihood: betabinomial``).
-
-:func:`new_run_draws` gives every posterior draw ``replicates`` new runs (fresh run effects,
-predicted through the links by :func:`calibrate.predict`) and one final evaluation each of
-the proxy (last) agent at its median ``n_eval`` in the data. Without random effects in the
-fit the runs of a draw differ only by that evaluation noise (then ``replicates`` is 1).
+The story of one new run is :mod:`calibrate._new_run`'s (fresh per-run random effects,
+seed spread from pilot replicates when the fit has no random effects, evaluation noise at
+the agent's median ``n_eval``). :func:`new_run_draws` gives every posterior draw
+``replicates`` new runs (predicted through the links by :func:`calibrate.predict`) and one
+final evaluation each of the proxy agent, so that the spread between seeds given a draw
+(``seed_sd``) can be told from the posterior uncertainty. Without random effects the runs
+of a draw differ only by the replicate offset and the evaluation noise (then
+``replicates`` is 1).
 """
 
 from __future__ import annotations
@@ -25,6 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from ._new_run import agent_n_eval, evaluation_noise, fresh_effects, replicate_spread
 from ._posterior import Posterior
 from ._predict import predict
 
@@ -33,9 +28,7 @@ __all__ = ["new_run_draws", "seed_spread_note"]
 
 def _proxy_n_eval(post: Posterior, agent: int = -1) -> int:
     """Median evaluation size of the proxy agent (index; default the last) in the data."""
-    cm = post.model
-    sel = cm.node_idx == agent % cm.network.size
-    return int(np.median(cm.n_eval[sel] if sel.any() else cm.n_eval))
+    return int(agent_n_eval(post.model)[agent])
 
 
 def seed_spread_note(post: Posterior) -> str:
@@ -47,17 +40,10 @@ def seed_spread_note(post: Posterior) -> str:
         else "binomial evaluation noise"
     )
     noise += f" of one final evaluation of {_proxy_n_eval(post)} problems"
-    if cm.re_bases:
-        bases = ", ".join(cm.re_bases)
-        return (
-            f"a fresh per-run random effect on {bases} (sd tau, per posterior draw) and "
-            f"{noise}; seed_sd leaves out the posterior uncertainty, the new-run interval "
-            "includes it"
-        )
+    spread = replicate_spread(cm, post.hyper)
     return (
-        f"the fit has no per-run random effects (hierarchy.random_effects), so seeds differ "
-        f"only by the {noise}; seed_sd leaves out the posterior uncertainty, the new-run "
-        "interval includes it"
+        f"seed spread: {spread.note}; and {noise}; seed_sd leaves out the posterior "
+        "uncertainty, the new-run interval includes it"
     )
 
 
@@ -99,33 +85,31 @@ def new_run_draws(
     m = max(2, int(replicates)) if cm.re_index.size else 1
     z = np.repeat(flat["z"][idx], m, axis=0)  # (G*M, D), draw-major
     if cm.re_index.size:
-        pr = cm.config.priors
-        tau = np.exp(np.log(pr.re_median) + pr.re_sd * flat["tau_z"][idx])  # (G, bases)
-        tau = np.repeat(tau[:, cm.re_group], m, axis=0)  # (G*M, n_re)
-        eps = rng.standard_normal(tau.shape)
+        eff = fresh_effects(cm, np.repeat(flat["tau_z"][idx], m, axis=0), rng)
         # u = loc + scale * z: a run effect tau * eps on u is (tau * eps) / scale on z
-        z[:, cm.re_index] += tau * eps / np.asarray(cm.layout.scale)[cm.re_index]
+        z[:, cm.re_index] += eff[:, cm.re_index] / np.asarray(cm.layout.scale)[cm.re_index]
     samples = {"z": z[None]}
     if "c" in flat:
         samples["c"] = np.repeat(flat["c"][idx], m, axis=0)[None]
     runs = copy.copy(post)
     runs.samples = samples
-    pred = predict(runs, settings, steps=steps, max_draws=g * m, key=key, bands=False)
+    pred = predict(runs, settings, steps=steps, max_draws=g * m, key=key, bands=False, band="mean")
     fin = np.empty(pred.final.shape[:2])
     fin[:, pred.draw_index] = pred.final[:, :, agent]  # back into draw-major order
     mu = fin.reshape(len(settings), g, m)
     n = _proxy_n_eval(post, agent)
-    p = np.clip(np.where(np.isfinite(mu), mu, 0.5), 0.0, 1.0)
+    sd = float(replicate_spread(cm, post.hyper).sd[agent])
+    offset = sd * rng.standard_normal((1, g, m)) if sd > 0 else np.zeros((1, g, m))
+    p = np.clip(np.where(np.isfinite(mu), mu + offset, 0.5), 0.0, 1.0)
     noise_var = p * (1 - p) / n
+    phi = None
     if cm.config.likelihood == "betabinomial":
         phi = np.exp(np.log(cm.config.priors.phi_median) + cm.config.priors.phi_sd * flat["z_phi"])
         phi = phi[idx][None, :, None]
         noise_var = noise_var * (1 + (n - 1) / (phi + 1))
-        a, b = np.maximum(p * phi, 1e-12), np.maximum((1 - p) * phi, 1e-12)
-        p = rng.beta(a, b)
-    y = rng.binomial(n, p) / n
+    y = evaluation_noise(mu, np.asarray(n), rng, phi=phi, offset=offset)
     between = mu.var(axis=2, ddof=1) if m > 1 else np.zeros(mu.shape[:2])
-    var = between + noise_var.mean(axis=2)
+    var = between + sd**2 + noise_var.mean(axis=2)
     bad = ~np.isfinite(mu)
     y = np.where(bad, np.nan, y)
     var = np.where(bad.any(axis=2), np.nan, var)

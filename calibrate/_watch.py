@@ -193,7 +193,7 @@ def prepare(
     g = int(runs.samples["z"].shape[1])
     pred = predict(
         runs, [dict(setting)], steps=steps, n_points=n_points, max_draws=g, key=key,
-        keep_curves=True, bands=False,
+        keep_curves=True, bands=False, band="mean",  # the runs carry their own effects
     )  # fmt: skip
     assert pred.curves is not None
     return WatchDraws(

@@ -3,11 +3,21 @@
 Reads what the stages wrote (pilot and confirmation run folders, the selection, the
 recommendation, the forecast of the recommended setting) and compares the forecast with
 what the confirmation run did: per agent, the observed final competence against the 90 %
-interval, and the observed regime against the predicted regime probabilities.
+interval of what one new run will log (``calibrate predict``'s default ``new_run`` band:
+run effects, seed spread where the pilots hold replicates, binomial evaluation noise), its
+CRPS (lower is better), and the same for the nearest-pilot baseline; and the observed regime
+against the predicted regime probabilities.
+
+The nearest-pilot baseline (:func:`nearest_pilot`) forecasts that the new run logs what the
+pilot nearest to its setting logged last: distance in the knobs' link scales (``log`` of
+``rl.lr``, ``log(1 + k)`` of ``rl.staleness``), each knob divided by the pilots' range of it;
+the forecast per agent is that pilot's last competence ``p`` with its own binomial noise,
+``Binomial(n, p) / n`` at the pilot's ``n_eval`` (no seed spread: the pilots have one seed).
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,7 +29,53 @@ from ._demo_config import DemoConfig
 from ._regime import observed_regime
 from .runlog import read_run
 
-__all__ = ["compare_confirmation", "write_report"]
+__all__ = ["compare_confirmation", "nearest_pilot", "write_report"]
+
+#: Samples of the nearest-pilot baseline's binomial forecast (seeded: the report is stable).
+BASELINE_SAMPLES = 4000
+_LOG1P_KNOBS = ("rl.staleness",)  # knobs on the log(1 + k) scale; others on log
+
+
+def _knob_scale(field: str, value: float) -> float:
+    return math.log1p(float(value)) if field in _LOG1P_KNOBS else math.log(float(value))
+
+
+def _last_logs(log: Any) -> dict[str, tuple[float, int]]:
+    """Per agent, the last logged ``(competence, n_eval)``."""
+    out: dict[str, tuple[float, int]] = {}
+    for r in sorted(log.agent_rows, key=lambda r: r["step"]):
+        if r["competence"] is not None:
+            out[str(r["agent"])] = (float(r["competence"]), int(r["n_eval"]))
+    return out
+
+
+def nearest_pilot(
+    setting: dict[str, float], pilots: list[tuple[dict[str, float], str | Path]]
+) -> dict[str, Any]:
+    """The nearest-pilot baseline's forecast of one new run at ``setting``.
+
+    Args:
+        setting: The new run's knobs (``rl.lr``, ``rl.staleness``...).
+        pilots: Each pilot's knobs and run folder.
+
+    Returns:
+        ``pilot`` (its folder name), ``distance``, and per agent in ``agents`` its last
+        competence ``p``, ``n_eval`` and ``samples`` of ``Binomial(n_eval, p) / n_eval``.
+    """
+    import numpy as np
+
+    fields = [f for f in setting if all(f in s for s, _ in pilots)]
+    pts = np.array([[_knob_scale(f, s[f]) for f in fields] for s, _ in pilots])
+    span = np.ptp(pts, axis=0) if len(pilots) > 1 else np.ones(len(fields))
+    span = np.where(span > 0, span, np.inf)  # a knob the pilots never varied: no distance
+    x = np.array([_knob_scale(f, setting[f]) for f in fields])
+    dist = np.sqrt(np.sum(((pts - x) / span) ** 2, axis=1))
+    i = int(np.argmin(dist))
+    rng = np.random.default_rng(0)
+    agents = {}
+    for a, (p, n) in _last_logs(read_run(pilots[i][1])).items():
+        agents[a] = {"p": p, "n_eval": n, "samples": rng.binomial(n, p, BASELINE_SAMPLES) / n}
+    return {"pilot": Path(pilots[i][1]).name, "distance": float(dist[i]), "agents": agents}
 
 
 def _final(log: Any) -> dict[str, float]:
@@ -32,19 +88,27 @@ def _e2e(log: Any) -> float | None:
     return float(rows[-1]["accuracy"]) if rows else None
 
 
-def compare_confirmation(prediction: dict[str, Any], run: str | Path) -> dict[str, Any]:
+def compare_confirmation(
+    prediction: dict[str, Any], run: str | Path, baseline: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The forecast of one setting against the run made at it.
 
     Args:
         prediction: One entry of ``prediction.json``'s ``predictions`` (``calibrate
-            predict``).
+            predict``; its ``final_new_run`` when there, else its ``final``).
         run: The run folder.
+        baseline: :func:`nearest_pilot`'s forecast of the same run, scored alongside.
 
     Returns:
-        Per agent the predicted final mean and 90 % interval, the observed final competence
-        and whether it lies inside; the network's predicted regime-group probabilities,
-        the observed regime, its group, and the probability the forecast gave that group.
+        Per agent the predicted final mean and 90 % interval (``band``: which forecast),
+        the observed final competence, whether it lies inside, and the CRPS of the
+        forecast's samples (``baseline_*`` the same for the baseline); the network's
+        predicted regime-group probabilities, the observed regime, its group, and the
+        probability the forecast gave that group.
     """
+    import numpy as np
+
+    from calibrate import crps_samples
     from calibrate._predict import REGIME_GROUPS
     from simulate import REGIME_NAMES, Regime
 
@@ -52,27 +116,49 @@ def compare_confirmation(prediction: dict[str, Any], run: str | Path) -> dict[st
     obs = _final(log)
     agents = {}
     for a, p in prediction["agents"].items():
-        f = p["final"]
+        f = p.get("final_new_run", p["final"])
         o = obs.get(a)
-        agents[a] = {
+        samples = np.asarray([np.nan if v is None else v for v in f.get("samples", [])], float)
+        row = {
+            "band": "new_run" if "final_new_run" in p else p["final"].get("band", "mean"),
             "predicted_mean": f["mean"],
             "q05": f["q05"],
             "q95": f["q95"],
             "observed": o,
             "inside90": None if o is None else bool(f["q05"] <= o <= f["q95"]),
+            "crps": _crps(crps_samples, samples, o),
         }
+        if "final_mean_curve" in p:
+            row["mean_curve_q05"], row["mean_curve_q95"] = (
+                p["final_mean_curve"]["q05"], p["final_mean_curve"]["q95"])  # fmt: skip
+        b = (baseline or {}).get("agents", {}).get(a)
+        if b is not None:
+            lo, hi = (float(v) for v in np.quantile(b["samples"], [0.05, 0.95]))
+            row |= {"baseline_p": b["p"], "baseline_q05": lo, "baseline_q95": hi,
+                    "baseline_inside90": None if o is None else bool(lo <= o <= hi),
+                    "baseline_crps": _crps(crps_samples, b["samples"], o)}  # fmt: skip
+        agents[a] = row
     regime = observed_regime(log)
     code = next(int(c) for c in Regime if REGIME_NAMES[Regime(c)] == regime["regime"])
     group = next(g for g, codes in REGIME_GROUPS.items() if code in codes)
     net = prediction["network"]
     return {
         "agents": agents,
+        "baseline_pilot": None if baseline is None else baseline["pilot"],
         "observed_regime": regime["regime"],
         "observed_group": group,
         "predicted_groups": {g: net[f"p_{g}"] for g in REGIME_GROUPS},
         "p_observed_group": net[f"p_{group}"],
         "observed_e2e": _e2e(log),
     }
+
+
+def _crps(fn: Any, samples: Any, observed: float | None) -> float | None:
+    """CRPS of ``samples`` at ``observed`` (None without an outcome or a finite sample)."""
+    if observed is None or not len(samples):
+        return None
+    v = float(fn(samples, observed))
+    return v if math.isfinite(v) else None
 
 
 def _confirm_figure(pred: dict[str, Any], steps: list[float], run: Path, path: Path) -> None:
@@ -87,9 +173,10 @@ def _confirm_figure(pred: dict[str, Any], steps: list[float], run: Path, path: P
     fig, axes = plt.subplots(1, len(agents), figsize=(4 * len(agents), 3.2), sharey=True)
     for ax, a in zip(axes, agents, strict=True):
         c = pred["agents"][a]["curve"]
-        ax.fill_between(steps, c["q05"], c["q95"], alpha=0.2, color="C0", label="90 %")
-        ax.fill_between(steps, c["q25"], c["q75"], alpha=0.35, color="C0", label="50 %")
-        ax.plot(steps, c["mean"], color="C0", label="forecast")
+        what = "one new run" if c.get("band", "mean") == "new_run" else "mean curve"
+        ax.fill_between(steps, c["q05"], c["q95"], alpha=0.2, color="C0", label=f"90 % {what}")
+        ax.fill_between(steps, c["q25"], c["q75"], alpha=0.35, color="C0", label=f"50 % {what}")
+        ax.plot(steps, c["mean"], color="C0", label="forecast (mean)")
         if a in comp:
             ax.plot(comp.index, comp[a], "o", ms=3, color="k", label="confirmation run")
         ax.set_title(a)
@@ -106,6 +193,29 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
+def _yes(inside: bool | None) -> str:
+    return "—" if inside is None else ("yes" if inside else "**no**")
+
+
+def _band_sentence(pred_all: dict[str, Any], pilot: str | None) -> str:
+    """What the model's interval is, and what the baseline is (one paragraph)."""
+    band = pred_all.get("band", "mean")
+    what = (
+        "the 90 % interval of what one new run will log"
+        if band == "new_run"
+        else "the 90 % interval of the mean curve (no seed spread, no evaluation noise)"
+    )
+    text = f"Model: {what}"
+    if "n_eval" in pred_all:
+        n = ", ".join(f"{a} {v}" for a, v in pred_all["n_eval"].items())
+        text += f"; evaluation noise: binomial at n_eval {n}"
+    if "seed_spread" in pred_all:
+        text += f"; seed spread: {pred_all['seed_spread']['note']}"
+    return (text + f". Nearest pilot (`{pilot}`): its last competence with its own binomial "
+            "noise at its n_eval. CRPS: continuous ranked probability score of the final "
+            "competence (lower is better).")  # fmt: skip
+
+
 def write_report(out: Path, cfg: DemoConfig, fit_dir: Path) -> Path:
     """Write ``out/report.md`` (and its figures) from the stages' outputs; returns its path."""
     from ._demo import pilot_name
@@ -114,9 +224,10 @@ def write_report(out: Path, cfg: DemoConfig, fit_dir: Path) -> Path:
     pred_all = read_json_object(out / "prediction" / "prediction.json", what="prediction")
     pred = pred_all["predictions"][0]
     confirm = out / "confirm"
-    cmp = compare_confirmation(pred, confirm)
-    write_json(out / "confirmation.json", cmp)
     pilots = [out / "pilots" / pilot_name(s) for s in cfg.pilots]
+    base = nearest_pilot(dict(pred["setting"]), list(zip(cfg.pilots, pilots, strict=True)))
+    cmp = compare_confirmation(pred, confirm, base)
+    write_json(out / "confirmation.json", cmp)
     competence_figure([*pilots, confirm], out / "runs.png", title="pilots and confirmation")
     _confirm_figure(pred, pred_all["steps"], confirm, out / "confirmation.png")
     for src, dst in ((out / "rec" / "regime_map.png", "regime_map.png"),
@@ -176,12 +287,17 @@ def write_report(out: Path, cfg: DemoConfig, fit_dir: Path) -> Path:
     lines += ["", f"Recommended: {best} → `rec/best.yaml` (`python -m llm_runs train --config "
               "rec/best.yaml --out ...` runs it as is).", "", "![regime map](regime_map.png)",
               "", "## Confirmation run: forecast vs observed", "",
-              "| agent | forecast final [90 %] | observed | inside |",
-              "|---|---|---|---|"]  # fmt: skip
+              _band_sentence(pred_all, cmp["baseline_pilot"]), "",
+              "| agent | model: one new run [90 %] | inside | CRPS | nearest pilot [90 %] "
+              "| inside | CRPS | observed |",
+              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for a, v in cmp["agents"].items():
-        inside = "—" if v["inside90"] is None else ("yes" if v["inside90"] else "**no**")
+        base_iv = (f"{v['baseline_p']:.3f} [{v['baseline_q05']:.3f}, {v['baseline_q95']:.3f}]"
+                   if "baseline_p" in v else "—")  # fmt: skip
         lines.append(f"| {a} | {v['predicted_mean']:.3f} [{v['q05']:.3f}, {v['q95']:.3f}] | "
-                     f"{_pct(v['observed'])} | {inside} |")  # fmt: skip
+                     f"{_yes(v['inside90'])} | {_pct(v['crps'])} | {base_iv} | "
+                     f"{_yes(v.get('baseline_inside90'))} | {_pct(v.get('baseline_crps'))} | "
+                     f"{_pct(v['observed'])} |")  # fmt: skip
     pg = ", ".join(f"{g} {p:.2f}" for g, p in cmp["predicted_groups"].items())
     lines += [
         "",

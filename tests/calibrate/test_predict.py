@@ -31,6 +31,9 @@ def test_per_draw_curves_are_the_model_solved_with_the_link_applied_by_hand(lr_f
     lr = 5.5e-4
     pred = cal.predict(post, [{"rl.lr": lr}], max_draws=4, n_points=30, keep_curves=True)
     assert pred.curves is not None and pred.curves.shape == (1, 4, 30, 3)
+    same = cal.predict(post, [{"rl.lr": lr}], max_draws=4, n_points=30, band="mean")
+    assert same.band == "mean" and same.new_final is None  # the mean curve's old program
+    np.testing.assert_allclose(same.bands, pred.bands, rtol=1e-12)
     p = {k: np.asarray(v).reshape(-1) for k, v in post.params().items()}
     cm = post.model
     for g, d in enumerate(pred.draw_index):
@@ -108,7 +111,8 @@ def test_cli_table_json_out_plot_and_bad_input(lr_fit, tmp_path, capsys):
     args = ["predict", str(folder), "--set", "rl.lr=5e-4", "--draws", "50"]
     assert main([*args, "--out", str(tmp_path / "o"), "--plot", str(tmp_path / "p.png")]) == 0
     out = capsys.readouterr().out
-    assert "rl.lr=0.0005" in out and "final [q05, q95]" in out
+    assert "rl.lr=0.0005" in out and "new run final [90 %]" in out
+    assert "interval: 90 % of one new run's logged competence" in out
     saved = json.loads((tmp_path / "o" / "prediction.json").read_text())
     assert saved["predictions"][0]["setting"] == {"rl.lr": 5e-4}
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,88 @@
+"""The ``predict`` command: forecast one setting from a saved fit (what one new run will
+log by default, or the mean curve with ``--band mean``; see :mod:`calibrate._new_run`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_predict_parser", "predict_command"]
+
+
+def add_predict_parser(sub: Any) -> None:
+    """Add ``predict`` to the subcommands ``sub``."""
+    q = sub.add_parser("predict", help="forecast curves and regimes of settings from a fit")
+    q.add_argument("fit_dir", help="a folder written by `fit` (with links in its hierarchy)")
+    q.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a linked training-config field and its value, e.g. rl.lr=3e-4 (repeat)",
+    )
+    q.add_argument("--steps", type=int, default=None, help="horizon in steps")
+    q.add_argument("--draws", type=int, default=200, help="posterior draws used")
+    q.add_argument(
+        "--band",
+        choices=["new_run", "mean"],
+        default="new_run",
+        help="the interval shown: what one new run will log (new_run: fresh run effects, "
+        "seed spread, evaluation noise; default) or the posterior of the mean curve (mean)",
+    )
+    q.add_argument(
+        "--n-eval",
+        type=int,
+        default=None,
+        help="probes per evaluation of the new run (default: each agent's median n_eval in "
+        "the pilots' logs)",
+    )
+    q.add_argument("--json", action="store_true", help="print one JSON object")
+    q.add_argument("--plot", default=None, help="figure of the predicted curves (PNG, PDF...)")
+    q.add_argument("--out", default=None, help="folder for prediction.json")
+    q.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --plot or prediction.json"
+    )
+    q.add_argument("--seed", type=int, default=0)
+
+
+def predict_command(args: argparse.Namespace) -> int:
+    """``calibrate predict``: forecast one setting from a saved fit (exit status)."""
+    import jax
+
+    from simulate import jsonable, mark_output, write_json
+
+    from ._cli_args import check_train_fields, parse_setting, predict_outputs
+
+    setting = parse_setting(args.set)
+    out = predict_outputs(args)  # before the work: writable, a known figure type, not a user's
+    jax.config.update("jax_enable_x64", True)
+    from ._posterior import load_fit
+    from ._predict import _setting_matrix, predict
+
+    post = load_fit(args.fit_dir)
+    _setting_matrix(post, [setting])  # the fit's own checks (links, domains) first
+    check_train_fields(setting)  # then the training config's: rl.staleness=2.5 is no lag
+    pred = predict(
+        post,
+        [setting],
+        steps=args.steps,
+        max_draws=args.draws,
+        key=jax.random.key(args.seed),
+        band=args.band,
+        n_eval=args.n_eval,
+    )
+    if args.json:
+        print(json.dumps(jsonable(pred.to_dict()), allow_nan=False))
+    else:
+        print("\n".join(pred.table()))
+    if out is not None:
+        path = write_json(out / "prediction.json", pred.to_dict())
+        mark_output(out, "calibrate predict", [path.name])
+        print(f"prediction written to {path}", file=sys.stderr)
+    if args.plot:
+        from ._fit_plot import plot_prediction
+
+        print(f"figure written to {plot_prediction(pred, args.plot)}", file=sys.stderr)
+    return 0

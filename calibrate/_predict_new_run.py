@@ -1,0 +1,141 @@
+"""The solves behind :func:`calibrate.predict`'s ``band="new_run"``: one new run per draw.
+
+Per posterior draw, the mean curve (random effects at 0, as before) and one new run (the
+same draw with fresh run effects, :func:`calibrate._new_run.fresh_effects`) are solved in
+one batch of ``2G`` draws (``G`` when the fit has no random effects: then both are the same
+curve). The new run's logged competence adds the seed offset and evaluation noise of
+:mod:`calibrate._new_run`. Its final competence is drawn from its own random stream, so
+``bands=True`` and ``bands=False`` give the same ``new_final``; the per-step band uses
+that value at the last step. With bands, the curves are solved in chunks of settings
+(about :data:`CHUNK_VALUES` values each) and reduced on the host.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._model import CurveModel
+from ._new_run import SeedSpread, evaluation_noise, fresh_effects
+from ._predict_checks import failed_draws
+from ._predict_fast import BAND_LEVELS
+
+__all__ = ["CHUNK_VALUES", "solve_new_run"]
+
+#: Curve values (settings x draws x steps x agents) held on the host per chunk.
+CHUNK_VALUES = 4_000_000
+
+
+def solve_new_run(
+    predict_arrays: Any,
+    cm: CurveModel,
+    draws: dict[str, np.ndarray],
+    u: np.ndarray,
+    slopes: np.ndarray,
+    x: np.ndarray,
+    t: np.ndarray,
+    *,
+    bands: bool,
+    keep_curves: bool,
+    n_eval: np.ndarray,
+    spread: SeedSpread,
+    seed: int,
+    dtype: str,
+) -> dict[str, np.ndarray]:
+    """Mean-curve and new-run forecasts of every setting × draw.
+
+    Args:
+        predict_arrays: :func:`calibrate._predict.predict_arrays` (passed in: no cycle).
+        cm: The fitted model.
+        draws: The used draws' latent sites (``tau_z``, ``z_phi`` when the fit has them).
+        u: Reference parameters per draw, transformed scale ``(G, D)``.
+        slopes: Natural link slopes per draw ``(G, L)``.
+        x: Setting matrix ``(S, L)``.
+        t: Steps ``(T,)``.
+        bands: Also the per-step means and quantile bands of both forecasts.
+        keep_curves: Also every draw's mean curves.
+        n_eval: Probe count per agent ``(N,)``.
+        spread: The seed spread (an offset per agent when from replicates).
+        seed: Seed of the run effects, offsets and noise.
+        dtype: As for :func:`calibrate.predict`.
+
+    Returns:
+        ``final``, ``codes`` (mean curve, failed draws marked), ``new_final``,
+        ``new_codes``, and with ``bands`` ``mean``, ``bands``, ``new_mean``,
+        ``new_bands`` (NaN for a setting with a failed draw), ``curves`` if asked.
+    """
+    g, n_nodes = u.shape[0], cm.network.size
+    eff = fresh_effects(cm, draws.get("tau_z"), np.random.default_rng([seed, 1]))
+    has_re = bool(cm.re_index.size)
+    u_all = np.concatenate([u, u + eff]) if has_re else u
+    s_all = np.concatenate([slopes, slopes]) if has_re else slopes
+    offset = np.random.default_rng([seed, 2]).standard_normal((g, n_nodes)) * spread.sd
+    phi = None
+    if cm.config.likelihood == "betabinomial" and "z_phi" in draws:
+        pr = cm.config.priors
+        phi = np.exp(np.log(pr.phi_median) + pr.phi_sd * np.asarray(draws["z_phi"], float))
+    kw = {"n": n_eval, "phi": None if phi is None else phi[None, :, None]}
+    if not (bands or keep_curves):
+        o = predict_arrays(cm, u_all, s_all, x, t, bands=False, dtype=dtype)
+        out = _split(o, g, has_re, None)
+        out.pop("bad")
+        out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
+            [seed, 3]), offset=offset[None], **kw)  # fmt: skip
+        return out
+    n_per = u_all.shape[0] * t.size * n_nodes
+    chunk = max(1, min(x.shape[0], CHUNK_VALUES // max(n_per, 1)))
+    parts: list[dict[str, np.ndarray]] = []
+    rng_band = np.random.default_rng([seed, 4])
+    for start in range(0, x.shape[0], chunk):
+        xc = x[start : start + chunk]
+        pad = chunk - xc.shape[0]  # one program shape for every chunk
+        xp = np.concatenate([xc, np.zeros((pad, x.shape[1]))]) if pad else xc
+        o = predict_arrays(cm, u_all, s_all, xp, t, keep_curves=True, bands=False, dtype=dtype)
+        o = {k: v[: xc.shape[0]] for k, v in o.items()}
+        part = _split(o, g, has_re, o["curves"])
+        mc, nc = part.pop("curves"), part.pop("new_curves")
+        part["mean"], part["bands"] = _band(mc)
+        noisy = evaluation_noise(nc[:, :, :-1], rng=rng_band, offset=offset[None, :, None],
+                                 **(kw | {"phi": None if phi is None else phi[None, :, None,
+                                                                              None]}))  # fmt: skip
+        part["new_curves"] = noisy
+        if keep_curves:
+            part["curves"] = mc
+        parts.append(part)
+    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
+        [seed, 3]), offset=offset[None], **kw)  # fmt: skip
+    noisy = np.concatenate([out.pop("new_curves"), out["new_final"][:, :, None]], axis=2)
+    out["new_mean"], out["new_bands"] = _band(noisy)
+    out.pop("bad")
+    return out
+
+
+def _split(o: dict[str, np.ndarray], g: int, has_re: bool, curves: np.ndarray | None):
+    """Mean-curve and new-run halves of a ``2G`` (or ``G``) solve, failed draws marked."""
+    mean_sl, new_sl = slice(0, g), (slice(g, 2 * g) if has_re else slice(0, g))
+    mc = None if curves is None else curves[:, mean_sl]
+    nc = None if curves is None else curves[:, new_sl]
+    final, codes, bad = failed_draws(o["final"][:, mean_sl], o["codes"][:, mean_sl], mc)
+    nfinal, ncodes, nbad = failed_draws(o["final"][:, new_sl], o["codes"][:, new_sl], nc)
+    out = {"final": final, "codes": codes, "new_final": nfinal, "new_codes": ncodes}
+    if curves is not None:
+        out["curves"] = _nan_where(mc, bad)
+        out["new_curves"] = _nan_where(nc, nbad)
+    out["bad"] = bad
+    return out
+
+
+def _nan_where(curves: np.ndarray, bad: np.ndarray) -> np.ndarray:
+    """Curves of a setting with a failed draw set to NaN (no band through failed solves)."""
+    if not bad.any():
+        return curves
+    return np.where(bad.any(1)[:, None, None, None], np.nan, curves)
+
+
+def _band(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-step mean ``(S, T, N)`` and quantiles at :data:`BAND_LEVELS` ``(S, 4, T, N)``
+    over the draws (axis 1) of ``(S, G, T, N)`` curves (NaN through a NaN column)."""
+    q = np.quantile(curves, np.asarray(BAND_LEVELS), axis=1)  # (4, S, T, N)
+    return curves.mean(axis=1), np.moveaxis(q, 0, 1).astype(curves.dtype)
