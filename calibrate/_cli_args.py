@@ -11,24 +11,12 @@ from simulate import (
     ConfigError,
     claim_file,
     claim_files,
-    parse_value,
+    parse_number,
 )
 
 __all__ = ["check_train_fields", "parse_grid", "parse_setting", "predict_outputs", "recommend_out"]
 
 FIT = "calibrate fit"
-
-
-_NON_FINITE = ("inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan")
-
-
-def _number(text: str, what: str) -> float:
-    if text.strip().lower() in _NON_FINITE:  # Python's spellings: a number, refused later
-        return float(text)
-    value = parse_value(text, what=what)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{what}: {text.strip()!r} is not a number")
-    return float(value)
 
 
 def parse_setting(items: list[str]) -> dict[str, float]:
@@ -40,7 +28,7 @@ def parse_setting(items: list[str]) -> dict[str, float]:
         field, sep, value = item.partition("=")
         if not sep or not field.strip() or not value.strip():
             raise ConfigError(f"--set must look like FIELD=VALUE, got {item!r}")
-        setting[field.strip()] = _number(value, f"--set {field.strip()}")
+        setting[field.strip()] = parse_number(value, what=f"--set {field.strip()}")
     return setting
 
 
@@ -68,7 +56,7 @@ def parse_grid(text: str | None) -> list[float] | None:
     items = text.split(",")
     if not text.strip() or any(not v.strip() for v in items):
         raise ConfigError(f"--grid must be a comma list of numbers, got {text!r}")
-    return [_number(v, "--grid") for v in items]
+    return [parse_number(v, what="--grid") for v in items]
 
 
 RECOMMEND = "calibrate recommend"

@@ -81,6 +81,13 @@ class SpaceField:
                     f"{where}.choices must be a non-empty list of numbers, strings or "
                     f"booleans, got {self.choices!r}"
                 )
+            from llm_runs.config import typed_value  # the training config's own field types
+
+            try:
+                typed = tuple(typed_value(self.name, c) for c in self.choices)
+            except ConfigError as err:
+                raise ConfigError(f"{where}.choices: {err}") from None
+            object.__setattr__(self, "choices", typed)  # rl.staleness: 1e1 is the lag 10
             return
         for key, v in (("low", self.low), ("high", self.high)):
             if not _is_num(v):
@@ -271,6 +278,10 @@ class SearchSpace:
         kw = {k: data[k] for k in _TOP_KEYS[1:] if k in data}
         if isinstance(kw.get("risk"), int) and not isinstance(kw.get("risk"), bool):
             kw["risk"] = float(kw["risk"])
+        for key in ("budget_steps", "n_candidates", "seed"):  # 1e3 is the integer 1000
+            v = kw.get(key)
+            if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+                kw[key] = int(v)
         return cls(fields=tuple(SpaceField.from_dict(str(k), v) for k, v in fields.items()), **kw)
 
     @classmethod

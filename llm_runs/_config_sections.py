@@ -295,7 +295,7 @@ class RLConfig:
             and not isinstance(self.staleness, bool)
             and self.staleness >= 0,
             f"{p}.staleness",
-            "must be an int >= 0",
+            f"must be an int >= 0, got {self.staleness!r}",
         )
         _check(_num(self.is_cap) and self.is_cap >= 1, f"{p}.is_cap", "must be >= 1")
 

@@ -72,6 +72,12 @@ class DemoConfig:
             if not isinstance(value, (list, tuple)):
                 raise ConfigError(f"demo: {name} must be a list, got {value!r}")
             object.__setattr__(self, name, tuple(value))
+        # an integer field takes an integral number as written (1e1 is 10), as TrainConfig does
+        for name in ("seed", "pilot_steps", "eval_every", "budget_steps", "n_candidates",
+                     "draws", "workers"):  # fmt: skip
+            object.__setattr__(self, name, _integral(getattr(self, name)))
+        for name in ("pilot_staleness", "staleness_choices"):
+            object.__setattr__(self, name, tuple(_integral(k) for k in getattr(self, name)))
         bad = [m for m in self.motifs if m not in MOTIFS]
         if not self.motifs or bad:
             raise ConfigError(f"demo: motifs must be among {sorted(MOTIFS)}, got {bad or '[]'}")
@@ -83,7 +89,7 @@ class DemoConfig:
                 raise ConfigError(f"demo: {name} must be two increasing numbers > 0, got {lo_hi}")
         for name in ("pilot_staleness", "staleness_choices"):
             ks = getattr(self, name)
-            if not ks or not all(isinstance(k, int) and k >= 0 for k in ks):
+            if not ks or not all(_is_int(k) and k >= 0 for k in ks):
                 raise ConfigError(f"demo: {name} must be integers >= 0, got {ks}")
         if len(self.pilot_staleness) != 2 or len(set(self.pilot_staleness)) != 2:
             raise ConfigError(
@@ -157,6 +163,17 @@ class DemoConfig:
         if extra:
             raise ConfigError(f"demo config: unknown field(s) {extra}; known: {sorted(known)}")
         return cls(**data)
+
+
+def _integral(v: Any) -> Any:
+    """An integral float (``1e1``, ``10.0``) as the int it is; anything else unchanged."""
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return int(v)
+    return v
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _pos(v: Any) -> bool:

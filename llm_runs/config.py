@@ -47,6 +47,7 @@ __all__ = [
     "save_config",
     "set_dotted",
     "set_from_text",
+    "typed_value",
 ]
 
 from simulate import parse_value, read_structured, write_json, write_text
@@ -180,23 +181,44 @@ def _build(cls: Any, data: Any, where: str) -> Any:
                 raise ConfigError(f"{field}: must be a mapping 'X->Y' -> edge config")
             kwargs[key] = {k: _build(EdgeConfig, v, f"{field}[{k}]") for k, v in value.items()}
         else:
-            kwargs[key] = _typed(hint, value)
+            kwargs[key] = _typed(hint, value, field)
     try:
         return cls(**kwargs) if cls is TrainConfig else _validated(cls, kwargs, where)
     except TypeError as err:
         raise ConfigError(f"{where or 'config'}: {err}") from None
 
 
-def _typed(hint: Any, value: Any) -> Any:
+def _typed(hint: Any, value: Any, field: str) -> Any:
     """A number converted to its field's type: any number to a float field; an integral
     float (``1e1``, ``10.0``) to an int field, so ``rl.staleness=1e1`` is the lag 10 (a
-    non-integral one, ``2.5``, stays a float and fails the field's check)."""
+    non-integral one, ``2.5``, stays a float and fails the field's check). A word or a
+    boolean in a number field (``rl.lr=yes``, ``1_0e-3``) is refused as what it is.
+
+    Raises:
+        ConfigError: a string or boolean where the field takes only numbers.
+    """
     types_ = hint.__args__ if isinstance(hint, types.UnionType) else (hint,)
     if float in types_ and _num(value):
         return float(value)
     if int in types_ and isinstance(value, float) and _num(value) and value.is_integer():
         return int(value)
+    numeric = {int, float} & set(types_)
+    if numeric and set(types_) <= {int, float, type(None)} and isinstance(value, str | bool):
+        kind = "a number" if float in numeric else "an integer"
+        raise ConfigError(f"{field}: must be {kind}, got {value!r}")
     return value
+
+
+def typed_value(key: str, value: Any) -> Any:
+    """``value`` converted to the type of the dotted field ``key`` as a config file's value
+    is (an integral float to an int field, a number to a float field); unchanged for an
+    unknown field.
+
+    Raises:
+        ConfigError: a string or boolean where the field takes only numbers.
+    """
+    hint = field_type(key)
+    return value if hint is None or dataclasses.is_dataclass(hint) else _typed(hint, value, key)
 
 
 def field_type(key: str) -> Any:

@@ -33,6 +33,7 @@ from ._outputs import mark_output as mark_output
 from ._param_names import check_param_value as check_param_value
 from ._param_names import parse_param_name as parse_param_name
 from ._values import load_yaml as load_yaml
+from ._values import parse_number as parse_number
 from ._values import parse_scalar as parse_scalar
 from ._values import parse_value as parse_value
 from .spec import FFL_SIGNS as FFL_SIGNS

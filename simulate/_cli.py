@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from ._argparse import ArgumentParser
-from ._errors import AgentmotifsError
+from ._errors import AgentmotifsError, ConfigError
 from ._io import atomic_dir, jsonable
 from ._outputs import PLOT_SUFFIXES, claim_file, mark_output
+from ._values import parse_number
 from .spec import FFL_SIGNS, GATES, SpecError, resolve_spec
 
 __all__ = ["build_parser", "check_args", "main", "simulate_summary"]
@@ -28,10 +29,10 @@ def _parse_param(text: str) -> tuple[str, float]:
     if "=" not in text:
         raise SpecError(f"--param {text!r}: write NAME=VALUE, e.g. beta=5 or K[X->Y]=0.5")
     name, value = text.split("=", 1)
-    try:
-        return name.strip(), float(value)
-    except ValueError:
-        raise SpecError(f"--param {text!r}: value {value!r} is not a number") from None
+    try:  # the toolkit's one value rule: 2e-3, .5, 0x10 numbers; 1_0, yes not
+        return name.strip(), parse_number(value, what=f"--param {name.strip()}")
+    except ConfigError as err:
+        raise SpecError(str(err)) from None
 
 
 def _network_spec(args: argparse.Namespace):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from ._errors import ConfigError
+from ._values import parse_number, parse_value
 from .spec import SpecError
 
 __all__ = ["add_phase_parser", "parse_axis"]
@@ -20,9 +22,14 @@ def parse_axis(text: str):
     parts = spec.split(":")
     if len(parts) not in (3, 4):
         raise SpecError(f"axis {text!r}: write NAME=LO:HI:NUM[:log|linear]")
-    try:
-        lo, hi, num = float(parts[0]), float(parts[1]), int(parts[2])
-    except ValueError:
+    try:  # the toolkit's one value rule (2e-3, .5 numbers; 1_0 not)
+        lo, hi = (parse_number(v, what=f"axis {text!r}") for v in parts[:2])
+        num = parse_value(parts[2].strip())
+        if isinstance(num, float) and num.is_integer():
+            num = int(num)  # an integral number as written: 1e2 is 100
+        if isinstance(num, bool) or not isinstance(num, int):
+            raise ValueError
+    except (ConfigError, ValueError):
         raise SpecError(f"axis {text!r}: LO and HI must be numbers, NUM an integer") from None
     scale = parts[3].lower() if len(parts) == 4 else "linear"
     return grid(name.strip(), lo, hi, num, scale)

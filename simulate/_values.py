@@ -24,6 +24,7 @@ as ``True``, ``TRUE``)
 * :func:`parse_scalar`: one plain word (no YAML syntax) → its value.
 * :func:`parse_value`: a ``--set`` value: a scalar, or YAML flow syntax (``[1e-3, 2]``,
   ``{a: 1}``) with the same scalar rules; malformed syntax is one :class:`ConfigError` line.
+* :func:`parse_number`: a value that must be a number (``--param beta=.5``, ``--grid``).
 * :func:`load_yaml`: a whole YAML document with the same scalar rules.
 """
 
@@ -35,7 +36,7 @@ from typing import Any
 
 from ._errors import ConfigError
 
-__all__ = ["load_yaml", "parse_scalar", "parse_value"]
+__all__ = ["load_yaml", "parse_number", "parse_scalar", "parse_value"]
 
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
@@ -143,3 +144,26 @@ def parse_value(text: str, *, what: str = "value") -> Any:
     except Exception as err:  # yaml.YAMLError and friends: one line
         why = getattr(err, "problem", None) or " ".join(str(err).split()) or type(err).__name__
         raise ConfigError(f"{what}: cannot parse {text!r} ({why})") from None
+
+
+#: Python's spellings of the non-finite numbers: read as numbers, refused by range checks
+_NON_FINITE = ("inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan")
+
+
+def parse_number(text: str, *, what: str = "value") -> float:
+    """A command-line value that must be a number: :func:`parse_scalar`'s int or float
+    (``2e-3``, ``.5``, ``0x10``), as a float.
+
+    >>> [parse_number(s) for s in ("2e-3", ".5", "0x10", "1e1")]
+    [0.002, 0.5, 16.0, 10.0]
+
+    Raises:
+        ConfigError: a word, a boolean, ``1_0`` or ``1_0e-3`` (``what: '1_0' is not a
+            number``), as one line.
+    """
+    if text.strip().lower() in _NON_FINITE:
+        return float(text)
+    value = parse_value(text, what=what)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{what}: {text.strip()!r} is not a number")
+    return float(value)
