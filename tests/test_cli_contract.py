@@ -201,6 +201,12 @@ def test_a_command_may_rewrite_what_it_wrote_and_the_marker_says_so(tmp_path):
     first = out.read_bytes()
     assert subprocess.run(argv, **kw).returncode == 2 and out.read_bytes() == first
     assert subprocess.run([*argv, "--overwrite"], **kw).returncode == 0
+    fig = tmp_path / "t.png"  # trajectory --plot: the same rule for one figure
+    argv = [*SIM, "trajectory", "--motif", "C1", "--t1", "2", "--plot", str(fig)]
+    assert subprocess.run(argv, **kw).returncode == 0
+    first = fig.read_bytes()
+    assert subprocess.run(argv, **kw).returncode == 2 and fig.read_bytes() == first
+    assert subprocess.run([*argv, "--overwrite"], **kw).returncode == 0
     d = tmp_path / "d"
     d.mkdir()
     (d / "x.txt").write_text("x")

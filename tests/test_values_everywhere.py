@@ -50,7 +50,9 @@ def _space_file(key: str, text: str, tmp: Path):
     (tmp / "s.yaml").write_text(f"fields:\n  {key}: {{choices: [{text}]}}\nbudget_steps: 1e2\n")
     space = SearchSpace.load(tmp / "s.yaml")
     assert space.budget_steps == 100 and type(space.budget_steps) is int
-    return space.fields[0].choices[0]
+    choices = space.fields[0].choices
+    assert choices is not None
+    return choices[0]
 
 
 def _space_low(key: str, text: str, tmp: Path):
