@@ -8,9 +8,14 @@ prompts have fixed width, and each prompt is its step in the pretraining facts' 
 (``Xaa+bb=``, ``Ysss+ccc=``, ``Zrrr+ddd=``). The misconception every role's demonstrations
 carry with probability ``p_bug`` is the dropped units carry; each step carries its units
 with probability ``p_carry`` (the operands b, c, d are drawn to make it so), so that every
-role starts well below its ceiling. The input role X learns at ``LR_SCALE`` (0.05) of
-``rl.lr`` by default (``rl.lr_scale`` overrides it): at the full rate it fixed its step in
-10 steps while its downstream roles took the whole run.
+role starts well below its ceiling. The roles learn at ``LR_SCALE`` of ``rl.lr`` by default
+(X 0.15, Y 0.06, Z 0.1; ``rl.lr_scale`` overrides it), so that they learn in turn, each after
+its regulators: at the full rate every role fixed its step within 10-30 steps whatever its
+regulation (Y reached 0.86 by step 50 at a fifth of the rate), so the edges had little
+learning left to act on, and with X at 0.05 the input role stayed below the edges'
+threshold K = 0.5 until step ~60, after its targets had learned. Probe (seed 99, C1-AND):
+X passes 0.5 near step 20; Y and Z stay at 0.47 until step 50 and reach 0.83 and 0.77 by
+step 80; with X -> Y repressing instead, Y is still at 0.48 at step 90.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ class MathTask(Task):
     name = "math"
     OUT_LEN: ClassVar[dict[str, int]] = {"X": 3, "Y": 3, "Z": 3}
 
-    LR_SCALE: ClassVar[dict[str, float]] = {"X": 0.05}
+    LR_SCALE: ClassVar[dict[str, float]] = {"X": 0.15, "Y": 0.06, "Z": 0.1}
 
     def __init__(
         self,

@@ -32,6 +32,16 @@ Design (fixed before any run; stored in ``config.json``):
   of the true type, whether it is in ``indistinguishable``, which signs are identified and
   whether each is correct.
 
+Design 2 (2026-12-02, fixed before its runs; design 1's results are kept in ``design1/``):
+design 1's rise runs showed every ``math`` role fixing its step within ~50 steps whatever its
+regulation (Y 0.86 by step 50 at a fifth of the rate) while X, at 0.05 of ``rl.lr``, stayed
+below the edges' threshold K until step ~60, and the edge controllers' EMA started from 0 (no
+bias correction), so every activating edge throttled its target at the start for a reason
+unrelated to its source. Design 2 trains on the corrected controllers (bias-corrected EMA)
+and the ``math`` task's new default rates (X 0.15, Y 0.06, Z 0.1 of ``rl.lr``), chosen from
+single-seed probes (seed 99, not a study seed; X 0.15 with Y, Z at 1 or 0.2 left the
+targets learning while X crossed K). ``rag`` is unchanged.
+
 Phases (each resumable; a finished run is never retrained): ``restore`` (copies the logs of
 finished runs archived under ``<out>/runs`` into ``--runs`` where missing, so a new checkout
 trains only what is left), ``rise``, ``power``, ``edges``, ``types``, ``wiring``, ``fit``
@@ -69,6 +79,7 @@ Job = tuple[str, str, str, int, str, float, int]
 class StudyConfig:
     """The study's fixed design (see the module docstring)."""
 
+    design: int = 2
     tasks: list[str] = dataclasses.field(default_factory=lambda: ["math", "rag"])
     seeds: list[int] = dataclasses.field(default_factory=lambda: [0, 1, 2, 3, 4])
     steps: int = 200

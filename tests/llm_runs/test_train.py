@@ -75,7 +75,7 @@ def test_schedules_recorded_and_applied(tmp_path, micro_cfg):
 def test_lr_scale_multiplies_role_learning_rate(tmp_path, micro_cfg):
     d = micro_cfg
     d["network"] = {"motif": "C1", "default_weight": 0.0}  # coupling factor 1 everywhere
-    d["rl"]["lr_scale"] = {"X": 0.1, "Z": 5.0}
+    d["rl"]["lr_scale"] = {"X": 0.1, "Y": 1.0, "Z": 5.0}
     log = read_run(train(TrainConfig.from_dict(d), tmp_path / "run", progress=False))
     lr = {r["agent"]: r["lr"] for r in log.agent_rows if r["step"] == 6}
     assert lr["X"] == pytest.approx(0.1 * lr["Y"])
@@ -83,15 +83,15 @@ def test_lr_scale_multiplies_role_learning_rate(tmp_path, micro_cfg):
 
 
 def test_task_default_lr_scale_and_its_override(tmp_path, micro_cfg):
-    """The math task's input role learns at its LR_SCALE of rl.lr unless rl.lr_scale names
-    it; the other roles at the full rate."""
+    """The math task's roles learn at their LR_SCALE of rl.lr (X 0.15, Y 0.06, Z 0.1) unless
+    rl.lr_scale names them."""
     d = micro_cfg
     d["network"] = {"motif": "C1", "default_weight": 0.0}
     d["steps"], d["eval_every"] = 3, 3
     log = read_run(train(TrainConfig.from_dict(d), tmp_path / "a", progress=False))
     lr = {r["agent"]: r["lr"] for r in log.agent_rows if r["step"] == 3}
-    assert lr["X"] == pytest.approx(0.05 * lr["Y"]) and lr["Z"] == pytest.approx(lr["Y"])
-    d["rl"]["lr_scale"] = {"X": 1.0}
+    assert lr["X"] == pytest.approx(2.5 * lr["Y"]) and lr["Z"] == pytest.approx(lr["Y"] / 0.6)
+    d["rl"]["lr_scale"] = {"X": 0.06}
     log = read_run(train(TrainConfig.from_dict(d), tmp_path / "b", progress=False))
     lr = {r["agent"]: r["lr"] for r in log.agent_rows if r["step"] == 3}
     assert lr["X"] == pytest.approx(lr["Y"])
