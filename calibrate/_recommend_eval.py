@@ -77,8 +77,8 @@ class Evaluation:
             pred = predict(post, [settings[i] for i in pos], bands=False, band="mean", **kw)
             final = pred.final[:, :, agent]  # (n, G): the end-to-end proxy
             ok = np.all(np.isfinite(final), axis=1)
-            safe = np.where(np.isfinite(final), final, np.nan)
-            m = np.where(ok, np.nanmean(safe, 1) if safe.size else np.nan, np.nan)
+            # a candidate with a failed draw has no mean (NaN), and no numpy warning says so
+            m = np.where(ok, np.where(ok[:, None], final, 0.0).mean(1), np.nan)
             self.mean[pos] += w * m
             _, net = pred.groups()
             for g in GROUPS:

@@ -22,7 +22,7 @@ def space_table(rec: dict[str, Any]) -> list[str]:
         f"draws, horizon {rec['horizon_steps']:g} steps; ranked by {rec['ranked_by']}",
         f"motif: {rec.get('motif_source', 'single fit')}",
         f"{'#':>3}  {'setting':<40}{'mean curve [90 %]':>24}{'seed sd':>8}{'new run [90 %]':>20}"
-        f"{'to target':>11}{'conv':>6}{'osc':>6}{'coll':>6}{'unset':>6}",
+        f"{'to target':>11}{'conv':>6}{'osc':>6}{'coll':>6}{'unset':>6}{'fail':>6}",
     ]
     for row in rec["top"]:
         setting = ", ".join(f"{k}={_fmt(v)}" for k, v in row["setting"].items())
@@ -34,7 +34,8 @@ def space_table(rec: dict[str, Any]) -> list[str]:
         ps = "".join(f"{row[f'p_{g}']:>6.2f}" for g in ("converged", "oscillating", "collapse"))
         lines.append(
             f"{row['rank']:>3}  {setting:<40}{final:>24}{_fmt(fin.get('seed_sd'), 2):>8}"
-            f"{new:>20}{steps:>11}{ps}{row['p_unsettled']:>6.2f}{mark}"
+            f"{new:>20}{steps:>11}{ps}{row['p_unsettled']:>6.2f}{row.get('p_failed', 0.0):>6.2f}"
+            f"{mark}"
         )
     if "seed_spread" in rec:
         lines.append(f"seed sd / new run: one new run (seed) at the setting: {rec['seed_spread']}")

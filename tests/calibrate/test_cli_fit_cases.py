@@ -31,6 +31,7 @@ WARN_CONST = "warning: link delta ~ rl.kl_coef: rl.kl_coef = 0 in every run of t
 # (id, --set, failed share of every agent: "all", "none" or "any", lines stdout must match)
 PREDICT_CASES = [
     ("lr-1", "rl.lr=1", "any", [NOTE_FAR.format(f="rl.lr")]),
+    ("lr-1e5", "rl.lr=1e5", "any", [NOTE_FAR.format(f="rl.lr")]),
     ("lr-1e300", "rl.lr=1e300", "all",
      [NOTE_FAR.format(f="rl.lr"), r"X +failed \(every draw\)( +0\.00){4} +1\.00"]),
     ("staleness-1e6", "rl.staleness=1e6", "any", [NOTE_FAR.format(f="rl.staleness")]),
@@ -44,6 +45,16 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}  # as a user runs it
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])  # this tree
     return subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
+
+
+def _numbers(entry: dict) -> list:
+    """The numbers of a ``final``/``curve`` entry: its statistics, curves and per-draw
+    ``samples`` (its ``band`` key only names which band it is)."""
+    out: list = []
+    for key, v in entry.items():
+        if key != "band":
+            out.extend(v if isinstance(v, list) else [v])
+    return out
 
 
 def _in_unit(values: list) -> bool:
@@ -81,10 +92,14 @@ def test_predict_far_outside_the_pilots_is_in_0_1_or_failed_and_says_so(
         p = agent["p_failed"]
         assert shown[name] == pytest.approx(p, abs=0.005)  # the table shows the failed share
         assert {"all": p == 1.0, "none": p == 0.0, "any": 0.0 <= p <= 1.0}[failed], (name, p)
-        assert _in_unit(list(agent["final"].values())), agent["final"]
-        assert all(_in_unit(band) for band in agent["curve"].values())
+        finals = [k for k in agent if k.startswith("final")]  # each band's final competence
+        assert "final" in finals and "final_mean_curve" in finals, sorted(agent)
+        for key in finals:
+            assert _in_unit(_numbers(agent[key])), (key, agent[key])
+        assert _in_unit(_numbers(agent["curve"]))
         if p == 1.0:  # nothing but failures: no number is shown as a forecast
-            assert set(agent["final"].values()) == {None}
+            assert set(_numbers(agent["final"])) == {None}, agent["final"]
+            assert set(_numbers(agent["final_mean_curve"])) == {None}
 
 
 def test_predict_a_value_training_refuses_is_one_error_line(knob_fit, tmp_path):
@@ -96,6 +111,63 @@ def test_predict_a_value_training_refuses_is_one_error_line(knob_fit, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: --set: rl.staleness"), r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
     assert _snapshot(fit) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--steps", "100000000"], ["shorter --steps"]),
+        (["--out", "/proc/x"], ["--out"]),
+        (["--plot", "/proc/x.png"], ["--plot"]),
+        (["--plot", "{t}/x.xyz"], ["--plot", ".xyz"]),
+    ],
+    ids=["steps-1e8", "out-proc", "plot-proc", "plot-xyz"],
+)
+def test_predict_refuses_a_size_or_output_before_any_solve(knob_fit, tmp_path, args, words):
+    """On a real fit (the trial's crashes came after the solve, or asked 52 GB): exit 2,
+    one ``error:`` line, nothing printed or written."""
+    fit, _ = knob_fit
+    before = _snapshot(fit)
+    argv = [*CAL, "predict", str(fit), "--set", "rl.lr=1e-3", "--draws", "50"]
+    r = _run([*argv, *(a.format(t=tmp_path) for a in args)], tmp_path)
+    lines = [x for x in r.stderr.splitlines() if x.strip() and not x.startswith("warning:")]
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert _snapshot(fit) == before and list(tmp_path.iterdir()) == []
+
+
+def test_recommend_space_never_ranks_a_failed_choice_first(knob_fit, tmp_path):
+    """A space with choices up to 1e300 (the trial ranked it above lr = 10 with an interval
+    that missed its own mean): the failed candidate ranks last, every interval shown holds
+    its own mean, and best.yaml gets a value whose forecasts did not fail."""
+    fit, _ = knob_fit
+    space = tmp_path / "space.yaml"
+    space.write_text("fields:\n  rl.lr: {choices: [3e-3, 10, 1e300]}\nbudget_steps: 290\n")
+    rec = tmp_path / "rec"
+    argv = [*CAL, "recommend", str(fit), "--space", str(space), "--top", "3", "--draws", "50"]
+    r = _run([*argv, "--out", str(rec)], tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    warned = [x for x in r.stderr.splitlines() if x.startswith("warning:")]
+    assert all(x.startswith(WARN_CONST) for x in warned), warned  # not numpy's "empty slice"
+    got = json.loads((rec / "recommendation.json").read_text())
+    rows = {row["setting"]["rl.lr"]: row for row in got["top"]}
+    assert rows[1e300]["p_failed"] == 1.0 and rows[1e300]["final"]["mean"] is None
+    shown = re.search(r"^ +3  rl\.lr=1e\+300 .*$", r.stdout, re.M)
+    cols = shown[0].split("(")[0].split() if shown else []  # before "(above the risk bound)"
+    assert cols[-5:] == ["0.00"] * 4 + ["1.00"], r.stdout  # the fail column says why
+    order = [row["setting"]["rl.lr"] for row in got["top"]]
+    assert order[-1] == 1e300 and not rows[1e300]["within_risk"]  # last, whatever it "risks"
+    for row in got["top"]:
+        f = row["final"]
+        if f["mean"] is not None:
+            assert f["q05"] <= f["mean"] <= f["q95"] and 0.0 <= f["mean"] <= 1.0, row
+    top = got["top"][0]
+    assert got["best"] == top["setting"] and top["p_failed"] == 0.0 and top["within_risk"]
+    best = yaml.safe_load((rec / "best.yaml").read_text())
+    assert best["rl"]["lr"] == pytest.approx(top["setting"]["rl.lr"]) and best["steps"] == 290
+    assert "e+300" not in (rec / "best.yaml").read_text()
 
 
 def test_recommend_never_picks_or_writes_a_value_whose_forecasts_failed(knob_fit, tmp_path):
