@@ -36,23 +36,58 @@ from ._config import ConfigError
 from ._model import CurveModel
 
 __all__ = [
-    "BAND_NOTES",
+    "JITTER_BASES",
     "SeedSpread",
     "agent_n_eval",
+    "band_note",
     "crps_samples",
+    "draw_phi",
     "evaluation_noise",
     "fresh_effects",
     "replicate_spread",
     "resolve_n_eval",
 ]
 
-#: What each band is, in one phrase (printed with every interval).
-BAND_NOTES = {
-    "new_run": "one new run's logged competence (fresh run effects, seed spread, "
-    "evaluation noise, posterior uncertainty)",
-    "mean": "the mean curve (posterior uncertainty of the expected competence of the "
-    "population-median run; no seed spread, no evaluation noise)",
+#: Bases whose transformed parameters a ``jitter`` moves (:func:`fresh_effects`).
+JITTER_BASES = ("rho", "delta", "A0")
+
+_MEAN_NOTE = (
+    "the mean curve (posterior uncertainty of the expected competence of the "
+    "population-median run; no seed spread, no evaluation noise)"
+)
+#: What one new run's interval holds beyond evaluation noise and posterior uncertainty,
+#: by :attr:`SeedSpread.source` (None: not known).
+_SPREAD_PARTS = {
+    None: "fresh run effects or seed spread where the fit has them, ",
+    "random_effects": "fresh run effects (its seed spread), ",
+    "replicates": "seed spread from pilot replicates, ",
+    "jitter": "fresh run effects of a set sd (not learned from the pilots), ",
+    "missing": "",
 }
+
+
+def band_note(band: str, spread: str | None = None) -> str:
+    """What a band's interval holds, in one phrase (printed with every interval).
+
+    Args:
+        band: ``new_run`` or ``mean``.
+        spread: For ``new_run``, where its seed spread comes from (a
+            :attr:`SeedSpread.source`, or ``jitter`` for :func:`fresh_effects`'s jitter):
+            the phrase names only what the interval holds, and says when the seed spread is
+            missing. None: a phrase that does not say.
+
+    Raises:
+        ConfigError: Another band or source.
+    """
+    if band == "mean":
+        return _MEAN_NOTE
+    if band != "new_run" or spread not in _SPREAD_PARTS:
+        raise ConfigError(f"no interval note for band {band!r} with seed spread {spread!r}")
+    missing = "; the spread between seeds is missing" if spread == "missing" else ""
+    return (
+        f"one new run's logged competence ({_SPREAD_PARTS[spread]}evaluation noise, "
+        f"posterior uncertainty{missing})"
+    )
 
 
 def agent_n_eval(cm: CurveModel) -> np.ndarray:
@@ -90,23 +125,48 @@ def resolve_n_eval(cm: CurveModel, n_eval: int | Mapping[str, int] | None) -> np
     return n
 
 
-def fresh_effects(cm: CurveModel, tau_z: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
+def fresh_effects(
+    cm: CurveModel,
+    tau_z: np.ndarray | None,
+    rng: np.random.Generator,
+    *,
+    draws: int | None = None,
+    jitter: float = 0.0,
+) -> np.ndarray:
     """One new run's random effects per draw on the transformed scale ``u``: ``(G, D)``
     zeros except ``tau * eps`` at the random-effect columns (``eps ~ N(0, 1)`` fresh).
 
     Args:
         cm: The fitted model.
         tau_z: The draws' latent ``tau_z`` ``(G, bases)`` (None: the fit has none).
-        rng: Generator of ``eps``.
+        rng: Generator of ``eps`` (the random effects' first, then the jitter's).
+        draws: ``G`` when ``tau_z`` is None (default 1).
+        jitter: Sd of a fresh ``N(0, jitter^2)`` effect on the transformed parameters of
+            :data:`JITTER_BASES` that have no random effect: ``watch``'s stand-in for run
+            effects a fit lacks (0, predict's: none; its seed spread without random
+            effects comes from pilot replicates, :func:`replicate_spread`).
     """
-    g = 1 if tau_z is None else tau_z.shape[0]
+    g = (draws or 1) if tau_z is None else tau_z.shape[0]
     out = np.zeros((g, cm.layout.size))
-    if tau_z is None or not cm.re_index.size:
-        return out
-    pr = cm.config.priors
-    tau = np.exp(np.log(pr.re_median) + pr.re_sd * np.asarray(tau_z, float))[:, cm.re_group]
-    out[:, cm.re_index] = tau * rng.standard_normal(tau.shape)
+    has_re = np.zeros(cm.layout.size, bool)
+    if tau_z is not None and cm.re_index.size:
+        pr = cm.config.priors
+        tau = np.exp(np.log(pr.re_median) + pr.re_sd * np.asarray(tau_z, float))[:, cm.re_group]
+        out[:, cm.re_index] = tau * rng.standard_normal(tau.shape)
+        has_re[cm.re_index] = True
+    if jitter > 0:
+        jit = np.array([b in JITTER_BASES for b in cm.layout.bases]) & ~has_re
+        out[:, jit] = jitter * rng.standard_normal((g, int(jit.sum())))
     return out
+
+
+def draw_phi(cm: CurveModel, z_phi: np.ndarray | None) -> np.ndarray | None:
+    """The beta-binomial concentration ``phi`` of each draw ``(G,)`` from its latent
+    ``z_phi``; None for a binomial likelihood (or no ``z_phi``)."""
+    if cm.config.likelihood != "betabinomial" or z_phi is None:
+        return None
+    pr = cm.config.priors
+    return np.exp(np.log(pr.phi_median) + pr.phi_sd * np.asarray(z_phi, float))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ._model import CurveModel
-from ._new_run import SeedSpread, evaluation_noise, fresh_effects
+from ._new_run import SeedSpread, draw_phi, evaluation_noise, fresh_effects
 from ._predict_checks import failed_draws
 from ._predict_fast import BAND_LEVELS
 
@@ -71,10 +71,7 @@ def solve_new_run(
     u_all = np.concatenate([u, u + eff]) if has_re else u
     s_all = np.concatenate([slopes, slopes]) if has_re else slopes
     offset = np.random.default_rng([seed, 2]).standard_normal((g, n_nodes)) * spread.sd
-    phi = None
-    if cm.config.likelihood == "betabinomial" and "z_phi" in draws:
-        pr = cm.config.priors
-        phi = np.exp(np.log(pr.phi_median) + pr.phi_sd * np.asarray(draws["z_phi"], float))
+    phi = draw_phi(cm, draws.get("z_phi"))
     kw = {"n": n_eval, "phi": None if phi is None else phi[None, :, None]}
     if not (bands or keep_curves):
         o = predict_arrays(cm, u_all, s_all, x, t, bands=False, dtype=dtype)

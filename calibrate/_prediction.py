@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._new_run import BAND_NOTES
+from ._new_run import band_note
 from ._predict_checks import EXTRAPOLATION_FLAG
 from ._predict_fast import BAND_LEVELS
 
@@ -92,6 +92,12 @@ class Prediction:
             return self.new_final, self.new_codes, self.new_mean, self.new_bands
         return self.final, self.codes, self.mean, self.bands
 
+    def band_note(self) -> str:
+        """What the :attr:`band` interval holds, in one phrase (seed spread named only when
+        the interval has it, :func:`~calibrate._new_run.band_note`)."""
+        spread = None if self.seed_spread is None else self.seed_spread.get("source")
+        return band_note(self.band, spread if self.band == "new_run" else None)
+
     def regime_probs(self) -> tuple[np.ndarray, np.ndarray]:
         """Per agent ``(S, N, 7)`` and network ``(S, 7)`` regime probabilities by code (of
         the :attr:`band` forecast's curves); the network's regime per draw is its most
@@ -163,7 +169,7 @@ class Prediction:
             )  # fmt: skip
         out: dict[str, Any] = {
             "band": self.band,
-            "band_note": BAND_NOTES[self.band],
+            "band_note": self.band_note(),
             "reference": self.reference,
             "draws": int(self.draw_index.size),
             "horizon_steps": float(self.t[-1]),
@@ -200,7 +206,7 @@ class Prediction:
                                  "(an extrapolation)")  # fmt: skip
                 elif v > EXTRAPOLATION_FLAG:
                     lines.append(f"note: {f} is constant in the fit: this follows the prior")
-        lines.append(f"interval: 90 % of {BAND_NOTES[self.band]}")
+        lines.append(f"interval: 90 % of {self.band_note()}")
         if self.band == "new_run" and self.n_eval is not None:
             n = ", ".join(f"{a} {v}" for a, v in zip(self.agents, self.n_eval, strict=True))
             lines.append(f"evaluation noise: binomial at n_eval {n}")

@@ -23,7 +23,7 @@ import simulate
 
 from ._config import ConfigError
 from ._knobs import check_value, transform_values
-from ._new_run import BAND_NOTES
+from ._new_run import band_note
 from ._posterior import Posterior, load_fit
 from ._predict import predict
 from ._recommend_eval import evaluate, head_stats
@@ -120,7 +120,7 @@ def recommend(
         raise ConfigError(f"every value of {param!r} failed (competence left [0, 1])")
     ok = [r for r in solved if r["p_oscillation"] <= max_p_osc] or solved
     best = max(ok, key=lambda r: r["final_mean"])
-    intervals = {"final_q": BAND_NOTES["mean"], "new_run_q": BAND_NOTES["new_run"],
+    intervals = {"final_q": band_note("mean"), "new_run_q": pred.band_note(),
                  "seed_spread": pred.seed_spread}  # fmt: skip
     config: dict[str, Any] = {}
     node = config

@@ -19,7 +19,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from ._new_run import agent_n_eval, evaluation_noise, fresh_effects, replicate_spread
+from ._new_run import (
+    agent_n_eval,
+    draw_phi,
+    evaluation_noise,
+    fresh_effects,
+    replicate_spread,
+)
 from ._posterior import Posterior
 from ._predict import predict
 
@@ -102,10 +108,9 @@ def new_run_draws(
     offset = sd * rng.standard_normal((1, g, m)) if sd > 0 else np.zeros((1, g, m))
     p = np.clip(np.where(np.isfinite(mu), mu + offset, 0.5), 0.0, 1.0)
     noise_var = p * (1 - p) / n
-    phi = None
-    if cm.config.likelihood == "betabinomial":
-        phi = np.exp(np.log(cm.config.priors.phi_median) + cm.config.priors.phi_sd * flat["z_phi"])
-        phi = phi[idx][None, :, None]
+    phi = draw_phi(cm, flat["z_phi"][idx] if "z_phi" in flat else None)
+    if phi is not None:
+        phi = phi[None, :, None]
         noise_var = noise_var * (1 + (n - 1) / (phi + 1))
     y = evaluation_noise(mu, np.asarray(n), rng, phi=phi, offset=offset)
     between = mu.var(axis=2, ddof=1) if m > 1 else np.zeros(mu.shape[:2])

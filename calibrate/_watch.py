@@ -3,11 +3,14 @@
 Two ways to condition on a run that is still being written:
 
 - **with a pilots' fit** (:func:`prepare`): every posterior draw of the fit gets
-  ``replicates`` fresh per-run effects (the fit's random effects ``tau * eps`` where it has
-  them, else a jitter of sd ``spread`` on the transformed ``rho``, ``delta`` and ``A0`` of
-  every agent), and the resulting new runs are pushed through :func:`calibrate.predict` at
-  the run's own setting (its linked training-config fields) once: curves on ``[0, horizon]``,
-  final competences and :func:`simulate.classify`'s regimes per draw. As evaluations arrive
+  ``replicates`` fresh per-run effects (:func:`calibrate._new_run.fresh_effects`: the fit's
+  random effects ``tau * eps`` where it has them, else a jitter of sd ``spread`` on the
+  transformed ``rho``, ``delta`` and ``A0`` of every agent), and the resulting new runs are
+  pushed through :func:`calibrate.predict` at the run's own setting (its linked
+  training-config fields) once: curves on ``[0, horizon]``, final competences with the
+  evaluation noise of :mod:`calibrate._new_run` at the run's ``n_eval`` (what the run will
+  log, as ``predict``'s new-run band) and :func:`simulate.classify`'s regimes per draw
+  (of the noise-free curves). As evaluations arrive
   :func:`forecast` importance-weights those draws by how well their curves match the
   evaluations (a per-run random-effect update: nothing is solved again);
 - **without one** (:func:`self_fit`): a small Laplace fit of the run's own evaluations, whose
@@ -31,12 +34,11 @@ import numpy as np
 import pandas as pd
 
 from ._config import ConfigError
+from ._new_run import band_note, draw_phi, evaluation_noise, fresh_effects, resolve_n_eval
 from ._posterior import Posterior
 from ._predict import REGIME_GROUPS, link_covariates, predict
 
 __all__ = ["Forecast", "WatchDraws", "forecast", "prepare", "run_setting", "self_fit"]
-
-JITTER_BASES = ("rho", "delta", "A0")  # per-run effects without the fit's random effects
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,10 +51,13 @@ class WatchDraws:
         t: Steps of the curves ``(T,)`` from 0 to the horizon.
         curves: Competence curves per draw ``(G, T, N)`` (NaN for failed solves).
         codes: Per-node :class:`simulate.Regime` codes per draw ``(G, N)``.
-        final: Final competence per draw ``(G, N)``.
+        final: Final competence per draw ``(G, N)`` (of the curve, no evaluation noise).
         weighted: Whether :func:`forecast` weights the draws by the run's evaluations
             (False for the run's own fit, whose draws already condition on them).
         source: One phrase: where the draws come from.
+        logged: The final competence the run logs per draw ``(G, N)``: ``final`` with
+            evaluation noise at the run's ``n_eval`` (None: ``final``; the interval's).
+        band_note: What the interval of the final competence holds, in one phrase.
     """
 
     agents: tuple[str, ...]
@@ -63,6 +68,8 @@ class WatchDraws:
     final: np.ndarray
     weighted: bool
     source: str
+    logged: np.ndarray | None = None
+    band_note: str = "the final competence of the run's curve (posterior uncertainty)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +85,7 @@ class Forecast:
             ``p_failed`` of the network (its most severe agent's regime, as in classify).
         ess: Effective number of draws after weighting.
         draws: Draws behind the forecast.
+        band_note: What each agent's ``final`` interval holds (as ``predict``'s).
     """
 
     step: int
@@ -87,6 +95,7 @@ class Forecast:
     network: dict[str, float]
     ess: float
     draws: int
+    band_note: str = ""
 
     @property
     def p_collapse(self) -> float:
@@ -123,31 +132,25 @@ def run_setting(post: Posterior, hyper: Mapping[str, Any]) -> tuple[dict[str, fl
 
 
 def _new_runs(post: Posterior, draws: int, replicates: int, spread: float, seed: int):
-    """A copy of ``post`` whose draws are ``draws * replicates`` new runs (fresh effects)."""
+    """A copy of ``post`` whose draws are ``draws * replicates`` new runs (fresh effects,
+    :func:`calibrate._new_run.fresh_effects`: the fit's run effects, and a jitter of sd
+    ``spread`` on bases without them), and the new runs' beta-binomial ``phi`` (or None)."""
     cm = post.model
     rng = np.random.default_rng(seed)
-    flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in post.samples.items()}
+    flat = post._flat()
     n_all = flat["z"].shape[0]
     idx = np.sort(rng.choice(n_all, min(draws, n_all), replace=False))
     m = max(1, int(replicates))
     z = np.repeat(flat["z"][idx], m, axis=0)
-    scale = np.asarray(cm.layout.scale)
-    has_re = np.zeros(z.shape[1], bool)
-    if cm.re_index.size:  # the fit's own run effects, as recommend's new runs
-        pr = cm.config.priors
-        tau = np.exp(np.log(pr.re_median) + pr.re_sd * flat["tau_z"][idx])
-        tau = np.repeat(tau[:, cm.re_group], m, axis=0)
-        z[:, cm.re_index] += tau * rng.standard_normal(tau.shape) / scale[cm.re_index]
-        has_re[cm.re_index] = True
-    if spread > 0:
-        jit = np.array([b in JITTER_BASES for b in cm.layout.bases]) & ~has_re
-        eps = rng.standard_normal((z.shape[0], int(jit.sum())))
-        z[:, jit] += spread * eps / scale[jit]
+    tau_z = np.repeat(flat["tau_z"][idx], m, axis=0) if cm.re_index.size else None
+    eff = fresh_effects(cm, tau_z, rng, draws=z.shape[0], jitter=spread)
+    z = z + eff / np.asarray(cm.layout.scale)  # u = loc + scale * z: an effect e on u is e / scale
     runs = copy.copy(post)
     runs.samples = {"z": z[None]}
     if "c" in flat:
         runs.samples["c"] = np.repeat(flat["c"][idx], m, axis=0)[None]
-    return runs
+    phi = draw_phi(cm, np.repeat(flat["z_phi"][idx], m, axis=0) if "z_phi" in flat else None)
+    return runs, phi
 
 
 def prepare(
@@ -162,6 +165,7 @@ def prepare(
     key: jax.Array | None = None,
     weighted: bool = True,
     source: str = "the pilots' fit",
+    n_eval: int | Mapping[str, int] | None = None,
 ) -> WatchDraws:
     """Solve the new-run draws of one setting once (see the module docstring).
 
@@ -175,27 +179,46 @@ def prepare(
         spread: Sd of the run-effect jitter on the transformed ``rho``, ``delta``, ``A0`` of
             bases the fit has no random effects for (0: none).
         n_points: Points of each curve on ``[0, steps]``.
-        key: PRNG key of the draw subset and the run effects.
-        weighted: Whether :func:`forecast` weights the draws by the evaluations.
+        key: PRNG key of the draw subset, the run effects and the evaluation noise.
+        weighted: Whether :func:`forecast` weights the draws by the evaluations (False:
+            the draws already condition on them, as the run's own fit's).
         source: Where the draws come from, for messages.
+        n_eval: Probes per evaluation of the run: one integer or ``{agent: n}`` (default:
+            each agent's median ``n_eval`` in the fit's data), for the evaluation noise of
+            :attr:`WatchDraws.logged`.
 
     Raises:
-        ConfigError: A bad count, spread or horizon (and predict's own checks).
+        ConfigError: A bad count, spread, horizon or ``n_eval`` (and predict's own checks).
     """
     for name, v in (("draws", draws), ("replicates", replicates)):
         if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
             raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
     if not (isinstance(spread, int | float) and np.isfinite(spread) and spread >= 0):
         raise ConfigError(f"spread must be a finite number >= 0, got {spread!r}")
+    cm = post.model
+    n_probe = resolve_n_eval(cm, n_eval)
     seed = 0 if key is None else int(jax.random.randint(key, (), 0, 2**30))
-    m = replicates if (spread > 0 or post.model.re_index.size) else 1
-    runs = _new_runs(post, draws, m, float(spread), seed)
+    m = replicates if (spread > 0 or cm.re_index.size) else 1
+    runs, phi = _new_runs(post, draws, m, float(spread), seed)
     g = int(runs.samples["z"].shape[1])
     pred = predict(
         runs, [dict(setting)], steps=steps, n_points=n_points, max_draws=g, key=key,
         keep_curves=True, bands=False, band="mean",  # the runs carry their own effects
     )  # fmt: skip
     assert pred.curves is not None
+    logged = evaluation_noise(
+        pred.final[0], n_probe, np.random.default_rng([seed, 3]),
+        phi=None if phi is None else phi[pred.draw_index][:, None],
+    )  # fmt: skip
+    if weighted:
+        spread_source = (
+            "random_effects" if cm.re_index.size else ("jitter" if spread > 0 else "missing")
+        )
+        note = f"{band_note('new_run', spread_source)}, weighted by the run's evaluations so far"
+    else:
+        note = (
+            "this run's logged competence (its own fit's posterior uncertainty, evaluation noise)"
+        )
     return WatchDraws(
         agents=pred.agents,
         setting=dict(setting),
@@ -205,6 +228,8 @@ def prepare(
         final=pred.final[0],
         weighted=weighted,
         source=source,
+        logged=logged,
+        band_note=note,
     )
 
 
@@ -269,8 +294,9 @@ def forecast(wd: WatchDraws, obs: pd.DataFrame, *, misfit: float = 0.05) -> Fore
     w = np.exp(ll - ll.max())
     w /= w.sum()
     agents: dict[str, dict[str, Any]] = {}
+    final = wd.final if wd.logged is None else wd.logged
     for j, a in enumerate(wd.agents):
-        f = wd.final[:, j]
+        f = final[:, j]
         q05, q95 = weighted_quantile(f, w, [0.05, 0.95])
         fin = np.isfinite(f)
         mean = float(np.sum(np.where(fin, f, 0.0) * w) / max(w[fin].sum(), 1e-300))
@@ -290,6 +316,7 @@ def forecast(wd: WatchDraws, obs: pd.DataFrame, *, misfit: float = 0.05) -> Fore
         network=network,
         ess=float(1.0 / np.sum(w**2)),
         draws=int(w.size),
+        band_note=wd.band_note,
     )
 
 

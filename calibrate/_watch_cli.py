@@ -115,6 +115,13 @@ def _horizon(args: argparse.Namespace, data, post) -> float:
     return 2.0 * float(data.table["step"].max())
 
 
+def _run_n_eval(data, nodes) -> dict[str, int]:
+    """The run's median ``n_eval`` per agent that is a node of the fit (others: the fit's)."""
+    t = data.table
+    med = t[t["agent"].isin(list(nodes))].groupby("agent")["n_eval"].median()
+    return {str(a): max(1, round(float(n))) for a, n in med.items() if np.isfinite(n)}
+
+
 class _Watcher:
     """State across polls: the prepared draws (pilots' fit) and what was printed."""
 
@@ -130,6 +137,7 @@ class _Watcher:
             self.post = load_fit(args.fit)
         self.draws = None
         self.last_step: int | None = None
+        self.note: str | None = None
         self.say = (lambda s: print(s, file=sys.stderr)) if args.json else print
 
     def _prepare(self, data):
@@ -141,6 +149,7 @@ class _Watcher:
         self.draws = prepare(
             self.post, setting, steps=horizon, draws=self.args.draws,
             replicates=self.args.replicates, spread=self.args.spread, key=self.key,
+            n_eval=_run_n_eval(data, self.post.model.network.names),
         )  # fmt: skip
         at = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "the pilots' reference"
         self.say(
@@ -189,6 +198,9 @@ class _Watcher:
         elif self.draws is None:
             self._prepare(data)
         assert self.draws is not None
+        if self.draws.band_note != self.note:  # once: what the intervals hold
+            self.note = self.draws.band_note
+            self.say(f"interval: 90 % of {self.note}")
         alerted = False
         for s in new:
             fc = forecast(self.draws, t[t["step"] <= s], misfit=self.args.misfit)

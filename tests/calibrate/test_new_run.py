@@ -14,8 +14,11 @@ from scipy.stats import norm
 import calibrate as cal
 import simulate
 from calibrate._new_run import (
+    JITTER_BASES,
+    band_note,
     crps_samples,
     evaluation_noise,
+    fresh_effects,
     replicate_spread,
     resolve_n_eval,
 )
@@ -124,6 +127,7 @@ def test_new_run_matches_the_monte_carlo_oracle(re_post):
     lr = 5.5e-4
     pred = cal.predict(re_post, [{"rl.lr": lr}], steps=HORIZON, n_points=20, max_draws=G,
                        bands=False, key=jax.random.key(3))  # fmt: skip
+    assert pred.seed_spread is not None and pred.new_final is not None
     assert pred.band == "new_run" and pred.seed_spread["source"] == "random_effects"
     assert list(pred.n_eval) == [N_EVAL] * 3
     ours = pred.new_final[0]
@@ -141,6 +145,7 @@ def test_new_run_matches_the_monte_carlo_oracle(re_post):
     few = cal.predict(re_post, [{"rl.lr": lr}], steps=HORIZON, n_points=20, max_draws=G,
                       bands=False, n_eval=8, key=jax.random.key(3))  # fmt: skip
     oracle8, _ = _oracle_new_runs(re_post, lr, 8, seed=12)
+    assert few.new_final is not None
     np.testing.assert_allclose(few.new_final[0].std(0), oracle8.std(0), rtol=0.10)
     assert np.all(few.new_final[0].std(0) > 1.2 * ours.std(0))
 
@@ -151,6 +156,7 @@ def test_new_run_interval_is_wider_than_the_mean_band_and_covers_new_runs(re_pos
     lr = 3e-4
     pred = cal.predict(re_post, [{"rl.lr": lr}], steps=HORIZON, n_points=20, max_draws=400,
                        key=jax.random.key(4))  # fmt: skip
+    assert pred.new_final is not None
     nq = np.quantile(pred.new_final[0], [0.05, 0.95], axis=0)
     mq = np.quantile(pred.final[0], [0.05, 0.95], axis=0)
     assert np.all(nq[1] - nq[0] > 3 * (mq[1] - mq[0]))
@@ -159,6 +165,7 @@ def test_new_run_interval_is_wider_than_the_mean_band_and_covers_new_runs(re_pos
     cover_mean = np.mean((runs >= mq[0]) & (runs <= mq[1]), axis=0)
     assert np.all((cover_new > 0.85) & (cover_new < 0.96)), cover_new
     assert np.all(cover_mean < 0.5), cover_mean
+    assert pred.new_bands is not None and pred.bands is not None
     nb, mb = pred.new_bands[0], pred.bands[0]  # (4, T, N), steps after the start
     assert np.all(nb[0, 5:] <= mb[0, 5:] + 1e-12) and np.all(nb[3, 5:] >= mb[3, 5:] - 1e-12)
     # the last step of the band is the new-run final (one story), bands=False the same
@@ -202,7 +209,11 @@ def test_seed_spread_from_replicates_or_said_to_be_missing():
     sp = replicate_spread(none.model, none.hyper)
     assert sp.source == "missing" and "missing" in sp.note and np.all(sp.sd == 0)
     pred = cal.predict(none, [{"rl.lr": 3e-4}], steps=HORIZON, n_points=20, max_draws=50)
+    assert pred.seed_spread is not None
     assert "missing" in pred.seed_spread["note"] and "missing" in "\n".join(pred.table())
+    note = pred.to_dict()["band_note"]  # the interval's phrase lists no seed spread
+    assert "seed spread" not in note and "spread between seeds is missing" in note
+    assert note in "\n".join(pred.table())
     # four pilots: three replicates at lr 3e-4 whose rho differ (as seeds would), one apart
     scale = [0.6, 1.0, 1.5, 1.0]
     run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * s for n in "XYZ"} for s in scale]
@@ -220,4 +231,42 @@ def test_seed_spread_from_replicates_or_said_to_be_missing():
                        bands=False)  # fmt: skip
     # the new run's variance: mean curve's + replicate sd^2 + binomial (~0)
     expect = np.sqrt(pred.final[0].var(0) + sp.sd**2)
+    assert pred.new_final is not None
     np.testing.assert_allclose(pred.new_final[0].std(0), expect, rtol=0.1)
+    assert "seed spread from pilot replicates" in pred.to_dict()["band_note"]
+
+
+def test_band_note_names_only_what_the_interval_holds():
+    """The one-line description of a new-run interval lists seed spread only where the
+    forecast has it, and says so where it is missing."""
+    notes = {src: band_note("new_run", src) for src in ("random_effects", "replicates", "jitter")}
+    assert "fresh run effects" in notes["random_effects"]
+    assert "seed spread from pilot replicates" in notes["replicates"]
+    assert "not learned" in notes["jitter"]
+    missing = band_note("new_run", "missing")
+    assert "seed spread" not in missing and "spread between seeds is missing" in missing
+    assert "fresh run effects" not in missing
+    for note in (*notes.values(), missing):
+        assert note.startswith("one new run's logged competence")
+        assert "evaluation noise" in note and "posterior uncertainty" in note
+    assert "mean curve" in band_note("mean") and "no evaluation noise" in band_note("mean")
+    with pytest.raises(cal.ConfigError, match="no interval note"):
+        band_note("new_run", "guess")
+    with pytest.raises(cal.ConfigError, match="no interval note"):
+        band_note("median")
+
+
+def test_fresh_effects_jitter_only_where_the_fit_has_no_run_effects(re_post):
+    """The fit's run effects (tau * eps) on its random-effect columns, the jitter on the
+    other columns of rho, delta, A0 only (watch's stand-in), nothing elsewhere."""
+    cm = re_post.model
+    tz = np.asarray(re_post._flat()["tau_z"][:4000])
+    eff = fresh_effects(cm, tz, np.random.default_rng(0), jitter=0.5)
+    re_cols = np.zeros(cm.layout.size, bool)
+    re_cols[cm.re_index] = True
+    jit = np.array([b in JITTER_BASES for b in cm.layout.bases]) & ~re_cols
+    np.testing.assert_allclose(eff[:, re_cols].std(0), TAU, rtol=0.05)
+    np.testing.assert_allclose(eff[:, jit].std(0), 0.5, rtol=0.05)
+    assert np.all(eff[:, ~(re_cols | jit)] == 0) and jit.any()
+    none = fresh_effects(cm, None, np.random.default_rng(0), draws=3)
+    assert none.shape == (3, cm.layout.size) and np.all(none == 0)

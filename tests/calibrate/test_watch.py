@@ -108,6 +108,12 @@ def test_watch_is_quiet_on_a_converging_run(tmp_path, pilots_fit, capsys):
     assert finals[-1] > 0.5 and len(set(finals)) > 1
     f = rows[0]["agents"]["X"]["final"]
     assert f["q05"] <= f["mean"] <= f["q95"]
+    # labelled as predict's: one new run's logged competence; the pilots' fit has no
+    # random effects, so its run effects are the --spread jitter, said to be set, not learned
+    note = rows[0]["band_note"]
+    assert note.startswith("one new run's logged competence") and "not learned" in note
+    assert "weighted by the run's evaluations" in note
+    assert f"interval: 90 % of {note}" in err
 
 
 def test_watch_follows_until_finished(tmp_path, pilots_fit, capsys):
