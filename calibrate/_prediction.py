@@ -9,19 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from simulate.common import REGIME_GROUPS as REGIME_GROUPS
+
 from ._new_run import band_note
 from ._predict_checks import EXTRAPOLATION_FLAG
 from ._predict_fast import BAND_LEVELS
-
-#: Regime groups reported by predictions (simulate.Regime codes of each); they partition the
-#: codes: ``converged`` settles without oscillating (overshoot/pulse included).
-REGIME_GROUPS: dict[str, tuple[int, ...]] = {
-    "converged": (0, 1),
-    "oscillating": (2, 3),
-    "collapse": (4,),
-    "unsettled": (6,),
-    "failed": (5,),
-}
 
 #: The bands a prediction can headline.
 BANDS = ("new_run", "mean")
@@ -102,7 +94,7 @@ class Prediction:
         """Per agent ``(S, N, 7)`` and network ``(S, 7)`` regime probabilities by code (of
         the :attr:`band` forecast's curves); the network's regime per draw is its most
         severe node's, as in classify."""
-        from simulate._analysis import REGIME_NAMES, REGIME_SEVERITY
+        from simulate.common import REGIME_NAMES, REGIME_SEVERITY
 
         codes = self.headline()[1]
         k = len(REGIME_NAMES)

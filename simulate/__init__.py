@@ -1,6 +1,7 @@
 """simulate — a JAX model of agent competences on signed regulatory networks.
 
-The network spec, parameter grammar, errors and file helpers are plain Python and load at once;
+The network spec, parameter grammar, errors, file helpers and regime vocabulary (also gathered in
+:mod:`simulate.common`, the public home every package shares) are plain Python and load at once;
 everything that needs JAX (kinetics, solvers, phase diagrams) loads on first use, so
 ``import simulate`` (and ``simulate.spec``) stays light for torch-side code."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import common as common
 from . import spec as spec
 from ._argparse import ArgumentParser as ArgumentParser
 from ._errors import AgentmotifsError as AgentmotifsError
@@ -32,6 +34,11 @@ from ._outputs import folder_kind as folder_kind
 from ._outputs import mark_output as mark_output
 from ._param_names import check_param_value as check_param_value
 from ._param_names import parse_param_name as parse_param_name
+from ._regimes import REGIME_GROUPS as REGIME_GROUPS
+from ._regimes import REGIME_NAMES as REGIME_NAMES
+from ._regimes import REGIME_SEVERITY as REGIME_SEVERITY
+from ._regimes import Regime as Regime
+from ._scores import crps_samples as crps_samples
 from ._values import load_yaml as load_yaml
 from ._values import parse_number as parse_number
 from ._values import parse_scalar as parse_scalar
@@ -49,8 +56,6 @@ from .spec import ring_spec as ring_spec
 from .spec import save_spec as save_spec
 
 if TYPE_CHECKING:
-    from ._analysis import REGIME_NAMES as REGIME_NAMES
-    from ._analysis import Regime as Regime
     from ._analysis import Stability as Stability
     from ._analysis import classify as classify
     from ._analysis import equilibrate as equilibrate
@@ -66,6 +71,7 @@ if TYPE_CHECKING:
     from ._boundary import secant_threshold as secant_threshold
     from ._boundary import stability_scan as stability_scan
     from ._demo import run_demo as run_demo
+    from ._features import zigzag_update as zigzag_update
     from ._hill import with_log_hill as with_log_hill
     from ._jaxsetup import enable_compilation_cache as enable_compilation_cache
     from ._kinetics import AlonKinetics as AlonKinetics
@@ -77,6 +83,7 @@ if TYPE_CHECKING:
     from ._network import as_network as as_network
     from ._options import OptionsError as OptionsError
     from ._options import SolveOptions as SolveOptions
+    from ._options import resolve_options as resolve_options
     from ._params import get_param as get_param
     from ._params import make_model as make_model
     from ._params import param_names as param_names
@@ -110,13 +117,12 @@ if TYPE_CHECKING:
     from ._sharded import solve_sharded as solve_sharded
     from ._solve import FAILURE_MESSAGES as FAILURE_MESSAGES
     from ._solve import Solution as Solution
+    from ._solve import diffrax_ode as diffrax_ode
     from ._solve import solve as solve
     from ._sweep import Axis as Axis
     from ._sweep import grid as grid
 
 _LAZY: dict[str, str] = {
-    "REGIME_NAMES": "_analysis",
-    "Regime": "_analysis",
     "Stability": "_analysis",
     "classify": "_analysis",
     "equilibrate": "_analysis",
@@ -141,6 +147,7 @@ _LAZY: dict[str, str] = {
     "as_network": "_network",
     "OptionsError": "_options",
     "SolveOptions": "_options",
+    "resolve_options": "_options",
     "get_param": "_params",
     "make_model": "_params",
     "param_names": "_params",
@@ -165,6 +172,7 @@ _LAZY: dict[str, str] = {
     "start_frequency": "_population",
     "wright_fisher": "_population",
     "run_demo": "_demo",
+    "zigzag_update": "_features",
     "edge_term": "_regulation",
     "gate_and": "_regulation",
     "gate_or": "_regulation",
@@ -176,6 +184,7 @@ _LAZY: dict[str, str] = {
     "solve_sharded": "_sharded",
     "FAILURE_MESSAGES": "_solve",
     "Solution": "_solve",
+    "diffrax_ode": "_solve",
     "solve": "_solve",
     "Axis": "_sweep",
     "grid": "_sweep",

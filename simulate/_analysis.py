@@ -7,8 +7,6 @@ most severe of its nodes' labels.
 
 from __future__ import annotations
 
-import enum
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -18,6 +16,9 @@ from jaxtyping import Array
 
 from ._features import node_features, noise_features, window
 from ._kinetics import Model
+from ._regimes import REGIME_NAMES as REGIME_NAMES
+from ._regimes import REGIME_SEVERITY as REGIME_SEVERITY
+from ._regimes import Regime as Regime
 from ._solve import Solution
 
 __all__ = [
@@ -32,32 +33,6 @@ __all__ = [
     "solution_stability",
     "steady_state",
 ]
-
-
-class Regime(enum.IntEnum):
-    """Regime labels (codes are stable; :data:`REGIME_SEVERITY` orders them)."""
-
-    CONVERGED = 0
-    OVERSHOOT = 1  # overshoot or pulse: leaves the start/end interval once, then settles
-    DAMPED = 2  # damped oscillation: turning points alternating about the end level, shrinking
-    SUSTAINED = 3  # sustained oscillation: still turning at the end, amplitude not decaying
-    COLLAPSE = 4  # a competence ends near 0 while the input is on, or the values diverge
-    FAILED = 5  # solver error
-    UNSETTLED = 6  # still moving at t1 without oscillating (or still growing): run longer
-
-
-REGIME_NAMES = {
-    Regime.CONVERGED: "converged",
-    Regime.OVERSHOOT: "overshoot/pulse",
-    Regime.DAMPED: "damped oscillation",
-    Regime.SUSTAINED: "sustained oscillation",
-    Regime.COLLAPSE: "collapse",
-    Regime.FAILED: "failed",
-    Regime.UNSETTLED: "unsettled",
-}
-
-#: Rank of each label when a network's label is its most severe node's (index = code).
-REGIME_SEVERITY = (0, 1, 2, 4, 5, 6, 3)
 
 
 def above_noise(sd: Array, n: Array, noise_sd: Array, z: float = 1.645) -> Array:

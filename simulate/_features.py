@@ -13,7 +13,7 @@ from jaxtyping import Array
 
 from ._solve import Solution
 
-__all__ = ["node_features", "noise_features", "window"]
+__all__ = ["node_features", "noise_features", "window", "zigzag_update"]
 
 
 def window(sol: Solution) -> Array:

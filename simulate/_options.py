@@ -18,7 +18,15 @@ from typing import Any
 from ._errors import ConfigError
 from .spec import SpecError
 
-__all__ = ["ADJOINTS", "DEFAULT_OPTIONS", "DTYPES", "SOLVER_NAMES", "OptionsError", "SolveOptions"]
+__all__ = [
+    "ADJOINTS",
+    "DEFAULT_OPTIONS",
+    "DTYPES",
+    "SOLVER_NAMES",
+    "OptionsError",
+    "SolveOptions",
+    "resolve_options",
+]
 
 #: Solver names (the diffrax solvers behind them are in :data:`simulate._solve.SOLVERS`).
 SOLVER_NAMES = ("tsit5", "dopri5", "dopri8", "kvaerno5", "kvaerno3")
@@ -144,3 +152,7 @@ def resolve(options: SolveOptions | None, **overrides: Any) -> SolveOptions:
     elif not isinstance(options, SolveOptions):
         raise OptionsError(f"options must be a SolveOptions, got {type(options).__name__}")
     return options.merged(**overrides)
+
+
+#: The public name of :func:`resolve` (``simulate.resolve_options``).
+resolve_options = resolve

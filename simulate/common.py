@@ -1,0 +1,69 @@
+"""What every package of agentmotifs shares, in one public home (plain Python, no JAX).
+
+* errors: one root, :class:`AgentmotifsError` (a :class:`ValueError`), with
+  :class:`ConfigError` and :class:`OutputError`;
+* file helpers: atomic JSON/text writes, validating readers, output-folder checks and claims;
+* the regime vocabulary: :class:`Regime`, :data:`REGIME_NAMES`, :data:`REGIME_SEVERITY` and the
+  groups forecasts report, :data:`REGIME_GROUPS`;
+* the forecast score :func:`crps_samples`.
+
+``llm_runs`` and ``calibrate`` import these names from here (or from ``simulate``), never from
+simulate's private modules; ``tests/test_boundaries.py`` checks that.
+
+Example:
+    >>> from simulate.common import REGIME_GROUPS, ConfigError, write_json
+"""
+
+from __future__ import annotations
+
+from ._errors import AgentmotifsError as AgentmotifsError
+from ._errors import ConfigError as ConfigError
+from ._errors import OutputError as OutputError
+from ._io import atomic_dir as atomic_dir
+from ._io import check_writable as check_writable
+from ._io import jsonable as jsonable
+from ._io import read_json_object as read_json_object
+from ._io import read_structured as read_structured
+from ._io import read_text as read_text
+from ._io import save_figure as save_figure
+from ._io import write_json as write_json
+from ._io import write_text as write_text
+from ._outputs import MARK_FILE as MARK_FILE
+from ._outputs import PLOT_SUFFIXES as PLOT_SUFFIXES
+from ._outputs import claim_file as claim_file
+from ._outputs import claim_files as claim_files
+from ._outputs import claim_folder as claim_folder
+from ._outputs import folder_kind as folder_kind
+from ._outputs import mark_output as mark_output
+from ._regimes import REGIME_GROUPS as REGIME_GROUPS
+from ._regimes import REGIME_NAMES as REGIME_NAMES
+from ._regimes import REGIME_SEVERITY as REGIME_SEVERITY
+from ._regimes import Regime as Regime
+from ._scores import crps_samples as crps_samples
+
+__all__ = [
+    "MARK_FILE",
+    "PLOT_SUFFIXES",
+    "REGIME_GROUPS",
+    "REGIME_NAMES",
+    "REGIME_SEVERITY",
+    "AgentmotifsError",
+    "ConfigError",
+    "OutputError",
+    "Regime",
+    "atomic_dir",
+    "check_writable",
+    "claim_file",
+    "claim_files",
+    "claim_folder",
+    "crps_samples",
+    "folder_kind",
+    "jsonable",
+    "mark_output",
+    "read_json_object",
+    "read_structured",
+    "read_text",
+    "save_figure",
+    "write_json",
+    "write_text",
+]
