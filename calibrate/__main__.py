@@ -124,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace):
-    from simulate._io import read_json_object
+    from simulate.common import read_json_object
 
     from ._config import FitConfig
 

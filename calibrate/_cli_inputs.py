@@ -55,7 +55,7 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
 
 def load(args: argparse.Namespace) -> CurveData:
     """The inputs of ``fit``, read with the mapping and TensorBoard tags its options give."""
-    from simulate._errors import ConfigError
+    from simulate.common import ConfigError
 
     from ._data import load_inputs
 

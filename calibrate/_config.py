@@ -27,14 +27,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from simulate._errors import AgentmotifsError
-from simulate._errors import ConfigError as ConfigError
-from simulate._io import read_json_object
+from simulate.common import AgentmotifsError, read_json_object
+from simulate.common import ConfigError as ConfigError
 
 from ._knobs import TRANSFORMS
 
 if TYPE_CHECKING:
-    from simulate._options import SolveOptions
+    from simulate import SolveOptions
 
 #: Step budget of one adaptive likelihood solve (``FitConfig.solve_options``).
 LIKELIHOOD_MAX_STEPS = 4096
@@ -355,7 +354,7 @@ class FitConfig:
         """The :class:`simulate.SolveOptions` of the adaptive (``tsit5``) likelihood: this
         config's ``rtol``/``atol``, the forward-mode adjoint if ``forward_mode`` is set,
         and a step budget of :data:`LIKELIHOOD_MAX_STEPS` per solve."""
-        from simulate._options import SolveOptions
+        from simulate import SolveOptions
 
         return SolveOptions(
             rtol=self.rtol,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from simulate._errors import AgentmotifsError
+from simulate.common import AgentmotifsError
 
 if TYPE_CHECKING:
     from ._importers import KeyMapping

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simulate._errors import ConfigError
+from simulate.common import ConfigError
 
 if TYPE_CHECKING:
     from ._config import Link

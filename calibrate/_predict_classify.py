@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 import simulate
-from simulate._features import zigzag_update
+from simulate import zigzag_update
 
 __all__ = ["classify_batch"]
 

@@ -34,7 +34,7 @@ import numpy as np
 
 import simulate
 from simulate import mark_output
-from simulate._io import atomic_dir, write_json
+from simulate.common import atomic_dir, write_json
 from simulate.spec import NetworkSpec
 
 from ._compare import ELPD_BAND, compare_pointwise, identified_structure

@@ -10,8 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import simulate
-from simulate._options import SolveOptions, resolve
-from simulate._solve import diffrax_ode
+from simulate import SolveOptions, diffrax_ode, resolve_options
 
 __all__ = ["finite_levels", "fixed_substeps", "solve_at", "solve_rk4"]
 
@@ -35,7 +34,7 @@ def solve_at(
 ) -> tuple[jax.Array, jax.Array]:
     """Competences of ``model`` at arbitrary increasing steps ``ts >= 0`` (input on from 0).
 
-    The solve is simulate's one diffrax set-up (:func:`simulate._solve.diffrax_ode`) from
+    The solve is simulate's one diffrax set-up (:func:`simulate.diffrax_ode`) from
     step 0, saved at ``ts``. ``options`` (default :class:`simulate.SolveOptions` ``()``,
     the default of every solve entry point; a fit derives its own with
     :meth:`calibrate.FitConfig.solve_options`) sets the solver, tolerances, step budget,
@@ -57,7 +56,7 @@ def solve_at(
         ``(A, ok)``: levels of shape ``(T, N)`` and a success flag.
     """
     adjoint = None if forward is None else ("forward" if forward else "recursive")
-    opts = resolve(options, rtol=rtol, atol=atol, max_steps=max_steps, adjoint=adjoint)
+    opts = resolve_options(options, rtol=rtol, atol=atol, max_steps=max_steps, adjoint=adjoint)
     x = model.input_value(jnp.asarray(1.0))
     ys, ok = diffrax_ode(
         lambda t, y, args: model.rhs(y, x),

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from simulate._errors import ConfigError
+from simulate.common import ConfigError
 
 __all__ = ["SearchSpace", "SpaceField"]
 
@@ -291,6 +291,6 @@ class SearchSpace:
         Raises:
             ConfigError: Missing or unreadable file, a parse error, or an invalid space.
         """
-        from simulate._io import read_structured
+        from simulate.common import read_structured
 
         return cls.from_dict(read_structured(path, what="space file", error=ConfigError))

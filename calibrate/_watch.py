@@ -284,7 +284,7 @@ def forecast(wd: WatchDraws, obs: pd.DataFrame, *, misfit: float = 0.05) -> Fore
     """
     if not (isinstance(misfit, int | float) and np.isfinite(misfit) and misfit > 0):
         raise ConfigError(f"misfit must be a finite number > 0, got {misfit!r}")
-    from simulate._analysis import REGIME_SEVERITY
+    from simulate.common import REGIME_SEVERITY
 
     ok = np.all(np.isfinite(wd.final), axis=1)
     ll = log_weights(wd, obs, misfit) if wd.weighted and len(obs) else np.zeros(ok.size)

@@ -24,8 +24,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from simulate._errors import AgentmotifsError
-from simulate._io import check_writable
+from simulate.common import AgentmotifsError, check_writable
 from simulate.spec import MOTIFS, resolve_spec
 
 from ._cli_pretrain import add_pretrain_parser, run_pretrain

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulate._errors import ConfigError
+from simulate.common import ConfigError
 
 from ._config_sections import ARCHS
 

@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from simulate._errors import ConfigError
-from simulate._io import write_json
+from simulate.common import ConfigError, write_json
 
 from ._arch import BASE_PRESETS, N_POSITIONS, build_model
 from ._config_sections import ARCHS, TOKENIZERS

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulate._errors import AgentmotifsError
+from simulate.common import AgentmotifsError
 
 __all__ = [
     "Bar",

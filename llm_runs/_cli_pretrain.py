@@ -7,8 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from simulate._errors import ConfigError, OutputError
-from simulate._io import check_writable, jsonable
+from simulate.common import ConfigError, OutputError, check_writable, jsonable
 
 from .config import ARCHS, PRESETS, TOKENIZERS
 

@@ -7,7 +7,7 @@ import dataclasses
 import math
 from typing import Any
 
-from simulate._errors import ConfigError as ConfigError
+from simulate.common import ConfigError as ConfigError
 
 PRESETS = ("micro", "tiny", "small", "medium")
 ARCHS = ("gpt2", "llama", "qwen2")
@@ -196,7 +196,7 @@ class NetworkConfig:
         _check(
             _num(self.ema_decay) and 0 <= self.ema_decay < 1, f"{p}.ema_decay", "must be in [0, 1)"
         )
-        from simulate._errors import AgentmotifsError
+        from simulate.common import AgentmotifsError
 
         try:
             self.network_spec()

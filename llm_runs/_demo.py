@@ -21,8 +21,15 @@ from typing import Any
 
 import yaml
 
-from simulate._errors import ConfigError, OutputError
-from simulate._io import check_writable, read_json_object, read_text, write_json, write_text
+from simulate.common import (
+    ConfigError,
+    OutputError,
+    check_writable,
+    read_json_object,
+    read_text,
+    write_json,
+    write_text,
+)
 
 from ._children import Bar, StageError, call, progress_of, stop_children_on_interrupt
 from ._demo_config import DemoConfig

@@ -12,7 +12,7 @@ import dataclasses
 import math
 from typing import Any
 
-from simulate._errors import ConfigError
+from simulate.common import ConfigError
 from simulate.spec import MOTIFS
 
 __all__ = ["QUICK", "DemoConfig"]

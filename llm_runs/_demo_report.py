@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from simulate._io import read_json_object, save_figure, write_json, write_text
+from simulate.common import read_json_object, save_figure, write_json, write_text
 
 from ._competence_plot import competence_figure
 from ._demo_config import DemoConfig
@@ -108,9 +108,7 @@ def compare_confirmation(
     """
     import numpy as np
 
-    from calibrate import crps_samples
-    from calibrate._predict import REGIME_GROUPS
-    from simulate import REGIME_NAMES, Regime
+    from simulate.common import REGIME_GROUPS, REGIME_NAMES, Regime, crps_samples
 
     log = read_run(run)
     obs = _final(log)

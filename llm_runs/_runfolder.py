@@ -23,8 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simulate._errors import ConfigError, OutputError
-from simulate._io import check_writable
+from simulate.common import ConfigError, OutputError, check_writable
 
 from .config import TrainConfig
 from .runlog import COMPETENCE_FILE, MANIFEST_FILE, RunLogError, read_manifest

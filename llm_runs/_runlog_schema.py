@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulate._errors import AgentmotifsError
+from simulate.common import AgentmotifsError
 
 from ._provenance import git_revision, package_versions
 

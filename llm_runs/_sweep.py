@@ -7,7 +7,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from simulate._io import write_json
+from simulate.common import write_json
 
 from .config import SweepConfig, TrainConfig
 from .runlog import RunLogError, read_run

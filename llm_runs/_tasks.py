@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from simulate._errors import ConfigError
+from simulate.common import ConfigError
 
 __all__ = ["TASKS", "Probe", "Problem", "Task", "get_task", "register_task"]
 

@@ -30,8 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from simulate._errors import AgentmotifsError
-from simulate._io import write_json
+from simulate.common import AgentmotifsError, write_json
 
 from . import runlog
 from ._base_model import get_base

@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulate._io import write_json, write_text
+from simulate.common import write_json, write_text
 
 from ._provenance import git_revision as git_revision
 from ._provenance import package_versions as package_versions

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simulate._errors import ConfigError
+from simulate.common import ConfigError
 
 from .._data import CurveData, DataError
 
