@@ -30,7 +30,7 @@ from _hypotheses_predict import OSCILLATING
 from _pool_analysis import run_curves
 from _regime_report import wilson
 
-from simulate._io import write_json, write_text
+from simulate.common import write_json, write_text
 
 #: hypothesis -> (condition, measure, focus, compared): the statistic is the mean over tasks of
 #: (mean of ``compared``'s values - mean of ``focus``'s); both are > 0 when the hypothesis holds

@@ -30,7 +30,7 @@ import numpy as np
 from _hypotheses_metrics import dip, recovery
 from _study import fit_pilots, git_revision, now, simulator_params
 
-from simulate._io import write_json
+from simulate.common import write_json
 
 N_DRAWS = 200
 DELAY_STAGES = 4

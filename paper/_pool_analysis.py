@@ -26,7 +26,7 @@ from _recommend_summary import cluster_bootstrap
 from _regime_report import wilson
 from _study import fit_pilots, git_revision, now, simulator_params
 
-from simulate._io import write_json, write_text
+from simulate.common import write_json, write_text
 
 Z95 = NormalDist().inv_cdf(0.975)
 

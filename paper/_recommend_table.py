@@ -27,7 +27,7 @@ from simulate import AgentmotifsError
 #: A grid setting: (``rl.lr``, ``rl.staleness``).
 Setting = tuple[float, int]
 
-#: Regime groups counted as unstable picks (names of ``calibrate._predict.REGIME_GROUPS``).
+#: Regime groups counted as unstable picks (names of ``simulate.REGIME_GROUPS``).
 UNSTABLE_GROUPS = ("oscillating", "collapse")
 
 __all__ = [
@@ -60,13 +60,13 @@ class BudgetError(BenchmarkError):
 
 def regime_group(name: str) -> str:
     """A simulate regime name (as ``llm_runs.observed_regime`` returns) -> its group in
-    ``calibrate._predict.REGIME_GROUPS`` (``converged``, ``oscillating``, ``collapse``, ...).
+    ``simulate.REGIME_GROUPS`` (``converged``, ``oscillating``, ``collapse``, ...).
 
     Raises:
         BenchmarkError: ``name`` is not one of ``simulate.REGIME_NAMES``.
     """
     import simulate
-    from calibrate._predict import REGIME_GROUPS
+    from simulate.common import REGIME_GROUPS
 
     codes = {v: int(k) for k, v in simulate.REGIME_NAMES.items()}
     if name not in codes:
@@ -285,7 +285,7 @@ class RunTable:
         return self.best_value() - self.true_value(setting)
 
     def group(self, setting: Setting, seed: int) -> str:
-        """Regime group (``calibrate._predict.REGIME_GROUPS``) of one run's observed regime."""
+        """Regime group (``simulate.REGIME_GROUPS``) of one run's observed regime."""
         return regime_group(self.curve(setting, seed).regime)
 
     def unstable(self, setting: Setting, seed: int) -> bool:

@@ -37,7 +37,7 @@ COLORS = {
 
 def group_of(name: str) -> str:
     """simulate's regime name -> its group (as :attr:`calibrate.Prediction.groups`)."""
-    from calibrate._predict import REGIME_GROUPS
+    from simulate.common import REGIME_GROUPS
 
     code = {v: k for k, v in simulate.REGIME_NAMES.items()}[name]
     return next(g for g, codes in REGIME_GROUPS.items() if int(code) in codes)

@@ -22,7 +22,7 @@ from typing import Any
 
 from _subproc import call_logged
 
-from simulate._io import write_json
+from simulate.common import write_json
 
 __all__ = ["fit_pilots", "git_revision", "now", "simulator_params", "study_main", "train_phase"]
 

@@ -14,6 +14,8 @@ and every import statement is checked, top-level or inside a function or an
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,3 +153,24 @@ def test_checker_catches(package, source, expected):
 @pytest.mark.parametrize(("package", "source"), SHOULD_PASS)
 def test_checker_passes(package, source):
     assert violations(package, source, f"{package}/x.py") == []
+
+
+def test_shared_home_is_one_set_of_objects():
+    import calibrate
+    import simulate
+    import simulate.common as common
+
+    for name in common.__all__:
+        assert getattr(simulate, name) is getattr(common, name), name
+    assert calibrate.crps_samples is common.crps_samples
+    assert calibrate.ConfigError is common.ConfigError
+    codes = sorted(c for cs in common.REGIME_GROUPS.values() for c in cs)
+    assert codes == sorted(int(r) for r in common.Regime)  # the groups partition the codes
+
+
+def test_shared_home_is_light():
+    code = "import sys, simulate.common; print(sorted({'jax', 'torch'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

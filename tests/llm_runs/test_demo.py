@@ -60,7 +60,7 @@ def test_pilots_are_the_corners_and_the_space_covers_them() -> None:
     assert sp["fields"]["rl.lr"] == {"low": 1e-3, "high": 1.5e-2, "scale": "log"}
     assert sp["budget_steps"] == cfg.budget_steps
     # the space is one calibrate accepts
-    from calibrate._space import SearchSpace
+    from calibrate import SearchSpace
 
     space = SearchSpace.from_dict(sp)
     assert {f.name for f in space.fields} == {"rl.lr", "rl.staleness"}

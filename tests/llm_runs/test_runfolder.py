@@ -17,7 +17,7 @@ import pytest
 from llm_runs import runlog as rl
 from llm_runs._runfolder import CKPT_FILE, LOCK_FILE, RunLock, open_run_folder, same_run
 from llm_runs.config import TrainConfig
-from simulate._errors import OutputError
+from simulate.common import OutputError
 
 
 def _cli(*args, **kw):
