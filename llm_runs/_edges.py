@@ -3,7 +3,7 @@
 Every signed edge ``j → i`` of the network acts through one mechanism (per edge, from the
 config). For each agent ``i`` and mechanism ``m`` the edges into ``i`` using ``m`` are
 combined by ``i``'s gate (AND: product of Hill terms; OR: Alon's competitive form), using
-the functions of :mod:`simulate._regulation` on the EMA competences ``Â_j`` in [0, 1]
+``simulate.edge_term`` and ``simulate.gate_or`` on the EMA competences ``Â_j`` in [0, 1]
 (bias-corrected as Adam's moments are, ``Â = ema / (1 - decay^k)`` after ``k`` updates, so
 that the first steps see the measured competence, not an EMA still rising from 0):
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from simulate._regulation import edge_term, gate_or
+from simulate import edge_term, gate_or
 
 from .config import MECHANISMS, NetworkConfig, SpuriousConfig
 
