@@ -128,3 +128,9 @@ def test_quickstart_then_every_example_runs(tmp_path: Path) -> None:
     assert (tmp_path / "runs" / "curves.png").is_file()
     sel = json.loads((qs / "sel" / "selection.json").read_text())
     assert sel  # the motif selection wrote its ranking
+
+
+def test_readme_is_a_five_minute_read() -> None:
+    """The README is the entry page (<= 150 lines); the rest lives in docs/."""
+    n = len(README.read_text().splitlines())
+    assert n <= 150, f"README.md has {n} lines (at most 150)"
