@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from simulate.common import AgentmotifsError, read_json_object
 from simulate.common import ConfigError as ConfigError
 
-from ._knobs import TRANSFORMS
+from ._transforms import TRANSFORMS
 
 if TYPE_CHECKING:
     from simulate import SolveOptions

@@ -30,6 +30,8 @@ import numpy as np
 
 from simulate.common import ConfigError
 
+from ._transforms import TRANSFORMS as TRANSFORMS
+
 if TYPE_CHECKING:
     from ._config import Link
 
@@ -44,8 +46,6 @@ __all__ = [
     "transform_values",
 ]
 
-#: Link transforms ``T``, the default first.
-TRANSFORMS = ("log", "log1p", "linear")
 _DOMAIN = {"log": "a finite number > 0", "log1p": "a finite number >= 0", "linear": "finite"}
 
 

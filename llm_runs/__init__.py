@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ._policy import MultiAdapter as MultiAdapter
     from ._steps import rl_step as rl_step
     from ._sweep import run_sweep as run_sweep
-    from ._tasks import get_task as get_task
+    from ._task_registry import get_task as get_task
     from ._tasks import register_task as register_task
     from ._tokenizer import CharTokenizer as CharTokenizer
     from ._tokenizer import train_bpe as train_bpe
@@ -45,7 +45,7 @@ _LAZY = {
     "get_base": ("._base_model", "get_base"),
     "load_base": ("._base_model", "load_base"),
     "pretrain_base": ("._base_model", "pretrain_base"),
-    "get_task": ("._tasks", "get_task"),
+    "get_task": ("._task_registry", "get_task"),
     "run_sweep": ("._sweep", "run_sweep"),
     "competence_figure": ("._competence_plot", "competence_figure"),
     "register_task": ("._tasks", "register_task"),

@@ -39,7 +39,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     """``pretrain``: the cached base of these settings (built once), or with ``--out`` a new
     checkpoint folder there, which ``train --base`` loads."""
     from ._runfolder import check_device
-    from ._tasks import get_task
+    from ._task_registry import get_task
 
     for flag in ("steps", "batch"):
         v = getattr(args, flag)

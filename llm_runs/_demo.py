@@ -32,7 +32,7 @@ from simulate.common import (
 )
 
 from ._children import Bar, StageError, call, progress_of, stop_children_on_interrupt
-from ._demo_config import DemoConfig
+from ._demo_config import DemoConfig, pilot_name
 from ._runfolder import LOCK_FILE, RunLock
 from .runlog import read_manifest
 
@@ -60,11 +60,6 @@ def _run_status(folder: Path) -> str | None:
     if not man.is_file():
         return None
     return str(read_manifest(folder).get("status"))
-
-
-def pilot_name(setting: dict[str, Any]) -> str:
-    """Folder name of a pilot run."""
-    return f"lr{setting['rl.lr']:g}_k{setting['rl.staleness']}"
 
 
 def _train(args: list[str], folder: Path, log: Path, bar: Bar | None) -> bool:

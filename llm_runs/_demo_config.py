@@ -15,7 +15,7 @@ from typing import Any
 from simulate.common import ConfigError
 from simulate.spec import MOTIFS
 
-__all__ = ["QUICK", "DemoConfig"]
+__all__ = ["QUICK", "DemoConfig", "pilot_name"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,3 +189,8 @@ QUICK = DemoConfig(
     n_candidates=32,
     draws=40,
 )
+
+
+def pilot_name(setting: dict[str, Any]) -> str:
+    """Folder name of a pilot run (``OUT/pilots/<name>``)."""
+    return f"lr{setting['rl.lr']:g}_k{setting['rl.staleness']}"

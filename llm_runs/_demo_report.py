@@ -25,7 +25,7 @@ from typing import Any
 from simulate.common import read_json_object, save_figure, write_json, write_text
 
 from ._competence_plot import competence_figure
-from ._demo_config import DemoConfig
+from ._demo_config import DemoConfig, pilot_name
 from ._regime import observed_regime
 from .runlog import read_run
 
@@ -216,8 +216,6 @@ def _band_sentence(pred_all: dict[str, Any], pilot: str | None) -> str:
 
 def write_report(out: Path, cfg: DemoConfig, fit_dir: Path) -> Path:
     """Write ``out/report.md`` (and its figures) from the stages' outputs; returns its path."""
-    from ._demo import pilot_name
-
     rec = read_json_object(out / "rec" / "recommendation.json", what="recommendation")
     pred_all = read_json_object(out / "prediction" / "prediction.json", what="prediction")
     pred = pred_all["predictions"][0]

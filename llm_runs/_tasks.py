@@ -1,4 +1,5 @@
-"""Task interface, splits and probes. (``math`` lives in ``_math.py``, ``rag`` in ``_rag.py``.)
+"""Task interface, splits and probes. (``math`` lives in ``_math.py``, ``rag`` in ``_rag.py``;
+:func:`llm_runs.get_task` in ``_task_registry.py``.)
 
 A task is a pipeline of roles (default X → Y → Z). To add one, subclass :class:`Task` and
 implement four methods; everything else (splits, probes, pretraining text) is generic:
@@ -36,9 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from simulate.common import ConfigError
-
-__all__ = ["TASKS", "Probe", "Problem", "Task", "get_task", "register_task"]
+__all__ = ["TASKS", "Probe", "Problem", "Task", "register_task"]
 
 SPLITS = ("train", "probe", "test")
 
@@ -225,14 +224,3 @@ def register_task(cls: type[Task]) -> type[Task]:
     """Register a :class:`Task` subclass under ``cls.name`` (usable as a decorator)."""
     TASKS[cls.name] = cls
     return cls
-
-
-def get_task(
-    name: str, *, seed: int = 0, roles: tuple[str, ...] | None = None, **options: Any
-) -> Task:
-    """Instantiate a registered task (``math``, ``rag`` or a user's)."""
-    from . import _math, _rag  # noqa: F401  (register "math", "rag" and their v1 forms)
-
-    if name not in TASKS:
-        raise ConfigError(f"unknown task {name!r}; registered: {sorted(TASKS)}")
-    return TASKS[name](seed=seed, roles=roles, **options)

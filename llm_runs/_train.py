@@ -41,7 +41,7 @@ from ._rows import log_rows, nonfinite
 from ._runfolder import CKPT_FILE, check_device, embed_spec, open_run_folder, same_run
 from ._staleness import AdapterRing
 from ._steps import State, evaluate, rl_step, warmup_step
-from ._tasks import get_task
+from ._task_registry import get_task
 from .config import ConfigError, TrainConfig
 
 __all__ = ["CKPT_FILE", "train"]

@@ -199,7 +199,8 @@ def test_trl_tokenizer_has_the_projects_ids():
 def test_trl_rows_and_reward_are_the_tasks():
     import _peer_trl as pt
 
-    from llm_runs._tasks import get_task, split_of
+    from llm_runs import get_task
+    from llm_runs._tasks import split_of
 
     task = get_task("math")
     for role in task.roles:
@@ -232,8 +233,7 @@ def test_trl_trainer_steps_on_a_micro_base(tmp_path):
     import _peer_trl as pt
     import torch
 
-    from llm_runs import CharTokenizer, build_model
-    from llm_runs._tasks import get_task
+    from llm_runs import CharTokenizer, build_model, get_task
 
     torch.manual_seed(0)
     tok = CharTokenizer()

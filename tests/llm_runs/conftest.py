@@ -27,8 +27,8 @@ def base_cache(tmp_path_factory):
     """A temp base cache holding the micro bases of both tasks."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("peft")
+    from llm_runs import get_task
     from llm_runs._base_model import get_base
-    from llm_runs._tasks import get_task
 
     cache = tmp_path_factory.mktemp("base_cache")
     torch.set_num_threads(1)

@@ -18,8 +18,8 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 import torch
 
+from llm_runs import get_task
 from llm_runs import runlog as rl
-from llm_runs._tasks import get_task
 from llm_runs._tokenizer import HFTokenizer, load_tokenizer, train_bpe
 from llm_runs.config import ConfigError, TrainConfig
 

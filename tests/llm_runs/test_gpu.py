@@ -30,9 +30,9 @@ def test_cuda_bf16_run(tmp_path, micro_cfg):
 
 
 def test_cuda_gradients_reach_every_adapter(base_cache):
+    from llm_runs import get_task
     from llm_runs._base_model import get_base
     from llm_runs._policy import MultiAdapter
-    from llm_runs._tasks import get_task
 
     task = get_task("math")
     base = get_base(task, preset="micro", cache=base_cache, steps=30, batch=32, device="cuda")
@@ -50,8 +50,8 @@ def test_cuda_gradients_reach_every_adapter(base_cache):
 def test_cuda_micro_llama_with_bpe_tokenizer(tmp_path, micro_cfg):
     """A micro Llama with its BPE tokenizer, pretrained on cuda, trained through
     ``model.base`` (warm-up and RL steps) under bf16 autocast."""
+    from llm_runs import get_task
     from llm_runs._base_model import pretrain_base
-    from llm_runs._tasks import get_task
 
     base = pretrain_base(get_task("math"), tmp_path / "llama", preset="micro", arch="llama",
                          tokenizer="bpe", steps=30, batch=32, device="cuda")  # fmt: skip

@@ -12,10 +12,10 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 import torch
 
+from llm_runs import get_task
 from llm_runs._base_model import get_base
 from llm_runs._edges import EdgeController
 from llm_runs._policy import MultiAdapter
-from llm_runs._tasks import get_task
 from llm_runs.config import EdgeConfig, NetworkConfig
 
 
@@ -127,8 +127,8 @@ def test_pretraining_ignores_the_callers_thread_count(tmp_path):
     import torch
     from safetensors.torch import load_file
 
+    from llm_runs import get_task
     from llm_runs._base_model import PRETRAIN_THREADS, pretrain_base
-    from llm_runs._tasks import get_task
 
     before = torch.get_num_threads()
     weights = []

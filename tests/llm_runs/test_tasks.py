@@ -7,8 +7,9 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from llm_runs import get_task
 from llm_runs._edges import in_windows, pulse_windows
-from llm_runs._tasks import Task, get_task, split_of
+from llm_runs._tasks import Task, split_of
 from llm_runs.config import SpuriousConfig
 
 
