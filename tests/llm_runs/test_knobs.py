@@ -65,9 +65,9 @@ def test_feedback_edges_regulate_upstream_by_downstream_ema(sign):
     ctl = EdgeController(spec, net)
     for _ in range(5):  # only Z learns: X's regulation follows Z's EMA alone
         ctl.update({"X": 0.0, "Y": 0.0, "Z": 1.0})
-    ema_z = 1 - 0.9**5
-    assert ctl.ema["Z"] == pytest.approx(ema_z, rel=1e-12)
-    g = _hill(ema_z, sign, 0.3, fb["Z->X"].n)
+    assert ctl.ema["Z"] == pytest.approx(1 - 0.9**5, rel=1e-12)  # the raw EMA
+    assert ctl.estimate("Z") == pytest.approx(1.0, rel=1e-12)  # bias-corrected: Z's value
+    g = _hill(1.0, sign, 0.3, fb["Z->X"].n)
     assert ctl.factors()["X"]["coupling"] == pytest.approx(1 - 0.8 + 0.8 * g, rel=1e-12)
     low = EdgeController(spec, net)  # Z not yet competent: the opposite extreme
     hi_x, lo_x = ctl.factors()["X"]["coupling"], low.factors()["X"]["coupling"]
