@@ -15,7 +15,7 @@ import numpy as np
 from _pool_analysis import run_curves
 from _subproc import call_logged
 
-from simulate._io import write_json, write_text
+from simulate.common import write_json, write_text
 
 #: Per-agent series of the curve distance (types): A_Y, A_Z and end-to-end accuracy.
 CURVE_ROLES = ("Y", "Z")

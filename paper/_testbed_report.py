@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from simulate._io import save_figure
+from simulate.common import save_figure
 
 
 def _ci(ci: list[float | None]) -> str:
