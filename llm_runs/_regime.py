@@ -1,11 +1,13 @@
-"""The regime of a real run, by the simulator's own classifier (torch-free).
+"""The regime of a real run, by the simulator's one classifier of real runs (torch-free).
 
 A run's competence curves are measured on finite probe sets, so they carry sampling noise; they
-are labelled with :func:`simulate.classify`'s noise-aware rule (the one it applies to gradient-
-noise SDE paths: an oscillation needs an autocorrelation trough then peak, not band crossings),
-and, since the measurement noise is known (binomial on each agent's ``n_eval`` probes), a
-fluctuation variance above it (``classify``'s ``noise_sd``; without it pure binomial noise on a
-flat curve of 21 evaluations was labelled an oscillation in about 9 % of agents).
+are labelled with :func:`simulate.classify_observed`: :func:`simulate.classify`'s noise-aware
+rule (the one it applies to gradient-noise SDE paths: an oscillation needs an autocorrelation
+trough then peak, not band crossings, and a fluctuation variance above the known binomial noise
+of each agent's ``n_eval`` probes; without that, pure binomial noise on a flat curve of 21
+evaluations was labelled an oscillation in about 9 % of agents), and for collapse
+:func:`simulate.fall_collapse`: a competence that fell to under half its start or smoothed peak
+and stayed there, by more than 3 binomial sd (:data:`simulate.COLLAPSE_RULE`).
 A run that diverged (``status: "diverged"`` in its manifest) is a collapse: its parameters or
 metrics became non-finite, which no competence curve can recover from.
 """
@@ -28,13 +30,14 @@ def observed_regime(run: str | Path | RunLog, *, strict: bool = False) -> dict[s
         strict: Passed to :func:`~llm_runs.read_run` (a torn last line is an error).
 
     Returns:
-        ``{"regime": str, "node_regimes": {agent: str}, "steps": int, "diverged": bool}``,
-        regime names from :data:`simulate.REGIME_NAMES` (``"collapse"`` for a diverged run).
+        ``{"regime": str, "node_regimes": {agent: str}, "collapse": {agent: verdict},
+        "steps": int, "diverged": bool}``, regime names from :data:`simulate.REGIME_NAMES`
+        (``"collapse"`` for a diverged run, whose ``collapse`` verdicts are empty); each
+        verdict is :meth:`simulate.Collapse.as_dict` (reference, tail mean, drop sd).
 
     Raises:
         RunLogError: The log is malformed or has fewer than 4 evaluation steps to judge.
     """
-    import jax.numpy as jnp
     import numpy as np
 
     import simulate
@@ -47,6 +50,7 @@ def observed_regime(run: str | Path | RunLog, *, strict: bool = False) -> dict[s
         return {
             "regime": collapse,
             "node_regimes": dict.fromkeys(agents, collapse),
+            "collapse": {},
             "steps": int(log.diverged_step or wide.index.max()),
             "diverged": True,
         }
@@ -59,29 +63,17 @@ def observed_regime(run: str | Path | RunLog, *, strict: bool = False) -> dict[s
     states = np.asarray(wide[agents].to_numpy(float))
     if not np.all(np.isfinite(states)):
         raise RunLogError(f"{log.path}: competence values must be finite to label a regime")
-    # measurement noise of each agent's competence: binomial on its n_eval probes, at the
-    # level of the second half of the curve (where the classifier looks for oscillation)
     n_eval = log.frame("agent").groupby("agent")["n_eval"].median().reindex(agents)
-    late = states[len(states) // 2 :].mean(axis=0)
-    p = np.clip(late, 0.5 / n_eval.to_numpy(float), 1 - 0.5 / n_eval.to_numpy(float))
-    noise_sd = np.sqrt(p * (1 - p) / n_eval.to_numpy(float))
-    sol = simulate.Solution(
-        t=jnp.asarray(t),
-        states=jnp.asarray(states),
-        inputs=jnp.ones_like(jnp.asarray(t)),
-        y_final=jnp.asarray(states[-1]),
-        code=jnp.zeros((), jnp.int32),
-        names=tuple(agents),
-        method="sde",  # noisy measurements: the noise-aware rule
-    )
-    regime, nodes = simulate.classify(sol, noise_sd=jnp.asarray(noise_sd))
-    names = simulate.REGIME_NAMES
+    try:
+        labels = simulate.classify_observed(
+            t, states, n_eval.to_numpy(float), names=tuple(agents)
+        )
+    except simulate.AgentmotifsError as e:
+        raise RunLogError(f"{log.path}: {e}") from e
     return {
-        "regime": names[simulate.Regime(int(regime))],
-        "node_regimes": {
-            a: names[simulate.Regime(int(r))]
-            for a, r in zip(agents, np.asarray(nodes).tolist(), strict=True)
-        },
+        "regime": labels["regime"],
+        "node_regimes": labels["node_regimes"],
+        "collapse": labels["collapse"],
         "steps": int(t[-1]),
         "diverged": False,
     }

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 from . import common as common
 from . import spec as spec
 from ._argparse import ArgumentParser as ArgumentParser
+from ._collapse import COLLAPSE_RULE as COLLAPSE_RULE
+from ._collapse import Collapse as Collapse
+from ._collapse import fall_collapse as fall_collapse
 from ._errors import AgentmotifsError as AgentmotifsError
 from ._errors import ConfigError as ConfigError
 from ._errors import OutputError as OutputError
@@ -81,6 +84,7 @@ if TYPE_CHECKING:
     from ._kinetics import Schedule as Schedule
     from ._network import Network as Network
     from ._network import as_network as as_network
+    from ._observed import classify_observed as classify_observed
     from ._options import OptionsError as OptionsError
     from ._options import SolveOptions as SolveOptions
     from ._options import resolve_options as resolve_options
@@ -145,6 +149,7 @@ _LAZY: dict[str, str] = {
     "Schedule": "_kinetics",
     "Network": "_network",
     "as_network": "_network",
+    "classify_observed": "_observed",
     "OptionsError": "_options",
     "SolveOptions": "_options",
     "resolve_options": "_options",

@@ -5,7 +5,9 @@
 * file helpers: atomic JSON/text writes, validating readers, output-folder checks and claims;
 * the regime vocabulary: :class:`Regime`, :data:`REGIME_NAMES`, :data:`REGIME_SEVERITY` and the
   groups forecasts report, :data:`REGIME_GROUPS`;
-* the forecast score :func:`crps_samples`.
+* the forecast score :func:`crps_samples`;
+* the one collapse rule for measured (real-run) competence curves, :func:`fall_collapse`
+  (:data:`COLLAPSE_RULE` in words).
 
 ``llm_runs`` and ``calibrate`` import these names from here (or from ``simulate``), never from
 simulate's private modules; ``tests/test_boundaries.py`` checks that.
@@ -16,6 +18,9 @@ Example:
 
 from __future__ import annotations
 
+from ._collapse import COLLAPSE_RULE as COLLAPSE_RULE
+from ._collapse import Collapse as Collapse
+from ._collapse import fall_collapse as fall_collapse
 from ._errors import AgentmotifsError as AgentmotifsError
 from ._errors import ConfigError as ConfigError
 from ._errors import OutputError as OutputError
@@ -42,6 +47,8 @@ from ._regimes import Regime as Regime
 from ._scores import crps_samples as crps_samples
 
 __all__ = [
+    "COLLAPSE_RULE",
+    "Collapse",
     "MARK_FILE",
     "PLOT_SUFFIXES",
     "REGIME_GROUPS",
@@ -57,6 +64,7 @@ __all__ = [
     "claim_files",
     "claim_folder",
     "crps_samples",
+    "fall_collapse",
     "folder_kind",
     "jsonable",
     "mark_output",

@@ -54,6 +54,34 @@ def test_a_competence_driven_to_zero_is_a_collapse(tmp_path):
     assert out["node_regimes"]["Y"] != "collapse"
 
 
+def test_the_lr_8e3_run_a_new_user_saw_is_a_collapse(tmp_path):
+    """Issue 31 §0: C1-AND at lr 8e-3, 200 steps: X 0.64 -> 0.05 by step 40, ending at 0.02,
+    Y rising to 0.97, Z 0.62 falling to 0.16 over the last 40 steps. It was labelled
+    converged for every agent; X (and Z) collapsed."""
+    global STEPS
+    saved, STEPS = STEPS, np.arange(0, 201, 10)
+    try:
+        x = np.interp(STEPS, [0, 40, 200], [0.64, 0.05, 0.02])
+        y = np.interp(STEPS, [0, 100, 200], [0.6, 0.95, 0.97])
+        z = np.interp(STEPS, [0, 160, 200], [0.62, 0.62, 0.16])
+        run = _write(tmp_path / "lr8e-3", {"X": _noisy(x, 7), "Y": _noisy(y, 8), "Z": _noisy(z, 9)})
+        out = llm_runs.observed_regime(run)
+    finally:
+        STEPS = saved
+    assert out["regime"] == "collapse", out
+    assert out["node_regimes"]["X"] == "collapse" and out["node_regimes"]["Y"] != "collapse"
+    assert out["collapse"]["X"]["reference"] >= 0.5 and out["collapse"]["X"]["tail"] < 0.1
+
+
+def test_an_agent_that_never_learned_has_not_collapsed(tmp_path):
+    """Near 0 from the first evaluation on: no fall, so not a collapse (the simulator's
+    low-level rule does not apply to measured curves)."""
+    low = 0.02 + 0.0 * STEPS
+    rise = 0.9 - 0.5 * np.exp(-STEPS / 80)
+    out = llm_runs.observed_regime(_write(tmp_path / "low", {"X": _noisy(low, 1), "Y": rise}))
+    assert out["node_regimes"]["X"] != "collapse", out
+
+
 def test_a_persistent_oscillation_is_an_oscillation(tmp_path):
     osc = 0.55 + 0.3 * np.sin(2 * np.pi * STEPS / 120)  # 5 periods, amplitude >> probe noise
     flat = 0.8 + 0.0 * STEPS
@@ -70,6 +98,7 @@ def test_a_diverged_run_is_a_collapse_whatever_its_curves(tmp_path):
     assert out == {
         "regime": "collapse",
         "node_regimes": {"X": "collapse", "Y": "collapse"},
+        "collapse": {},
         "steps": 600,
         "diverged": True,
     }
