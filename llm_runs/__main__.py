@@ -20,6 +20,7 @@ import argparse
 import copy
 import shlex
 import sys
+import typing
 import warnings
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from ._cli_pretrain import add_pretrain_parser, run_pretrain
 from .config import (
     ConfigError,
     TrainConfig,
+    field_type,
     load_config,
     load_sweep,
     read_config_file,
@@ -215,21 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument(
         "--feedback-K", dest="feedback_K", type=float, help="threshold of the feedback edges"
     )
-    for flag in _FLAGS:
-        kind = {
-            "steps": int,
-            "seed": int,
-            "eval_every": int,
-            "ckpt_every": int,
-            "threads": int,
-            "pool_size": int,
-            "warmup_steps": int,
-            "batch": int,
-            "group": int,
-            "K": float,
-            "n": float,
-            "lr": float,
-        }.get(flag, str)
+    for flag, key in _FLAGS.items():  # each flag typed as its config field
+        kinds = typing.get_args(field_type(key)) or (field_type(key),)
+        kind = next((k for k in (int, float) if k in kinds), str)
         t.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)
     s = sub.add_parser("sweep", help="seeds x grid, local process pool or Ray")
     s.add_argument("--config", required=True, help="SweepConfig .json/.yaml")

@@ -41,6 +41,13 @@ from ._regimes import REGIME_GROUPS as REGIME_GROUPS
 from ._regimes import REGIME_NAMES as REGIME_NAMES
 from ._regimes import REGIME_SEVERITY as REGIME_SEVERITY
 from ._regimes import Regime as Regime
+from ._scales import SCALE_ALIASES as SCALE_ALIASES
+from ._scales import SCALE_DOMAINS as SCALE_DOMAINS
+from ._scales import SCALES as SCALES
+from ._scales import from_scale as from_scale
+from ._scales import in_scale_domain as in_scale_domain
+from ._scales import scale_name as scale_name
+from ._scales import to_scale as to_scale
 from ._scores import crps_samples as crps_samples
 from ._values import load_yaml as load_yaml
 from ._values import parse_number as parse_number

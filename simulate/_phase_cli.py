@@ -13,7 +13,8 @@ __all__ = ["add_phase_parser", "parse_axis"]
 
 
 def parse_axis(text: str):
-    """``NAME=LO:HI:NUM[:log]`` → :class:`~simulate.Axis`, e.g. ``tau=0.5:20:64:log``."""
+    """``NAME=LO:HI:NUM[:SCALE]`` → :class:`~simulate.Axis`, e.g. ``tau=0.5:20:64:log``
+    (``SCALE``: one of :data:`simulate.common.SCALES`, default ``linear``)."""
     from ._sweep import grid
 
     if "=" not in text:
@@ -21,7 +22,7 @@ def parse_axis(text: str):
     name, spec = text.rsplit("=", 1)
     parts = spec.split(":")
     if len(parts) not in (3, 4):
-        raise SpecError(f"axis {text!r}: write NAME=LO:HI:NUM[:log|linear]")
+        raise SpecError(f"axis {text!r}: write NAME=LO:HI:NUM[:log|log1p|linear]")
     try:  # the toolkit's one value rule (2e-3, .5 numbers; 1_0 not)
         lo, hi = (parse_number(v, what=f"axis {text!r}") for v in parts[:2])
         num = parse_value(parts[2].strip())

@@ -30,6 +30,7 @@ from ._batch import (
 )
 from ._kinetics import Model, Schedule
 from ._params import set_param
+from ._scales import SCALE_DOMAINS, from_scale, in_scale_domain, scale_name
 from ._solve import Solution, solve
 from .spec import SpecError
 
@@ -65,7 +66,7 @@ class Axis:
     Attributes:
         name: Parameter name as :func:`~simulate.set_param` reads it (``tau``, ``K[X->Y]``).
         values: Grid values, shape ``(num,)``, increasing.
-        scale: ``"linear"`` or ``"log"`` (for plotting).
+        scale: The grid's scale (:data:`simulate.common.SCALES`; for plotting).
     """
 
     name: str
@@ -86,17 +87,28 @@ def axis_label(name: str) -> str:
 
 
 def grid(name: str, lo: float, hi: float, num: int, scale: str = "linear") -> Axis:
-    """A linear or log grid of ``num`` values from ``lo`` to ``hi`` (inclusive)."""
-    if scale not in ("linear", "log"):
-        raise SpecError(f"grid scale must be 'linear' or 'log', got {scale!r}")
+    """A grid of ``num`` values from ``lo`` to ``hi`` (inclusive), evenly spaced on ``scale``.
+
+    ``scale`` is one of the shared scales (:data:`simulate.common.SCALES`): ``linear``,
+    ``log`` (geometric, ``lo > 0``) or ``log1p`` (even in ``log(1 + h)``, ``lo >= 0``);
+    ``lin`` reads as ``linear``.
+
+    Raises:
+        SpecError: An unknown scale, ``num < 1``, or bounds outside the scale's domain.
+    """
+    scale = scale_name(scale, what="grid scale", error=SpecError)
     if int(num) < 1:
         raise SpecError(f"grid for {name}: num must be >= 1, got {num}")
     if not (np.isfinite(lo) and np.isfinite(hi)) or hi < lo:
         raise SpecError(f"grid for {name}: need finite lo <= hi, got {lo}, {hi}")
+    if not bool(in_scale_domain(scale, lo)):
+        raise SpecError(f"{scale} grid for {name} needs lo {SCALE_DOMAINS[scale]}, got {lo}")
     if scale == "log":
-        if lo <= 0:
-            raise SpecError(f"log grid for {name} needs lo > 0, got {lo}")
         values = np.geomspace(lo, hi, int(num))
+    elif scale == "log1p":
+        values = np.clip(
+            from_scale(scale, np.linspace(np.log1p(lo), np.log1p(hi), int(num))), lo, hi
+        )
     else:
         values = np.linspace(lo, hi, int(num))
     return Axis(name, values, scale)

@@ -6,6 +6,8 @@
 * the regime vocabulary: :class:`Regime`, :data:`REGIME_NAMES`, :data:`REGIME_SEVERITY` and the
   groups forecasts report, :data:`REGIME_GROUPS`;
 * the forecast score :func:`crps_samples`;
+* the one vocabulary of value scales, :data:`SCALES` (``log``, ``log1p``, ``linear``), with
+  :func:`scale_name` (reads the alias ``lin``), :func:`to_scale` and :func:`from_scale`;
 * the one collapse rule for measured (real-run) competence curves, :func:`fall_collapse`
   (:data:`COLLAPSE_RULE` in words).
 
@@ -44,6 +46,13 @@ from ._regimes import REGIME_GROUPS as REGIME_GROUPS
 from ._regimes import REGIME_NAMES as REGIME_NAMES
 from ._regimes import REGIME_SEVERITY as REGIME_SEVERITY
 from ._regimes import Regime as Regime
+from ._scales import SCALE_ALIASES as SCALE_ALIASES
+from ._scales import SCALE_DOMAINS as SCALE_DOMAINS
+from ._scales import SCALES as SCALES
+from ._scales import from_scale as from_scale
+from ._scales import in_scale_domain as in_scale_domain
+from ._scales import scale_name as scale_name
+from ._scales import to_scale as to_scale
 from ._scores import crps_samples as crps_samples
 
 __all__ = [
@@ -54,6 +63,9 @@ __all__ = [
     "REGIME_GROUPS",
     "REGIME_NAMES",
     "REGIME_SEVERITY",
+    "SCALES",
+    "SCALE_ALIASES",
+    "SCALE_DOMAINS",
     "AgentmotifsError",
     "ConfigError",
     "OutputError",
@@ -66,12 +78,16 @@ __all__ = [
     "crps_samples",
     "fall_collapse",
     "folder_kind",
+    "from_scale",
+    "in_scale_domain",
     "jsonable",
     "mark_output",
     "read_json_object",
     "read_structured",
     "read_text",
     "save_figure",
+    "scale_name",
+    "to_scale",
     "write_json",
     "write_text",
 ]

@@ -1,0 +1,184 @@
+"""The knob schema: one declaration per training knob (torch-free).
+
+A knob is a field of :class:`llm_runs.config.TrainConfig` that a study varies between runs
+and that the competence model represents through hyperparameter links. Each :class:`Knob`
+declares only what the config does not know — its scale (one of
+:data:`simulate.common.SCALES`), the model parameters it links to by default and what those
+stand for; its type and domain are read from the config itself (:attr:`Knob.type`,
+:meth:`Knob.check` validates a value with the config's own rules), so they cannot drift.
+
+Derived from :data:`KNOBS`: ``calibrate.KNOB_LINKS`` and ``calibrate.default_links`` (the
+links ``calibrate fit`` proposes), link transforms, the default scale of a search-space field
+(``recommend --space``), and ``llm_runs train``'s flags for the knobs (``--lr``,
+``--batch``, ``--group``: their types from the config fields).
+
+Example:
+    >>> from llm_runs.knobs import knob
+    >>> k = knob("rl.staleness")
+    >>> k.scale, k.links, k.type
+    ('log1p', ('rho', 'delta'), <class 'int'>)
+    >>> k.check(1e1)  # an integral float is the lag 10, as the config reads it
+    10
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any
+
+from simulate.common import SCALE_DOMAINS, SCALES, in_scale_domain
+
+from .config import ConfigError, TrainConfig, field_type, set_dotted, typed_value
+
+__all__ = ["KNOBS", "Knob", "knob"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Knob:
+    """One training knob.
+
+    Attributes:
+        field: Dotted training-config field; ``rl.lr_scale.*`` stands for one field per
+            role (``rl.lr_scale.X`` links the role's own node ``X``).
+        scale: Its scale (:data:`simulate.common.SCALES`): the link transform, the spacing
+            of a search-space range and of a grid.
+        links: Base parameters of the competence model it links to by default (every
+            node's, or the role's own for ``rl.lr_scale.*``).
+        mechanism: The model mechanism the knob stands for.
+        not_represented: What the fitted ODE cannot represent of the knob.
+    """
+
+    field: str
+    scale: str
+    links: tuple[str, ...]
+    mechanism: str
+    not_represented: str
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES:
+            raise ConfigError(f"knob {self.field}: scale must be one of {SCALES}")
+        if _hint(self.field) is None:
+            raise ConfigError(f"knob {self.field}: not a field of the training config")
+
+    def matches(self, name: str) -> bool:
+        """``name`` is this knob's field (or, for ``rl.lr_scale.*``, one role's)."""
+        if self.field.endswith(".*"):
+            prefix = self.field[:-1]
+            role = name[len(prefix) :]
+            return name.startswith(prefix) and bool(role) and "." not in role
+        return name == self.field
+
+    def targets(self, name: str) -> tuple[str, ...]:
+        """Nodes a link of field ``name`` targets: the role for ``rl.lr_scale.ROLE``, else
+        every node (``()``)."""
+        return (name[len(self.field) - 1 :],) if self.field.endswith(".*") else ()
+
+    @property
+    def type(self) -> type:
+        """The config field's number type (``int`` or ``float``)."""
+        hint = _hint(self.field)
+        kinds = hint.__args__ if isinstance(hint, types.UnionType) else (hint,)
+        return float if float in kinds else int
+
+    @property
+    def integer(self) -> bool:
+        """The field takes integers (``rl.staleness``, ``rl.batch``)."""
+        return self.type is int
+
+    def check(self, value: Any, name: str | None = None) -> int | float:
+        """``value`` typed and validated as the training config reads field ``name``
+        (default :attr:`field`): its type conversion (``1e1`` → 10 for an int field) and its
+        own check (``rl.lr: must be > 0``). The config's domain lies inside the scale's.
+
+        Raises:
+            ConfigError: The config refuses the value (its message, naming the field).
+        """
+        name = name or self.field
+        if not self.matches(name):
+            raise ConfigError(f"{name} is not the knob {self.field}")
+        typed = typed_value(name, value)  # a role's factor: no dataclass field, any number
+        if self.type is float and isinstance(typed, int) and not isinstance(typed, bool):
+            typed = float(typed)
+        data: dict[str, Any] = {}
+        set_dotted(data, name, typed)
+        TrainConfig.from_dict(data)
+        if not bool(in_scale_domain(self.scale, typed)):  # a knob whose scale is too narrow
+            raise ConfigError(f"{name} must be {SCALE_DOMAINS[self.scale]} ({self.scale} scale)")
+        return typed
+
+
+def _hint(name: str) -> Any:
+    """The declared type of a knob's field; for ``sec.dict_field.*`` the dict's value type."""
+    if name.endswith(".*"):
+        parent = field_type(name[:-2])
+        args = typing.get_args(parent)
+        return args[1] if typing.get_origin(parent) is dict and len(args) == 2 else None
+    return field_type(name)
+
+
+#: The training knobs (docs/model.md, "Training knobs as links", lists the same rows).
+KNOBS: tuple[Knob, ...] = (
+    Knob(
+        "rl.lr",
+        "log",
+        ("rho", "delta"),
+        "learning step: rate per step rho; large steps also undo past learning (delta)",
+        "finite-step overshoot and flips (simulate's map, eta) — the fit is an ODE",
+    ),
+    Knob(
+        "rl.staleness",
+        "log1p",
+        ("rho", "delta"),
+        "policy lag k: stale rollouts slow learning (effective rho) and let the "
+        "policy drift back (effective delta)",
+        "the delay itself: the fitted ODE has no delay (simulate's tau, delay_stages), "
+        "so lag enters only as an effective rate and forgetting, never as lag-driven "
+        "oscillation",
+    ),
+    Knob(
+        "rl.kl_coef",
+        "log1p",
+        ("delta",),
+        "pull toward the base: forgetting delta",
+        "a pull toward the base's competence rather than toward 0",
+    ),
+    Knob(
+        "rl.weight_decay",
+        "log1p",
+        ("delta",),
+        "decay of the adapter weights toward 0: forgetting delta",
+        "decay scaled by the warm-up ramp and lr (lr_eff), not a constant rate",
+    ),
+    Knob(
+        "rl.batch",
+        "log",
+        ("rho",),
+        "more rollouts per step: a cleaner gradient, a larger effective rate",
+        "gradient noise itself (simulate's sigma, SDE); seed-to-seed spread",
+    ),
+    Knob(
+        "rl.group",
+        "log",
+        ("rho",),
+        "more rollouts per problem: a cleaner gradient, a larger effective rate",
+        "gradient noise itself (simulate's sigma, SDE); seed-to-seed spread",
+    ),
+    Knob(
+        "rl.lr_scale.*",
+        "log",
+        ("rho",),
+        "per-role learning-rate factor: that role's rho",
+        "as for rl.lr: finite-step effects of the role's own steps",
+    ),
+)
+
+
+def knob(name: str) -> Knob | None:
+    """The knob of training-config field ``name`` (``rl.lr_scale.X`` → ``rl.lr_scale.*``),
+    or None when ``name`` is no knob."""
+    for k in KNOBS:
+        if k.matches(str(name)):
+            return k
+    return None
