@@ -64,9 +64,10 @@ def observed_regime(run: str | Path | RunLog, *, strict: bool = False) -> dict[s
     if not np.all(np.isfinite(states)):
         raise RunLogError(f"{log.path}: competence values must be finite to label a regime")
     n_eval = log.frame("agent").groupby("agent")["n_eval"].median().reindex(agents)
+    shift = (log.manifest.get("schedules") or {}).get("shift_step")  # judged after the shift
     try:
         labels = simulate.classify_observed(
-            t, states, n_eval.to_numpy(float), names=tuple(agents)
+            t, states, n_eval.to_numpy(float), names=tuple(agents), since=shift
         )
     except simulate.AgentmotifsError as e:
         raise RunLogError(f"{log.path}: {e}") from e

@@ -25,7 +25,12 @@ __all__ = ["classify_observed"]
 
 
 def classify_observed(
-    t: Any, states: Any, n_eval: Any, *, names: tuple[str, ...] | None = None
+    t: Any,
+    states: Any,
+    n_eval: Any,
+    *,
+    names: tuple[str, ...] | None = None,
+    since: float | None = None,
 ) -> dict[str, Any]:
     """Label measured competence curves (one real run) with the one rule for real runs.
 
@@ -34,6 +39,10 @@ def classify_observed(
         states: Competences, shape ``(T, N)`` (one column per agent), finite, in ``[0, 1]``.
         n_eval: Probes per evaluation: a number, or one per agent ``(N,)``.
         names: Agent names (default ``"0"``, ``"1"``, ...).
+        since: Step of the run's last input switch (e.g. a distribution shift), if any:
+            collapse is judged on the evaluations from that step on (at least the last 4),
+            as :func:`simulate.classify` judges the part after the last switch, so a drop
+            caused by a harder task is not a collapse.
 
     Returns:
         ``{"regime": str, "node_regimes": {name: str}, "collapse": {name: verdict dict}}``,
@@ -79,8 +88,9 @@ def classify_observed(
     )
     _, nodes = classify(sol, bounded=False, noise_sd=jnp.asarray(noise_sd))
     codes = [int(c) for c in np.asarray(nodes).tolist()]
+    first = 0 if since is None else min(int(np.searchsorted(tt, float(since))), tt.size - 4)
     verdicts: dict[str, Collapse] = {
-        a: fall_collapse(y[:, j], float(ne[j])) for j, a in enumerate(labels)
+        a: fall_collapse(y[first:, j], float(ne[j])) for j, a in enumerate(labels)
     }
     codes = [
         int(Regime.COLLAPSE) if verdicts[a].collapsed else c
