@@ -35,7 +35,6 @@ from _relabel_data import committed_runs, reference_collapse  # noqa: E402
 
 from simulate.common import COLLAPSE_RULE, write_json, write_text  # noqa: E402
 
-
 REVISIONS = [
     "The reference rule was not changed after it was stated. The classifier was revised once "
     "after a first relabel: that pass (collapse judged on the whole curve) called 35 "
@@ -109,15 +108,22 @@ def summarise(rows: list[dict[str, Any]], runs: list[dict[str, Any]], root: Path
         "n_runs": n,
         "n_agent_curves": len(pairs),
         "by_experiment": by_exp,
-        "collapsed": {"classifier": sum(r["classifier_collapsed"] for r in rows),
-                      "reference": sum(r["reference_collapsed"] for r in rows)},  # fmt: skip
+        "collapsed": {
+            "classifier": sum(r["classifier_collapsed"] for r in rows),
+            "reference": sum(r["reference_collapsed"] for r in rows),
+        },
         "agreement_runs": agree / n,
         "agreement_runs_ci95": wilson(agree, n),
         "agreement_agents": a_agree / len(pairs),
         "agreement_agents_ci95": wilson(a_agree, len(pairs)),
         "disagreements": dis,
-        "transitions": dict(Counter(f"{r['old']} -> {r['new']}" for r in rows
-                                    if r["old"] is not None and r["old"] != r["new"])),  # fmt: skip
+        "transitions": dict(
+            Counter(
+                f"{r['old']} -> {r['new']}"
+                for r in rows
+                if r["old"] is not None and r["old"] != r["new"]
+            )
+        ),
         "labels": {r["key"]: {"old": r["old"], "new": r["new"]} for r in rows},
         "changed": {
             "regime_map": ch.regime_map(root, rm) if rm else None,
@@ -163,8 +169,12 @@ def table(s: dict[str, Any]) -> str:
                   f"{nw['boundary_error_decades']:.3f} decades (baseline "
                   f"{o['baseline_boundary_error_decades']:.3f} -> "
                   f"{nw['baseline_boundary_error_decades']:.3f})."]  # fmt: skip
-    lines += ["", "Pool collapse counts that change: "
-              + ("; ".join(c["pool"]["changed_rates"]) or "none") + "."]
+    lines += [
+        "",
+        "Pool collapse counts that change: "
+        + ("; ".join(c["pool"]["changed_rates"]) or "none")
+        + ".",
+    ]
     lag = c["hypotheses"]["lag_oscillating"]
     lines += ["", "Hypotheses, oscillating runs at the lagged setting: "
               + ", ".join(f"{m} {v['old']}/{v['runs']} -> {v['new']}/{v['runs']}"
@@ -196,16 +206,19 @@ def figure(path: Path, rows: list[dict[str, Any]], runs: list[dict[str, Any]]) -
             ax.axhline(v["reference"], color="grey", ls=":", label="R")
             ax.axhline(0.5 * v["reference"], color="tab:red", ls="--", label="0.5 R")
         ax.set(ylim=(-0.02, 1.02), xlabel="step", ylabel=f"A_{a}")
-        ax.set_title(f"{r['key'].split(':')[1][:28]} {a}\nold {r['old']} / new "
-                     f"{r['node_regimes'][a]}; ref {r['agents'][a]['reference']}", fontsize=7)  # fmt: skip
-    for ax in list(axes.flat)[len(picks):]:
+        title = (
+            f"{r['key'].split(':')[1][:28]} {a}\nrun old {r['old']} / agent new "
+            f"{r['node_regimes'][a]}; reference {r['agents'][a]['reference']}"
+        )
+        ax.set_title(title, fontsize=7)
+    for ax in list(axes.flat)[len(picks) :]:
         ax.axis("off")
     fig.tight_layout()
     save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--results", type=Path, default=HERE / "results")
     ap.add_argument("--out", type=Path, default=None, help="default: <results>/relabel")
     a = ap.parse_args(argv)
