@@ -57,7 +57,6 @@ from ._scores import crps_samples as crps_samples
 
 __all__ = [
     "COLLAPSE_RULE",
-    "Collapse",
     "MARK_FILE",
     "PLOT_SUFFIXES",
     "REGIME_GROUPS",
@@ -67,6 +66,7 @@ __all__ = [
     "SCALE_ALIASES",
     "SCALE_DOMAINS",
     "AgentmotifsError",
+    "Collapse",
     "ConfigError",
     "OutputError",
     "Regime",
