@@ -144,6 +144,30 @@ def _config(args: argparse.Namespace):
     return FitConfig.from_dict(base)
 
 
+def _proposed_links(cfg, args: argparse.Namespace, data):
+    """``fit`` without a hierarchy (no ``--hierarchy``, none in ``--config``): the default
+    links of the knob schema for the knobs that vary in the inputs
+    (:func:`calibrate.default_links`), one printed line each; a hierarchy file overrides
+    them (``{}``: no links)."""
+    import dataclasses
+
+    from simulate.common import read_json_object
+
+    from ._knobs import default_links
+
+    if args.hierarchy or (args.config and "hierarchy" in read_json_object(args.config)):
+        return cfg
+    links = default_links(data.hyper)
+    for lk in links:
+        on = f"{lk.param}[{','.join(lk.targets)}]" if lk.targets else lk.param
+        print(f"link (default for a knob that varies): {on} ~ {lk.covariate} ({lk.transform})")
+    if links:
+        print("  (a --hierarchy file overrides the default links; {} fits without links)")
+    return dataclasses.replace(
+        cfg, hierarchy=dataclasses.replace(cfg.hierarchy, links=tuple(links))
+    )
+
+
 def _host_devices(chains: int) -> None:
     """One CPU device per chain, so NUTS runs its chains in parallel (before JAX starts;
     a no-op when the backend is already up or ``XLA_FLAGS`` sets a device count)."""
@@ -176,7 +200,7 @@ def _fit(args: argparse.Namespace) -> int:
     from ._select import candidates, select
 
     data = load(args)
-    cfg = _config(args)
+    cfg = _proposed_links(_config(args), args, data)
     nodes = tuple(a.strip() for a in args.agents.split(",")) if args.agents else None
     out = Path(args.out)
     key = jax.random.key(args.seed)
