@@ -36,10 +36,11 @@ def check_train_fields(setting: dict[str, float]) -> None:
     """Validate the training-config fields of a setting with the training config's own rules
     (``rl.staleness=2.5`` fails as ``train`` fails it); other covariates pass unchecked."""
     from llm_runs.config import TrainConfig, field_type, set_dotted
+    from llm_runs.knobs import knob
 
     data: dict[str, Any] = {}
     for name, value in setting.items():
-        if field_type(name) is not None:
+        if field_type(name) is not None or knob(name) is not None:  # rl.lr_scale.X too
             set_dotted(data, name, value)
     if data:
         try:

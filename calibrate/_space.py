@@ -5,6 +5,7 @@ each a range or a list of choices, and the terms of the next run::
 
     fields:
       rl.lr: {low: 1.0e-4, high: 1.0e-2, scale: log}
+      rl.kl_coef: {low: 0.0, high: 0.5}        # scale: the knob's own (log1p)
       rl.staleness: {choices: [0, 2, 4]}
     budget_steps: 600     # optimizer steps of the recommended run (its ``steps``)
     risk: 0.1             # largest acceptable P(oscillating or collapse)
@@ -14,7 +15,14 @@ each a range or a list of choices, and the terms of the next run::
 
 The candidates are the full grid when every field lists choices and the grid has at most
 ``n_candidates`` points, else ``n_candidates`` points of a scrambled Sobol sequence
-(:class:`scipy.stats.qmc.Sobol`) mapped onto the ranges (log or linear) and choices.
+(:class:`scipy.stats.qmc.Sobol`) mapped onto the ranges and choices.
+
+A range is spaced on a scale of :data:`simulate.common.SCALES` (``log``, ``log1p`` or
+``linear``; ``lin``, the spelling of earlier versions, reads as ``linear``). Without
+``scale`` a knob of :data:`llm_runs.knobs.KNOBS` takes its own scale (``rl.lr``: log,
+``rl.staleness``: log1p) and any other field ``log``; without ``integer`` a knob takes its
+config field's type. A knob's bounds and choices are checked by the training config's own
+rules (:meth:`llm_runs.knobs.Knob.check`): a value ``llm_runs train`` refuses is refused here.
 """
 
 from __future__ import annotations
@@ -29,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from simulate.common import ConfigError
+from llm_runs.knobs import knob
+from simulate.common import SCALE_DOMAINS, ConfigError, from_scale, in_scale_domain, scale_name
 
 __all__ = ["SearchSpace", "SpaceField"]
 
-_SCALES = ("log", "lin")
 _TOP_KEYS = ("fields", "budget_steps", "risk", "target", "n_candidates", "seed", "objective")
 _MAX_CANDIDATES = 100_000
 
@@ -54,7 +62,8 @@ class SpaceField:
         name: Dotted training-config field (``rl.lr``).
         low: Lower bound of a range (None for choices).
         high: Upper bound of a range, > ``low``.
-        scale: ``log`` (uniform in log; needs ``low > 0``) or ``lin``.
+        scale: ``log`` (uniform in log; needs ``low > 0``), ``log1p`` (uniform in
+            ``log(1 + h)``; ``low >= 0``) or ``linear`` (``lin`` reads as ``linear``).
         integer: Round range values to integers (counts such as ``rl.batch``).
         choices: The allowed values (numbers, strings or booleans), or None for a range.
     """
@@ -83,8 +92,11 @@ class SpaceField:
                 )
             from llm_runs.config import typed_value  # the training config's own field types
 
+            k = knob(self.name)
             try:
-                typed = tuple(typed_value(self.name, c) for c in self.choices)
+                typed = tuple(
+                    k.check(c, self.name) if k else typed_value(self.name, c) for c in self.choices
+                )
             except ConfigError as err:
                 raise ConfigError(f"{where}.choices: {err}") from None
             object.__setattr__(self, "choices", typed)  # rl.staleness: 1e1 is the lag 10
@@ -95,14 +107,28 @@ class SpaceField:
         assert self.low is not None and self.high is not None  # checked just above
         if not self.high > self.low:
             raise ConfigError(f"{where}: high must be > low, got {self.low!r}..{self.high!r}")
-        if self.scale not in _SCALES:
-            raise ConfigError(f"{where}.scale must be one of {_SCALES}, got {self.scale!r}")
-        if self.scale == "log" and not self.low > 0:
-            raise ConfigError(f"{where}.low must be > 0 on a log scale, got {self.low!r}")
+        object.__setattr__(self, "scale", scale_name(self.scale, what=f"{where}.scale"))
+        if not bool(in_scale_domain(self.scale, self.low)):
+            dom = SCALE_DOMAINS[self.scale].removeprefix("a finite number ")
+            raise ConfigError(
+                f"{where}.low must be {dom} on a {self.scale} scale, got {self.low!r}"
+            )
         if not isinstance(self.integer, bool):
             raise ConfigError(f"{where}.integer must be true or false, got {self.integer!r}")
         if self.integer and math.ceil(self.low) > math.floor(self.high):
             raise ConfigError(f"{where}: no integer lies in {self.low!r}..{self.high!r}")
+        k = knob(self.name)
+        if k is not None:  # the bounds as the training config checks the field
+            ends = (
+                (math.ceil(self.low), math.floor(self.high))
+                if self.integer
+                else (self.low, self.high)
+            )
+            for key, v in zip(("low", "high"), ends, strict=True):
+                try:
+                    k.check(v if self.integer or k.integer else float(v), self.name)
+                except ConfigError as err:
+                    raise ConfigError(f"{where}.{key}: {err}") from None
 
     @property
     def fixed(self) -> bool:
@@ -117,6 +143,8 @@ class SpaceField:
         lo, hi = float(self.low), float(self.high)  # type: ignore[arg-type]
         if self.scale == "log":
             x = np.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
+        elif self.scale == "log1p":
+            x = from_scale("log1p", math.log1p(lo) + u * (math.log1p(hi) - math.log1p(lo)))
         else:
             x = lo + u * (hi - lo)
         x = np.clip(x, lo, hi)  # exp/log round-off must not leave the bounds
@@ -147,12 +175,13 @@ class SpaceField:
             if not isinstance(choices, list | tuple):
                 raise ConfigError(f"space: fields.{name}.choices must be a list, got {choices!r}")
             choices = tuple(choices)
+        k = knob(name)  # the knob schema's scale and type, unless the file says otherwise
         return cls(
             name=name,
             low=data.get("low"),
             high=data.get("high"),
-            scale=data.get("scale", "log"),
-            integer=data.get("integer", False),
+            scale=data.get("scale", k.scale if k else "log"),
+            integer=data.get("integer", k.integer if k else False),
             choices=choices,
         )
 

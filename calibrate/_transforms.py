@@ -1,4 +1,4 @@
-"""The names of the link transforms ``T`` (plain Python; read by the config and the knobs).
+"""The names of the link transforms ``T``: the shared scales (read by the config and the knobs).
 
 Kept apart from :mod:`calibrate._knobs` (which builds :class:`calibrate.Link` records) so
 that :mod:`calibrate._config` can check a link's transform without importing the knobs.
@@ -6,7 +6,9 @@ that :mod:`calibrate._config` can check a link's transform without importing the
 
 from __future__ import annotations
 
+from simulate.common import SCALES
+
 __all__ = ["TRANSFORMS"]
 
-#: Link transforms ``T``, the default first.
-TRANSFORMS = ("log", "log1p", "linear")
+#: Link transforms ``T`` (:data:`simulate.common.SCALES`), the default first.
+TRANSFORMS = SCALES

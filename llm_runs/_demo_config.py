@@ -15,6 +15,8 @@ from typing import Any
 from simulate.common import ConfigError
 from simulate.spec import MOTIFS
 
+from .knobs import hierarchy_links
+
 __all__ = ["QUICK", "DemoConfig", "pilot_name"]
 
 
@@ -138,14 +140,7 @@ class DemoConfig:
     def links(self) -> dict[str, Any]:
         """The fit's hierarchy: growth (``rho``) and forgetting (``delta``) linked to both
         knobs (log learning rate, log(1 + staleness))."""
-        return {
-            "links": [
-                {"param": p, "covariate": "rl.lr"} for p in ("rho", "delta")
-            ] + [
-                {"param": p, "covariate": "rl.staleness", "transform": "log1p"}
-                for p in ("rho", "delta")
-            ]
-        }  # fmt: skip
+        return hierarchy_links(("rl.lr", "rl.staleness"))  # the knob schema's defaults
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (lists for tuples)."""

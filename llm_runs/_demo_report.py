@@ -27,17 +27,19 @@ from simulate.common import read_json_object, save_figure, write_json, write_tex
 from ._competence_plot import competence_figure
 from ._demo_config import DemoConfig, pilot_name
 from ._regime import observed_regime
+from .knobs import knob
 from .runlog import read_run
 
 __all__ = ["compare_confirmation", "nearest_pilot", "write_report"]
 
 #: Samples of the nearest-pilot baseline's binomial forecast (seeded: the report is stable).
 BASELINE_SAMPLES = 4000
-_LOG1P_KNOBS = ("rl.staleness",)  # knobs on the log(1 + k) scale; others on log
 
 
 def _knob_scale(field: str, value: float) -> float:
-    return math.log1p(float(value)) if field in _LOG1P_KNOBS else math.log(float(value))
+    """``value`` on the knob's own scale (:data:`llm_runs.knobs.KNOBS`; ``log`` for others)."""
+    k = knob(field)
+    return math.log1p(float(value)) if k and k.scale == "log1p" else math.log(float(value))
 
 
 def _last_logs(log: Any) -> dict[str, tuple[float, int]]:

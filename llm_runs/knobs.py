@@ -32,7 +32,7 @@ from simulate.common import SCALE_DOMAINS, SCALES, in_scale_domain
 
 from .config import ConfigError, TrainConfig, field_type, set_dotted, typed_value
 
-__all__ = ["KNOBS", "Knob", "knob"]
+__all__ = ["KNOBS", "Knob", "hierarchy_links", "knob"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,3 +182,22 @@ def knob(name: str) -> Knob | None:
         if k.matches(str(name)):
             return k
     return None
+
+
+def hierarchy_links(fields: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """The hierarchy file (``calibrate fit --hierarchy``) linking each knob of ``fields`` to
+    its default parameters on its own scale, in the order given (a ``log`` link leaves
+    ``transform`` out, the file format's default).
+
+    Raises:
+        ConfigError: A field that is no knob.
+    """
+    links = []
+    for name in fields:
+        k = knob(name)
+        if k is None:
+            raise ConfigError(f"{name} is no knob of llm_runs.knobs.KNOBS")
+        extra = {"targets": list(k.targets(name))} if k.targets(name) else {}
+        extra |= {"transform": k.scale} if k.scale != "log" else {}
+        links += [{"param": p, "covariate": name} | extra for p in k.links]
+    return {"links": links}

@@ -39,6 +39,7 @@ import _regime_report as report
 from _subproc import call_logged
 
 import simulate
+from llm_runs.knobs import hierarchy_links
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,14 +118,7 @@ QUICK = MapConfig(
     draws=32,
     boundary_points=8,
 )
-LINKS = {
-    "links": [
-        {"param": "rho", "covariate": "rl.lr"},
-        {"param": "delta", "covariate": "rl.lr"},
-        {"param": "rho", "covariate": "rl.staleness", "transform": "log1p"},
-        {"param": "delta", "covariate": "rl.staleness", "transform": "log1p"},
-    ]
-}
+LINKS = hierarchy_links(("rl.lr", "rl.staleness"))  # the knob schema's default links
 
 
 def run_name(cfg: MapConfig, cell: tuple[int, int], seed: int) -> str:

@@ -33,15 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _watch_data as wdata
 import _watch_metrics as wm
 
+from llm_runs.knobs import hierarchy_links
+
 ROOT = Path(__file__).resolve().parent / "results"
-LINKS = {
-    "links": [
-        {"param": "rho", "covariate": "rl.lr"},
-        {"param": "delta", "covariate": "rl.lr"},
-        {"param": "rho", "covariate": "rl.staleness", "transform": "log1p"},
-        {"param": "delta", "covariate": "rl.staleness", "transform": "log1p"},
-    ]
-}
+LINKS = hierarchy_links(("rl.lr", "rl.staleness"))  # the knob schema's default links
 THRESHOLDS = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
 
 

@@ -210,8 +210,8 @@ def test_knob_table_is_documented_in_model_md():
     for knob, row in zip(KNOB_LINKS, rows, strict=True):
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[0] == f"`{knob.field}`"
-        assert cells[1] == f"`{knob.transform}`" and knob.transform in TRANSFORMS
-        assert cells[2] == ", ".join(f"`{p}`" for p in knob.params)
+        assert cells[1] == f"`{knob.scale}`" and knob.scale in TRANSFORMS
+        assert cells[2] == ", ".join(f"`{p}`" for p in knob.links)
 
 
 def test_recommend_sweeps_a_log1p_link_over_its_domain(stale_fit):
