@@ -40,6 +40,8 @@ import numpy as np
 from llm_runs.knobs import knob
 from simulate.common import SCALE_DOMAINS, ConfigError, from_scale, in_scale_domain, scale_name
 
+from ._knobs import check_value
+
 __all__ = ["SearchSpace", "SpaceField"]
 
 _TOP_KEYS = ("fields", "budget_steps", "risk", "target", "n_candidates", "seed", "objective")
@@ -94,11 +96,16 @@ class SpaceField:
 
             k = knob(self.name)
             try:
-                typed = tuple(
-                    k.check(c, self.name) if k else typed_value(self.name, c) for c in self.choices
-                )
+                typed = tuple(typed_value(self.name, c) for c in self.choices)
             except ConfigError as err:
                 raise ConfigError(f"{where}.choices: {err}") from None
+            if k is not None:  # the scale's domain (as recommend words it), then the config's
+                for c in typed:
+                    check_value(k.scale, c, f"space: fields.{self.name} value")
+                try:
+                    typed = tuple(k.check(c, self.name) for c in typed)
+                except ConfigError as err:
+                    raise ConfigError(f"{where}.choices: {err}") from None
             object.__setattr__(self, "choices", typed)  # rl.staleness: 1e1 is the lag 10
             return
         for key, v in (("low", self.low), ("high", self.high)):
