@@ -28,6 +28,7 @@ from simulate.spec import NetworkSpec
 from ._config import ConfigError, FitConfig
 from ._data import CurveData, DataError
 from ._knobs import check_values, transform_values
+from ._link_rows import LinkRow
 from ._network import Layout, make_layout, resolve_network
 from ._quad import QuadGrid, feedforward_order, solve_quad
 from ._solvers import fixed_substeps, solve_at, solve_rk4
@@ -65,7 +66,9 @@ class CurveModel(eqx.Module):
         link_index: Per slope, the index into the parameter vector.
         link_x: Per slope, the centred transformed covariate ``T(h) - mean T(h)`` of each
             run (``T`` the link's transform: log, log1p or linear), shape ``(L, R)``.
-        link_names: Per slope, a label ``c[rho[X]~lr]``.
+        link_rows: Per slope, its structured record (:class:`calibrate._link_rows.LinkRow`:
+            parameter, covariate, transform, the runs' centre ``mean T(h)``); the labels
+            ``c[rho[X]~lr]`` (:attr:`link_names`) derive from them.
         log_choose: Sum of the log binomial coefficients ``log C(n_eval, k)`` (a constant
             of the binomial log-likelihood, computed once).
         substeps: RK4 steps per interval of ``ts`` (``rk4``).
@@ -89,10 +92,15 @@ class CurveModel(eqx.Module):
     re_bases: tuple[str, ...] = eqx.field(static=True)
     link_index: np.ndarray
     link_x: np.ndarray
-    link_names: tuple[str, ...] = eqx.field(static=True)
+    link_rows: tuple[LinkRow, ...] = eqx.field(static=True)
     log_choose: np.ndarray
     substeps: int = eqx.field(static=True, default=1)
     quad: QuadGrid | None = None
+
+    @property
+    def link_names(self) -> tuple[str, ...]:
+        """Per slope, its summary label ``c[rho[X]~lr]``."""
+        return tuple(r.label for r in self.link_rows)
 
     @property
     def n_runs(self) -> int:
@@ -298,7 +306,7 @@ def build_model(
             if b == p:
                 re_index.append(j)
                 re_group.append(g)
-    link_index, link_x, link_names = [], [], []
+    link_index, link_x, link_rows = [], [], []
     for lk in h.links:
         hv = data.hyper_values(lk.covariate, positive=lk.transform == "log")
         x = transform_values(lk.transform, check_values(lk.transform, hv, lk.covariate, DataError))
@@ -310,6 +318,7 @@ def build_model(
                 UserWarning,
                 stacklevel=2,
             )
+        center = float(x.mean())
         x = x - x.mean()
         tg = lk.targets or tuple(
             tt for b, tt in zip(layout.bases, layout.targets, strict=True) if b == lk.param
@@ -318,7 +327,8 @@ def build_model(
             pname = f"{lk.param}[{target}]"
             link_index.append(layout.index(pname))
             link_x.append(x)
-            link_names.append(f"c[{pname}~{lk.covariate}]")
+            row = LinkRow(pname, lk.param, target, lk.covariate, lk.transform, center)
+            link_rows.append(row)
     n, k = t["n_eval"].to_numpy(float), np.asarray(data.successes, dtype=float)
     return CurveModel(
         network=net,
@@ -339,7 +349,7 @@ def build_model(
         re_bases=tuple(h.random_effects),
         link_index=np.array(link_index, dtype=np.int64),
         link_x=np.array(link_x).reshape(len(link_index), len(runs)),
-        link_names=tuple(link_names),
+        link_rows=tuple(link_rows),
         substeps=fixed_substeps(ts, config.dt),
         quad=QuadGrid.build(ts, config.dt) if config.solver == "quad" else None,
     )

@@ -19,6 +19,7 @@ from simulate import atomic_dir, claim_folder, mark_output, write_json
 from ._config import ConfigError, FitConfig
 from ._data import CurveData
 from ._density import batched_curves, batched_loglik, batched_run_params
+from ._link_rows import LINKS_FILE, read_link_rows, write_link_rows
 from ._model import CurveModel, build_model
 
 __all__ = ["Posterior", "check_output_folder", "load_fit"]
@@ -348,6 +349,7 @@ class Posterior:
             write_json(tmp / "summary.json", summ)
             write_json(tmp / "diagnostics.json", diag)
             write_json(tmp / "config.json", cm.config.to_dict())
+            write_link_rows(tmp / LINKS_FILE, cm.link_rows)
             write_json(tmp / "network.json", cm.network.to_spec(cm.name).to_dict())
             self.to_inference_data().to_netcdf(str(tmp / "posterior.nc"))
             np.savez(tmp / "latent.npz", **self.samples)
@@ -386,6 +388,11 @@ def load_fit(fit_dir: str | Path) -> Posterior:
         configs = json.loads(simulate.read_text(d / "run_configs.json", what="run configs"))
         data = dataclasses.replace(data, configs=configs)
     cm = build_model(data, spec, cfg)
+    rows = read_link_rows(d)  # None: a fit saved before the records (derived from its data)
+    if rows is not None:
+        if [(r.param, r.covariate) for r in rows] != [(r.param, r.covariate) for r in cm.link_rows]:
+            raise ConfigError(f"{str(d)!r}: links.json does not match the fit's hierarchy")
+        cm = dataclasses.replace(cm, link_rows=rows)
     with np.load(d / "latent.npz") as lat:
         samples = {k: lat[k] for k in lat.files}
     return Posterior(cm, samples, {}, {}, data=data)

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from ._config import ConfigError
-from ._knobs import check_value, reference_value, transform_values
+from ._knobs import check_value, transform_values
 from ._model import CurveModel
 from ._new_run import replicate_spread, resolve_n_eval
 from ._posterior import Posterior
@@ -44,25 +44,14 @@ __all__ = ["Prediction", "curve_regimes", "link_covariates", "predict", "predict
 def link_covariates(post: Posterior) -> dict[str, float]:
     """Linked training-config fields of a fit and their reference values
     ``h_ref = T^-1(mean T(h))`` over the pilots (``T`` the link's transform: the geometric
-    mean for ``log``, ``exp(mean log(1 + h)) - 1`` for ``log1p``, the mean for ``linear``).
-
-    Raises:
-        ConfigError: The fit does not carry a linked field's per-run values.
-    """
-    transforms = post.model.config.hierarchy.transforms
-    out: dict[str, float] = {}
-    for name in _row_covariates(post.model):
-        if name not in out:
-            hv = post.hyper
-            if hv is None or name not in hv:
-                raise ConfigError(f"the fit does not carry hyperparameter {name!r}")
-            out[name] = reference_value(transforms[name], hv[name])
-    return out
+    mean for ``log``, ``exp(mean log(1 + h)) - 1`` for ``log1p``, the mean for ``linear``),
+    read from the fit's link records (:attr:`calibrate.CurveModel.link_rows`)."""
+    return {r.covariate: r.reference for r in post.model.link_rows}
 
 
 def _row_covariates(cm: CurveModel) -> list[str]:
-    """Covariate of each slope row (link names read ``c[rho[X]~lr]``)."""
-    return [n[2:-1].split("]~", 1)[1] for n in cm.link_names]
+    """Covariate of each slope row (from the fit's link records)."""
+    return [r.covariate for r in cm.link_rows]
 
 
 def _setting_matrix(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> np.ndarray:
@@ -87,8 +76,7 @@ def _setting_matrix(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> n
             f"linked fields: {sorted(refs) or 'none'}"
         )
     transforms = post.model.config.hierarchy.transforms
-    hv = post.hyper or {}  # link_covariates checked that it holds every linked field
-    centre = {f: float(np.mean(transform_values(transforms[f], hv[f]))) for f in refs}
+    centre = {r.covariate: r.center for r in post.model.link_rows}  # as the fit stored it
     rows = _row_covariates(post.model)
     x = np.zeros((len(settings), len(rows)))
     for i, s in enumerate(settings):

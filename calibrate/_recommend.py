@@ -76,7 +76,7 @@ def recommend(
     if not links:
         raise ConfigError("recommend needs a fit with a hyperparameter link (hierarchy.links)")
     param = param or links[0].covariate
-    rows = [i for i, n in enumerate(cm.link_names) if n.endswith(f"~{param}]")]
+    rows = [i for i, r in enumerate(cm.link_rows) if r.covariate == param]
     if not rows:
         raise ConfigError(f"no link on {param!r}; links: {[lk.covariate for lk in links]}")
     transform = cm.config.hierarchy.transforms[param]

@@ -240,3 +240,28 @@ def test_a_linked_model_keeps_its_network_label():
     cm = cal.build_model(data, "C1", cfg)
     assert cm.name == "C1-AND"
     assert cm.network.to_spec(cm.name).name == "C1-AND"
+
+
+def test_links_are_stored_as_records_and_old_fits_still_load(stale_fit, tmp_path):
+    """A fit folder holds its links as records (links.json: parameter, covariate, transform,
+    centre); predict reads them; a folder saved before the records loads the same."""
+    import shutil
+
+    from calibrate._link_rows import read_link_rows
+    from calibrate._predict import _setting_matrix, link_covariates
+
+    _, folder = stale_fit
+    rows = read_link_rows(folder)
+    assert rows is not None
+    assert [(r.param, r.covariate, r.transform) for r in rows] == [
+        (f"rho[{n}]", "rl.staleness", "log1p") for n in "XYZ"
+    ]
+    assert rows[0].center == pytest.approx(float(np.mean(np.log1p(STALE))), rel=1e-12)
+    old = tmp_path / "old"
+    shutil.copytree(folder, old)
+    (old / "links.json").unlink()  # as written before the records existed
+    new_fit, old_fit = cal.load_fit(folder), cal.load_fit(old)
+    assert new_fit.model.link_rows == old_fit.model.link_rows == rows
+    assert link_covariates(new_fit) == link_covariates(old_fit)
+    s = [{"rl.staleness": 3}, {"rl.staleness": 0}]
+    np.testing.assert_array_equal(_setting_matrix(new_fit, s), _setting_matrix(old_fit, s))
