@@ -56,6 +56,7 @@ def _env() -> dict[str, str]:
 ALL_COMBOS = [(s, c) for c in (2, 1) for s in ("auto", "rk4", "tsit5")]
 
 
+@pytest.mark.slow  # ~100 s quiet (the suite's slowest calibrate test): make test-slow
 @pytest.mark.timeout(900)
 def test_adaptive_solver_with_two_chains_through_the_cli(inputs, tmp_path):
     """The README's command that crashed (default solver of the time, tsit5, 2 chains); the

@@ -184,6 +184,7 @@ def test_betabinomial_and_svi():
     assert post.diagnostics()["warnings"]  # says it is an approximation
 
 
+@pytest.mark.slow  # ~35 s quiet; test_links' slope recovery stays in make test
 def test_hierarchy_links_recover_lr_slope(tmp_path, capsys):
     """log rho = a + c log lr: runs at 3 learning rates, slope c = 1 for every node."""
     lrs = [1e-4, 3e-4, 1e-3]

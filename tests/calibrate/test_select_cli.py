@@ -45,6 +45,7 @@ def test_selection_picks_generating_motif(motif, tmp_path):
     assert (tmp_path / "selection.png").exists()
 
 
+@pytest.mark.slow  # ~75 s quiet (three fits): make test-slow
 def test_cli_fit_and_errors(tmp_path, capsys):
     from calibrate.__main__ import main
 

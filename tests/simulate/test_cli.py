@@ -111,6 +111,7 @@ def test_module_entry_point_runs():
     assert r.returncode == 0 and "I4-OR" in r.stdout
 
 
+@pytest.mark.slow  # ~30 s quiet: make test-slow
 def test_demo_writes_figure_and_summary(capsys, tmp_path):
     code, out, _ = _run(capsys, "demo", "--out", str(tmp_path))
     data = json.loads((tmp_path / "presets.json").read_text())
