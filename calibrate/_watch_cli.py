@@ -224,6 +224,8 @@ class _Watcher:
 
 def watch(args: argparse.Namespace) -> int:
     """Run ``calibrate watch``; the exit status (0, or 3 after an alert)."""
+    from llm_runs.runlog import is_terminal
+
     _check(args)
     watcher = _Watcher(args)
     if args.until_finished and not (Path(args.run) / "manifest.json").is_file():
@@ -235,7 +237,7 @@ def watch(args: argparse.Namespace) -> int:
                 return ALERT_STATUS
             if args.once:
                 return 0
-            if args.until_finished and status in ("finished", "diverged"):
+            if args.until_finished and is_terminal(status):
                 watcher.say(f"the run is {status}: stopping")
                 return 0
             time.sleep(args.poll)

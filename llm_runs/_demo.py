@@ -34,7 +34,7 @@ from simulate.common import (
 from ._children import Bar, StageError, call, progress_of, stop_children_on_interrupt
 from ._demo_config import DemoConfig, pilot_name
 from ._runfolder import LOCK_FILE, RunLock
-from .runlog import read_manifest
+from .runlog import is_terminal, read_manifest
 
 __all__ = ["STAGES", "DemoInterrupted", "StageError", "progress_of", "run_demo"]
 
@@ -65,7 +65,7 @@ def _run_status(folder: Path) -> str | None:
 def _train(args: list[str], folder: Path, log: Path, bar: Bar | None) -> bool:
     """Train (or resume, or keep) one run; True when it was already finished."""
     status = _run_status(folder)
-    if status in ("finished", "diverged"):
+    if is_terminal(status):
         return True
     if status is not None:
         args = _py("llm_runs", "train", "--out", str(folder), "--resume")
@@ -96,7 +96,7 @@ class _Demo:
     def pilots(self) -> tuple[str, bool]:
         cfg = self.cfg
         folders = [self.out / "pilots" / pilot_name(s) for s in cfg.pilots]
-        todo = sum(_run_status(f) not in ("finished", "diverged") for f in folders)
+        todo = sum(not is_terminal(_run_status(f)) for f in folders)
         bar = Bar("pilots", todo * cfg.pilot_steps, self.progress)
 
         def one(setting: dict[str, Any], folder: Path) -> bool:

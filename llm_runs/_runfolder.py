@@ -26,7 +26,7 @@ from typing import Any
 from simulate.common import ConfigError, OutputError, check_writable
 
 from .config import TrainConfig
-from .runlog import COMPETENCE_FILE, MANIFEST_FILE, RunLogError, read_manifest
+from .runlog import COMPETENCE_FILE, MANIFEST_FILE, RunLogError, is_terminal, read_manifest
 
 __all__ = [
     "CKPT_FILE",
@@ -227,7 +227,7 @@ def check_resumable(out: str | Path) -> dict:
             "start a new run without --resume"
         )
     manifest = read_manifest(out)
-    if manifest.get("status") in ("finished", "diverged"):
+    if is_terminal(manifest.get("status")):
         return manifest
     if not (out / CKPT_FILE).is_file():
         raise RunLogError(

@@ -17,9 +17,11 @@ from simulate.common import AgentmotifsError
 from ._provenance import git_revision, package_versions
 
 __all__ = [
+    "TERMINAL_STATUSES",
     "RunLogError",
     "check_steps",
     "expected_steps",
+    "is_terminal",
     "make_manifest",
     "validate_manifest",
     "validate_row",
@@ -28,6 +30,8 @@ __all__ = [
 SCHEMA = "agentmotifs.runlog"
 SCHEMA_VERSION = 2  # 2: pool fields (members, pool_spread, pool_fitness); 1 still read
 STATUSES = ("running", "finished", "diverged")
+#: The statuses of a run that will not train again: resuming it is a no-op, a study keeps it.
+TERMINAL_STATUSES = ("finished", "diverged")
 
 _AGENT_REQUIRED = ("step", "agent", "competence", "n_eval")
 _AGENT_OPTIONAL_NUM = ("reward", "reward_std", "entropy", "kl", "lr", "budget_share", "loss", "ema")
@@ -221,3 +225,9 @@ def make_manifest(
     }
     manifest.update(extra or {})
     return manifest
+
+
+def is_terminal(status: Any) -> bool:
+    """True for a run status that ends training (:data:`TERMINAL_STATUSES`: ``finished`` or
+    ``diverged``), the one check every driver makes before it resumes or keeps a run."""
+    return status in TERMINAL_STATUSES

@@ -10,7 +10,7 @@ from typing import Any
 from simulate.common import write_json
 
 from .config import SweepConfig, TrainConfig
-from .runlog import RunLogError, read_run
+from .runlog import RunLogError, is_terminal, read_run
 
 __all__ = ["run_one", "run_sweep"]
 
@@ -22,7 +22,7 @@ def run_one(cfg_dict: dict[str, Any], out: str, resume: bool = True) -> dict[str
     cfg = TrainConfig.from_dict(cfg_dict)
     try:
         log = read_run(out)
-        done = log.status in ("finished", "diverged") or log.e2e_rows[-1]["step"] >= cfg.steps
+        done = is_terminal(log.status) or log.e2e_rows[-1]["step"] >= cfg.steps
     except (RunLogError, IndexError):
         done = False
     if done:  # finished (or diverged) in an earlier attempt of the sweep

@@ -210,7 +210,7 @@ def train(
             manifest = runlog.read_manifest(out)
             cfg = same_run(TrainConfig.from_dict(manifest["config"]), cfg, out)
             check_device(cfg.device)
-            if manifest.get("status") in ("finished", "diverged"):
+            if runlog.is_terminal(manifest.get("status")):
                 print(
                     f"note: run {str(out)!r} has {manifest['status']}; nothing to resume",
                     file=sys.stderr,

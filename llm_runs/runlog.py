@@ -80,8 +80,10 @@ from ._provenance import git_revision as git_revision
 from ._provenance import package_versions as package_versions
 from ._runlog_schema import SCHEMA as SCHEMA
 from ._runlog_schema import SCHEMA_VERSION as SCHEMA_VERSION
+from ._runlog_schema import TERMINAL_STATUSES as TERMINAL_STATUSES
 from ._runlog_schema import RunLogError as RunLogError
 from ._runlog_schema import check_steps, is_int, validate_manifest
+from ._runlog_schema import is_terminal as is_terminal
 from ._runlog_schema import make_manifest as make_manifest
 from ._runlog_schema import validate_row as validate_row
 
@@ -90,12 +92,14 @@ __all__ = [
     "MANIFEST_FILE",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "TERMINAL_STATUSES",
     "RunLog",
     "RunLogError",
     "RunLogWarning",
     "RunWriter",
     "competence_table",
     "git_revision",
+    "is_terminal",
     "make_manifest",
     "package_versions",
     "read_manifest",

@@ -37,10 +37,10 @@ def run_curves(path: Path) -> dict[str, Any] | None:
     """Per-run arrays: ``steps`` (T,), ``comp`` (T, roles), ``e2e`` (T,), status, seconds;
     None for a run still training."""
     from llm_runs import observed_regime
-    from llm_runs.runlog import read_run
+    from llm_runs.runlog import is_terminal, read_run
 
     log = read_run(path)
-    if log.status not in ("finished", "diverged"):
+    if not is_terminal(log.status):
         return None
     roles = log.manifest["agents"]
     steps = sorted({r["step"] for r in log.e2e_rows})

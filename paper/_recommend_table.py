@@ -216,7 +216,7 @@ class RunTable:
             status, seed = manifest.get("status"), int(manifest["seed"])
             if keep is not None and seed not in keep:
                 continue
-            if status not in ("finished", "diverged"):
+            if not llm_runs.runlog.is_terminal(status):
                 skipped.append(f"{run.name} (status {status})")
                 continue
             log = llm_runs.read_run(run, strict=True)  # a finished run has no torn tail

@@ -62,6 +62,7 @@ def _old_labels(root: Path) -> dict[str, dict[str, Any]]:
 def testbed_runs(root: Path) -> list[dict[str, Any]]:
     """The testbed's run folders whose status is finished or diverged (read-only)."""
     from llm_runs import RunLogError, read_run
+    from llm_runs.runlog import is_terminal
 
     out = []
     folder = root / "testbed" / "runs"
@@ -70,7 +71,7 @@ def testbed_runs(root: Path) -> list[dict[str, Any]]:
             log = read_run(path.parent)
         except RunLogError:
             continue
-        if log.status not in ("finished", "diverged"):
+        if not is_terminal(log.status):
             continue
         wide = log.competence()
         agents = [a for a in log.manifest["agents"] if a in wide.columns]

@@ -22,6 +22,7 @@ from typing import Any
 
 from _subproc import call_logged
 
+from llm_runs.runlog import is_terminal
 from simulate.common import write_json
 
 __all__ = ["fit_pilots", "git_revision", "now", "simulator_params", "study_main", "train_phase"]
@@ -42,7 +43,7 @@ def _train(name: str, config: dict[str, Any], runs: Path, code: str | None) -> s
     """Train (or resume, or skip when finished) one run; returns its folder name."""
     out = (runs / name).resolve()
     man = out / "manifest.json"
-    if man.is_file() and json.loads(man.read_text()).get("status") in ("finished", "diverged"):
+    if man.is_file() and is_terminal(json.loads(man.read_text()).get("status")):
         return name
     conf = (runs / "configs" / f"{name}.json").resolve()
     write_json(conf, config)

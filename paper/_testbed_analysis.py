@@ -15,6 +15,7 @@ import numpy as np
 from _pool_analysis import run_curves
 from _subproc import call_logged
 
+from llm_runs.runlog import is_terminal
 from simulate.common import write_json, write_text
 
 #: Per-agent series of the curve distance (types): A_Y, A_Z and end-to-end accuracy.
@@ -29,7 +30,7 @@ def archive_runs(runs: Path, out: Path) -> int:
     committed record, from which a later session restores them); returns how many."""
     n = 0
     for man in sorted(runs.glob("*/manifest.json")):
-        if json.loads(man.read_text()).get("status") not in ("finished", "diverged"):
+        if not is_terminal(json.loads(man.read_text()).get("status")):
             continue
         dst = out / "runs" / man.parent.name
         dst.mkdir(parents=True, exist_ok=True)

@@ -40,6 +40,7 @@ from _subproc import call_logged
 
 import simulate
 from llm_runs.knobs import hierarchy_links
+from llm_runs.runlog import is_terminal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _train(cfg: MapConfig, cell: tuple[int, int], seed: int, runs: Path, code: s
     name = run_name(cfg, cell, seed)
     out = (runs / name).resolve()
     man = out / "manifest.json"
-    if man.is_file() and json.loads(man.read_text()).get("status") in ("finished", "diverged"):
+    if man.is_file() and is_terminal(json.loads(man.read_text()).get("status")):
         return name
     s = cfg.setting(cell)
     base = [sys.executable, "-m", "llm_runs", "train", "--out", str(out), "--no-progress"]

@@ -236,3 +236,24 @@ def test_runlog_and_config_import_without_torch():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_one_terminal_status_check_in_the_run_log_module():
+    """Every driver asks ``runlog.is_terminal`` whether a run trains again; no other module
+    spells the terminal statuses (issue 30 §1: one check, in the run-log module)."""
+    import re
+    from pathlib import Path
+
+    from llm_runs import runlog
+
+    assert runlog.is_terminal("finished") and runlog.is_terminal("diverged")
+    assert not any(runlog.is_terminal(s) for s in ("running", None, "FINISHED", ""))
+    root = Path(__file__).resolve().parents[2]
+    spelled = re.compile(r"""["'](finished|diverged)["']\s*,\s*["'](finished|diverged)["']""")
+    offenders = [
+        str(p.relative_to(root))
+        for d in ("simulate", "llm_runs", "calibrate", "paper")
+        for p in sorted((root / d).rglob("*.py"))
+        if p.name != "_runlog_schema.py" and spelled.search(p.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
