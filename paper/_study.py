@@ -22,7 +22,7 @@ from typing import Any
 
 from _subproc import call_logged
 
-from llm_runs.runlog import is_terminal
+from llm_runs.runlog import git_revision, is_terminal
 from simulate.common import write_json
 
 __all__ = ["fit_pilots", "git_revision", "now", "simulator_params", "study_main", "train_phase"]
@@ -31,12 +31,6 @@ __all__ = ["fit_pilots", "git_revision", "now", "simulator_params", "study_main"
 def now() -> str:
     """The time in UTC, ISO 8601 to the second."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def git_revision() -> str | None:
-    """The checkout's commit, or None outside a git checkout."""
-    res = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
-    return res.stdout.strip() or None
 
 
 def _train(name: str, config: dict[str, Any], runs: Path, code: str | None) -> str:

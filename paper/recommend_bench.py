@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -46,6 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _recommend_baselines as rb
 import _recommend_summary as summ
 import regime_map
+from _study import now
+from _subproc import call_logged
 
 import simulate
 
@@ -79,10 +80,6 @@ class BenchConfig:
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v
                 for k, v in dataclasses.asdict(self).items()}  # fmt: skip
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 #: The motif model's variants: method name -> recommend's objective.
@@ -139,11 +136,10 @@ def _run_name(runs: Path, setting: tuple[float, int], seed: int) -> str:
 
 
 def _call(args: list[str], log: Path) -> None:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a") as fh:
-        rc = subprocess.call(args, stdout=fh, stderr=subprocess.STDOUT)
-    if rc != 0:
-        raise rb.BenchmarkError(f"`{' '.join(args[2:4])}` failed (exit {rc}); see {log}")
+    try:
+        call_logged(args, log, what=f"`{' '.join(args[2:4])}`")
+    except RuntimeError as err:
+        raise rb.BenchmarkError(str(err)) from None
 
 
 def pick_record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[str, Any]:
@@ -155,7 +151,7 @@ def pick_record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[st
         "regret": table.regret(p.setting), "final_at_seed": table.final(p.setting, p.seed),
         "regime_at_seed": table.curve(p.setting, p.seed).regime,
         "unstable": table.unstable(p.setting, p.seed),
-        "evaluated": len(p.trace), "info": dict(p.info), "created": _now(),
+        "evaluated": len(p.trace), "info": dict(p.info), "created": now(),
     })  # fmt: skip
 
 
@@ -168,7 +164,7 @@ def run(runs: Path, out: Path, cfg: BenchConfig) -> dict[str, Any]:
         if old["design"] != design["design"]:
             raise rb.BenchmarkError(f"{stored} holds another design; use another --out")
     else:
-        simulate.write_json(stored, design | {"created": _now()})
+        simulate.write_json(stored, design | {"created": now()})
     table, skipped = rb.RunTable.from_runs(runs, seeds=cfg.seeds)
     missing = [(s, r) for s in table.settings for r in cfg.seeds if (s, r) not in table.curves]
     if missing or sorted(table.seeds) != sorted(cfg.seeds):

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
 import json
 import os
 import subprocess
@@ -36,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _regime_report as report
+from _study import now
 from _subproc import call_logged
 
 import simulate
@@ -127,10 +127,6 @@ def run_name(cfg: MapConfig, cell: tuple[int, int], seed: int) -> str:
     return f"lr{s['rl.lr']:g}_k{s['rl.staleness']}_s{seed}"
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
 def _train(cfg: MapConfig, cell: tuple[int, int], seed: int, runs: Path, code: str | None) -> str:
     """Train (or resume, or skip) one run (``code``: source tree to train with); returns
     its folder name."""
@@ -200,7 +196,7 @@ def make_predictions(cfg: MapConfig, fit_dir: Path, runs: Path, out: Path) -> di
                              max_draws=cfg.draws, keep_curves=False)  # fmt: skip
     cells = report.prediction_cells(pred, held, n_eval)
     scan = report.boundary_scan(post, cfg, calibrate.predict)
-    doc = {"created": _now(), "fit": str(fit_dir), "n_eval": n_eval, "cells": cells,
+    doc = {"created": now(), "fit": str(fit_dir), "n_eval": n_eval, "cells": cells,
            "boundary_scan": scan, "t": pred.t.tolist(), "agents": list(pred.agents)}  # fmt: skip
     simulate.write_json(path, doc)
     return doc
@@ -266,7 +262,7 @@ def _run(a: argparse.Namespace) -> int:
             print(f"error: {cfg_path} holds another design; use another --out", file=sys.stderr)
             return 2
     else:
-        simulate.write_json(cfg_path, stored | {"created": _now()})
+        simulate.write_json(cfg_path, stored | {"created": now()})
         simulate.mark_output(out, COMMAND, [cfg_path.name], made=True)
     times_path = out / "timings.json"
     times = json.loads(times_path.read_text()) if times_path.is_file() else {}
