@@ -68,20 +68,23 @@ def in_scale_domain(scale: str, h: Any) -> np.ndarray:
     return finite
 
 
+#: Per scale, ``(T, T^-1)``: the transform and its inverse.
+_MAPS = {"log": (np.log, np.exp), "log1p": (np.log1p, np.expm1), "linear": (np.asarray,) * 2}
+
+
+def _maps(scale: str):
+    if scale not in _MAPS:
+        raise ConfigError(f"scale must be one of {SCALES}, got {scale!r}")
+    return _MAPS[scale]
+
+
 def to_scale(scale: str, h: Any) -> np.ndarray:
     """``T(h)`` elementwise (values must lie in the scale's domain).
 
     Raises:
         ConfigError: An unknown scale.
     """
-    h = np.asarray(h, dtype=float)
-    if scale == "log":
-        return np.log(h)
-    if scale == "log1p":
-        return np.log1p(h)
-    if scale == "linear":
-        return h
-    raise ConfigError(f"scale must be one of {SCALES}, got {scale!r}")
+    return _maps(scale)[0](np.asarray(h, dtype=float))
 
 
 def from_scale(scale: str, x: Any) -> np.ndarray:
@@ -90,11 +93,4 @@ def from_scale(scale: str, x: Any) -> np.ndarray:
     Raises:
         ConfigError: An unknown scale.
     """
-    x = np.asarray(x, dtype=float)
-    if scale == "log":
-        return np.exp(x)
-    if scale == "log1p":
-        return np.expm1(x)
-    if scale == "linear":
-        return x
-    raise ConfigError(f"scale must be one of {SCALES}, got {scale!r}")
+    return _maps(scale)[1](np.asarray(x, dtype=float))
