@@ -22,15 +22,12 @@ least 0.95 in every task.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from _hypotheses_metrics import dip, recovery
-from _study import fit_pilots, git_revision, now, simulator_params
-
-from simulate.common import write_json
+from _study import fit_pilots, simulator_params, store_once
 
 N_DRAWS = 200
 DELAY_STAGES = 4
@@ -120,16 +117,16 @@ def predict_task(cfg: Any, draws: list[dict[str, float]]) -> dict[str, Any]:
 
 def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     """Fit the pilots of each task and store ``predictions.json`` (once)."""
-    path = out / "predictions.json"
-    if path.is_file():
-        print(f"note: {path} exists (predictions are made once); kept as it is")
-        return json.loads(path.read_text())
+    return store_once(out / "predictions.json", lambda: _predict_all(cfg, runs, out))
+
+
+def _predict_all(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     import jax
 
     jax.config.update("jax_enable_x64", True)
     from hypotheses_study import run_name
 
-    doc: dict[str, Any] = {"created": now(), "git_revision": git_revision(), "tasks": {}}
+    doc: dict[str, Any] = {"tasks": {}}
     for task in cfg.tasks:
         pilots = [str(runs / run_name(*j)) for j in cfg.jobs("pilots") if j[1] == task]
         missing = [p for p in pilots if not (Path(p) / "manifest.json").is_file()]
@@ -153,5 +150,4 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         "i1_adapts_faster": all(t["h2_prob_positive"] >= 0.95 for t in tasks),
         "i1_oscillates_where_c1_does_not": bool(lag.get("I1", 0.0) > lag.get("C1", 0.0)),
     }
-    write_json(path, doc)
     return doc

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from _recommend_summary import cluster_bootstrap
 from _regime_report import wilson
-from _study import fit_pilots, git_revision, now, simulator_params
+from _study import fit_pilots, simulator_params, store_once
 
 from simulate.common import write_json, write_text
 
@@ -135,10 +135,10 @@ def probe_floor(group: list[dict[str, Any]], k: int) -> float:
 def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     """Calibrate the simulator's pool model on the K = 1 GRPO runs of each setting and
     predict the across-seed competence variance for every grad pool size; written once."""
-    path = out / "predictions.json"
-    if path.is_file():
-        print(f"note: {path} exists (predictions are made once); kept as it is")
-        return json.loads(path.read_text())
+    return store_once(out / "predictions.json", lambda: _predict_pools(cfg, runs, out))
+
+
+def _predict_pools(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -147,7 +147,7 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     from simulate import fit_pool_sigma, pool_variance
 
     groups = group_runs(cfg, runs)
-    doc: dict[str, Any] = {"created": now(), "git_revision": git_revision(), "settings": {}}
+    doc: dict[str, Any] = {"settings": {}}
     for setting in cfg.settings:
         single = groups.get((setting, "grad", 1), [])
         if len(single) < 2:
@@ -198,7 +198,6 @@ def make_predictions(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
             f"  {setting}: sigma {sigma:.4g}; predicted variance by K "
             + ", ".join(f"{k}: {v['competence_variance']:.4g}" for k, v in by_k.items())
         )
-    write_json(path, doc)
     return doc
 
 

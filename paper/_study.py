@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 import importlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -25,12 +26,44 @@ from _subproc import call_logged
 from llm_runs.runlog import git_revision, is_terminal
 from simulate.common import write_json
 
-__all__ = ["fit_pilots", "git_revision", "now", "simulator_params", "study_main", "train_phase"]
+__all__ = [
+    "fit_pilots",
+    "git_revision",
+    "now",
+    "simulator_params",
+    "store_once",
+    "study_main",
+    "train_phase",
+]
 
 
 def now() -> str:
     """The time in UTC, ISO 8601 to the second."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def store_once(path: Path, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Forecasts stored once: the stored document when ``path`` exists (a note says it is
+    kept), else ``make()`` stamped with the time it is stored (``created``, UTC) and the
+    checkout's ``git_revision``, written atomically and never over a file that appeared
+    meanwhile.
+
+    Raises:
+        RuntimeError: ``path`` was written by someone else while ``make()`` ran.
+    """
+    if path.is_file():
+        print(f"note: {path} exists (predictions are made once); kept as it is", flush=True)
+        return json.loads(path.read_text())
+    body = make()
+    doc = {"created": now(), "git_revision": git_revision(), **body}
+    tmp = write_json(path.with_name(f".{path.name}.{os.getpid()}.new"), doc)
+    try:
+        os.link(tmp, path)  # fails if path exists: a forecast is never overwritten
+    except FileExistsError:
+        raise RuntimeError(f"{path} was written while these predictions were made") from None
+    finally:
+        tmp.unlink()
+    return doc
 
 
 def _train(name: str, config: dict[str, Any], runs: Path, code: str | None) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _regime_report as report
-from _study import now
+from _study import now, store_once
 from _subproc import call_logged
 
 import simulate
@@ -184,9 +184,10 @@ def fit_pilots(cfg: MapConfig, runs: Path, out: Path) -> Path:
 
 def make_predictions(cfg: MapConfig, fit_dir: Path, runs: Path, out: Path) -> dict[str, Any]:
     """Forecast every held-out cell (and the boundary scan); stored once, before those runs."""
-    path = out / "predictions.json"
-    if path.is_file():
-        return json.loads(path.read_text())
+    return store_once(out / "predictions.json", lambda: _predict_cells(cfg, fit_dir, runs))
+
+
+def _predict_cells(cfg: MapConfig, fit_dir: Path, runs: Path) -> dict[str, Any]:
     import calibrate
 
     post = calibrate.load_fit(fit_dir)
@@ -196,10 +197,8 @@ def make_predictions(cfg: MapConfig, fit_dir: Path, runs: Path, out: Path) -> di
                              max_draws=cfg.draws, keep_curves=False)  # fmt: skip
     cells = report.prediction_cells(pred, held, n_eval)
     scan = report.boundary_scan(post, cfg, calibrate.predict)
-    doc = {"created": now(), "fit": str(fit_dir), "n_eval": n_eval, "cells": cells,
-           "boundary_scan": scan, "t": pred.t.tolist(), "agents": list(pred.agents)}  # fmt: skip
-    simulate.write_json(path, doc)
-    return doc
+    return {"fit": str(fit_dir), "n_eval": n_eval, "cells": cells, "boundary_scan": scan,
+            "t": pred.t.tolist(), "agents": list(pred.agents)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
