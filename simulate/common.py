@@ -5,7 +5,8 @@
 * file helpers: atomic JSON/text writes, validating readers, output-folder checks and claims;
 * the regime vocabulary: :class:`Regime`, :data:`REGIME_NAMES`, :data:`REGIME_SEVERITY` and the
   groups forecasts report, :data:`REGIME_GROUPS`;
-* the forecast score :func:`crps_samples`;
+* the forecast scores of sampled forecasts: :func:`crps_samples`, :func:`interval_hit`,
+  :func:`grid_log_score`, :func:`randomized_pit`;
 * the one vocabulary of value scales, :data:`SCALES` (``log``, ``log1p``, ``linear``), with
   :func:`scale_name` (reads the alias ``lin``), :func:`to_scale` and :func:`from_scale`;
 * the one collapse rule for measured (real-run) competence curves, :func:`fall_collapse`
@@ -54,6 +55,9 @@ from ._scales import in_scale_domain as in_scale_domain
 from ._scales import scale_name as scale_name
 from ._scales import to_scale as to_scale
 from ._scores import crps_samples as crps_samples
+from ._scores import grid_log_score as grid_log_score
+from ._scores import interval_hit as interval_hit
+from ._scores import randomized_pit as randomized_pit
 
 __all__ = [
     "COLLAPSE_RULE",
@@ -79,9 +83,12 @@ __all__ = [
     "fall_collapse",
     "folder_kind",
     "from_scale",
+    "grid_log_score",
     "in_scale_domain",
+    "interval_hit",
     "jsonable",
     "mark_output",
+    "randomized_pit",
     "read_json_object",
     "read_structured",
     "read_text",
