@@ -41,12 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--network", help="network spec JSON/YAML (instead of --motif)")
     f.add_argument("--agents", help="agent names for X,Y,Z of a preset, comma-separated")
     f.add_argument("--out", default="fit", help="output folder")
-    f.add_argument("--chains", type=int, default=4)
-    f.add_argument("--samples", type=int, default=1000)
-    f.add_argument("--warmup", type=int, default=1000)
+    f.add_argument("--chains", type=int, default=None, help="NUTS chains (default 4)")
+    f.add_argument("--samples", type=int, default=None, help="draws per chain (default 1000)")
+    f.add_argument("--warmup", type=int, default=None, help="NUTS warm-up (default 1000)")
     f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--method", choices=["nuts", "svi", "laplace", "map"], default="nuts")
-    f.add_argument("--likelihood", choices=["binomial", "betabinomial"], default="binomial")
+    f.add_argument("--method", choices=["nuts", "svi", "laplace", "map"], default=None)
+    f.add_argument("--likelihood", choices=["binomial", "betabinomial"], default=None)
     f.add_argument(
         "--solver",
         choices=["auto", "quad", "rk4", "tsit5"],
@@ -56,6 +56,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     f.add_argument(
         "--dt", type=float, default=None, help="largest RK4 step / quad cell, training steps"
+    )
+    f.add_argument(
+        "--dynamics",
+        choices=["ode", "map"],
+        default=None,
+        help="ode (default): the competence ODE; map: finite learning steps A <- A + eta F(A) "
+        "per training step, eta linked to rl.lr (docs/model.md)",
+    )
+    f.add_argument(
+        "--lag",
+        choices=["none", "stale", "erlang"],
+        default=None,
+        help="policy lag of --dynamics map, linked to rl.staleness: stale (the update of step "
+        "t from the state of step t - lag) or erlang (simulate's chain); default none",
     )
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
@@ -129,14 +143,11 @@ def _config(args: argparse.Namespace):
     from ._config import FitConfig
 
     base = FitConfig.load(args.config).to_dict() if args.config else FitConfig().to_dict()
-    base.update(
-        chains=args.chains,
-        samples=args.samples,
-        warmup=args.warmup,
-        method=args.method,
-        likelihood=args.likelihood,
-    )
-    base.update({k: v for k, v in (("solver", args.solver), ("dt", args.dt)) if v is not None})
+    # only what the command line gives overrides the config file (FitConfig's defaults else)
+    given = (("chains", args.chains), ("samples", args.samples), ("warmup", args.warmup),
+             ("method", args.method), ("likelihood", args.likelihood), ("solver", args.solver),
+             ("dt", args.dt), ("dynamics", args.dynamics))  # fmt: skip
+    base.update({k: v for k, v in (*given, ("lag", args.lag)) if v is not None})
     if args.hierarchy:
         hier = read_json_object(args.hierarchy, what="--hierarchy file")
         h = FitConfig.from_dict({"hierarchy": hier})
@@ -157,7 +168,7 @@ def _proposed_links(cfg, args: argparse.Namespace, data):
 
     if args.hierarchy or (args.config and "hierarchy" in read_json_object(args.config)):
         return cfg
-    links = default_links(data.hyper)
+    links = default_links(data.hyper, dynamics=cfg.dynamics, lag=cfg.lag)
     for lk in links:
         on = f"{lk.param}[{','.join(lk.targets)}]" if lk.targets else lk.param
         print(f"link (default for a knob that varies): {on} ~ {lk.covariate} ({lk.transform})")
@@ -192,7 +203,7 @@ def _fit(args: argparse.Namespace) -> int:
     if args.dry_run:
         return dry_run(args)
     check_output_folder(args.out)  # before the work, not after it
-    _host_devices(args.chains)
+    _host_devices(_config(args).chains)  # the config file's chains unless --chains
     import jax
 
     jax.config.update("jax_enable_x64", True)

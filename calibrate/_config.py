@@ -13,6 +13,8 @@ Priors (weakly informative, on interpretable scales; every one overridable)::
     phi      log-normal, median 50, log-sd 1.0            beta-binomial concentration
     tau[p]   log-normal, median 0.1, log-sd 0.75          sd of per-run random effects (log scale)
     c[p]     normal(0, 1)                                 hyperparameter link slopes
+    eta      log-normal, median 1, log-sd 0.1             learning-step size (map dynamics)
+    lag      log-normal, median 1, log-sd 1.0             policy lag, training steps (lag)
 
 Every parameter is sampled as a standard normal ``z`` and mapped as
 ``theta = median-transform + sd * z`` (non-centred), which gives NUTS a unit-scale geometry.
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 from simulate.common import AgentmotifsError, read_json_object
 from simulate.common import ConfigError as ConfigError
 
+from ._priors import Priors as Priors
+from ._priors import positive as _pos
 from ._transforms import TRANSFORMS
 
 if TYPE_CHECKING:
@@ -42,97 +45,14 @@ __all__ = ["ConfigError", "FitConfig", "Hierarchy", "Link", "Priors"]
 
 NODE_PARAMS = ("rho", "b", "delta", "A0")
 EDGE_PARAMS = ("K", "n")
+#: Parameters of the whole network, free only under the map dynamics (``eta``) and a lag.
+GLOBAL_PARAMS = ("eta", "lag")
+_DYNAMICS = ("ode", "map")
+_LAGS = ("none", "stale", "erlang")
 _LIKELIHOODS = ("binomial", "betabinomial")
 _METHODS = ("nuts", "svi", "laplace", "map")
 _SOLVERS = ("auto", "quad", "rk4", "tsit5")
 _CHAIN_METHODS = ("auto", "parallel", "vectorized", "sequential")
-
-
-def _pos(x: Any, field: str, *, allow_none: bool = False) -> Any:
-    if x is None and allow_none:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{field} must be a number, got {x!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise ConfigError(f"{field} must be a finite number > 0, got {x!r}")
-    return v
-
-
-@dataclasses.dataclass(frozen=True)
-class Priors:
-    """Prior medians (natural units) and spreads (on the log/logit scale).
-
-    Attributes:
-        rho_median: Median learning rate (1/step); None = 3 / horizon of the data.
-        rho_sd: Log-sd of rho.
-        delta_median: Median forgetting rate; None = 0.1 x the rho median.
-        delta_sd: Log-sd of delta.
-        b_median: Median basal learning (in (0, 1)).
-        b_sd: Logit-sd of b.
-        A0_median: Median initial competence (in (0, 1)).
-        A0_sd: Logit-sd of A0.
-        K_median: Median edge threshold (competence units).
-        K_sd: Log-sd of K.
-        n_median: Median Hill coefficient.
-        n_sd: Log-sd of n.
-        phi_median: Median beta-binomial concentration.
-        phi_sd: Log-sd of phi.
-        re_median: Median sd of per-run random effects (log scale of the parameter).
-        re_sd: Log-sd of that sd.
-        slope_sd: Sd of the normal prior on link slopes.
-        overrides: Per-parameter ``{"rho[X]": [median, sd]}`` overriding the above.
-    """
-
-    rho_median: float | None = None
-    rho_sd: float = 1.5
-    delta_median: float | None = None
-    delta_sd: float = 1.5
-    b_median: float = 0.1
-    b_sd: float = 1.5
-    A0_median: float = 0.05
-    A0_sd: float = 1.5
-    K_median: float = 0.5
-    K_sd: float = 0.75
-    n_median: float = 2.0
-    n_sd: float = 0.4
-    phi_median: float = 50.0
-    phi_sd: float = 1.0
-    re_median: float = 0.1
-    re_sd: float = 0.75
-    slope_sd: float = 1.0
-    overrides: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            if f.name == "overrides":
-                continue
-            v = _pos(getattr(self, f.name), f"priors.{f.name}", allow_none=True)
-            object.__setattr__(self, f.name, v)
-        for name in ("b_median", "A0_median"):
-            if not getattr(self, name) < 1:
-                raise ConfigError(f"priors.{name} must be in (0, 1)")
-        ov = {}
-        for k, pair in dict(self.overrides).items():
-            if not isinstance(pair, list | tuple) or len(pair) != 2:
-                raise ConfigError(f"priors.overrides[{k}] must be [median, sd]")
-            ov[str(k)] = (
-                _pos(pair[0], f"priors.overrides[{k}][0]"),
-                _pos(pair[1], f"priors.overrides[{k}][1]"),
-            )
-        object.__setattr__(self, "overrides", ov)
-
-    def median_sd(self, base: str, name: str, *, horizon: float) -> tuple[float, float]:
-        """(median, sd) of parameter ``name`` (base ``base``) for data spanning ``horizon``."""
-        if name in self.overrides:
-            return self.overrides[name]
-        rho_med = self.rho_median if self.rho_median is not None else 3.0 / max(horizon, 1.0)
-        if base == "rho":
-            return rho_med, self.rho_sd
-        if base == "delta":
-            return (self.delta_median or 0.1 * rho_med), self.delta_sd
-        return getattr(self, f"{base}_median"), getattr(self, f"{base}_sd")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,8 +73,10 @@ class Link:
     transform: str = "log"
 
     def __post_init__(self) -> None:
-        if self.param not in NODE_PARAMS + EDGE_PARAMS:
-            raise ConfigError(f"link.param must be one of {NODE_PARAMS + EDGE_PARAMS}")
+        if self.param not in NODE_PARAMS + EDGE_PARAMS + GLOBAL_PARAMS:
+            raise ConfigError(
+                f"link.param must be one of {NODE_PARAMS + EDGE_PARAMS + GLOBAL_PARAMS}"
+            )
         if not isinstance(self.covariate, str) or not self.covariate:
             raise ConfigError("link.covariate must name a hyperparameter column")
         if self.transform not in TRANSFORMS:
@@ -178,7 +100,7 @@ class Hierarchy:
     def __post_init__(self) -> None:
         re = tuple(str(p) for p in self.random_effects)
         for p in re:
-            if p not in NODE_PARAMS + EDGE_PARAMS:
+            if p not in NODE_PARAMS + EDGE_PARAMS + GLOBAL_PARAMS:
                 raise ConfigError(f"hierarchy.random_effects: unknown parameter {p!r}")
         links = tuple(lk if isinstance(lk, Link) else Link(**lk) for lk in self.links)
         object.__setattr__(self, "random_effects", re)
@@ -280,6 +202,19 @@ class FitConfig:
         atol: ODE absolute tolerance (``tsit5``).
         priors: The priors.
         hierarchy: Random effects and links.
+        dynamics: ``ode`` (default: the competence ODE, solved by ``solver``) or ``map``:
+            finite learning steps, simulate's discrete map ``A <- A + eta F(A)`` once per
+            training step (``eta`` a fitted parameter, linkable to ``rl.lr``), competences
+            kept in [0, 1] with 0 absorbing (see :mod:`calibrate._map`); ``solver`` and
+            ``dt`` are then unused.
+        lag: Policy lag of the map (a fitted ``lag`` in training steps, linkable to
+            ``rl.staleness``): ``none``; ``stale`` (the update at step t uses the state of
+            step ``t - lag``, linearly interpolated between whole steps); ``erlang``
+            (simulate's Erlang chain of ``lag_stages`` stages on the regulation, mean
+            ``lag``).
+        lag_stages: Erlang stages of ``lag="erlang"``.
+        max_lag: Longest ``stale`` lag in training steps (the history kept; longer lags
+            are cut to it).
         rhat_max: Diagnostics threshold for R-hat.
         ess_min: Diagnostics threshold for bulk and tail ESS.
     """
@@ -306,6 +241,10 @@ class FitConfig:
     atol: float = 1e-7
     priors: Priors = dataclasses.field(default_factory=Priors)
     hierarchy: Hierarchy = dataclasses.field(default_factory=Hierarchy)
+    dynamics: str = "ode"
+    lag: str = "none"
+    lag_stages: int = 1
+    max_lag: int = 16
     rhat_max: float = 1.01
     ess_min: float = 400.0
 
@@ -322,6 +261,8 @@ class FitConfig:
             ("map_starts", 1),
             ("svi_steps", 1),
             ("max_tree_depth", 1),
+            ("lag_stages", 1),
+            ("max_lag", 1),
         ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
@@ -333,6 +274,12 @@ class FitConfig:
             raise ConfigError(
                 f"chain_method must be one of {_CHAIN_METHODS}, got {self.chain_method!r}"
             )
+        if self.dynamics not in _DYNAMICS:
+            raise ConfigError(f"dynamics must be one of {_DYNAMICS}, got {self.dynamics!r}")
+        if self.lag not in _LAGS:
+            raise ConfigError(f"lag must be one of {_LAGS}, got {self.lag!r}")
+        if self.lag != "none" and self.dynamics != "map":
+            raise ConfigError(f"lag {self.lag!r} needs dynamics 'map'")
         if self.solver not in _SOLVERS:
             raise ConfigError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
         if self.solver == "tsit5" and self.chain_method == "parallel" and not self.forward_mode:

@@ -75,8 +75,11 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
     The reference of the fixed-grid solvers (``rk4``, ``quad``) is RK4 at 1/8 of their step
     (its error ~8^4 times smaller than RK4's at the step; compiled in a fraction of a
     second); otherwise, or where a rate times that step exceeds 0.5 (too fast for it), a
-    tight adaptive solve (Tsit5, rtol 1e-9, atol 1e-11; seconds to compile).
+    tight adaptive solve (Tsit5, rtol 1e-9, atol 1e-11; seconds to compile). The ``map``
+    dynamics are exact (0).
     """
+    if cm.config.dynamics == "map":
+        return 0.0
     if cm.config.solver in ("rk4", "quad"):
         err, ok = _fine_rk4_error(cm, params, *_fine_steps(cm))
         if bool(ok):
@@ -87,7 +90,7 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
 def warm_solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> None:
     """Compile :func:`solver_error`'s reference of the fixed-grid solvers (run once at
     ``params``), e.g. in a thread while the MAP fit keeps the other core busy."""
-    if cm.config.solver in ("rk4", "quad"):
+    if cm.config.solver in ("rk4", "quad") and cm.config.dynamics == "ode":
         jax.block_until_ready(_fine_rk4_error(cm, params, *_fine_steps(cm)))
 
 

@@ -28,6 +28,7 @@ from ._density import (
     unflatten,
     warm_solver_error,
 )
+from ._map import mechanism_starts
 from ._model import CurveModel, build_model
 from ._posterior import Posterior
 from ._reparam import SamplingCoords, start_energies
@@ -76,7 +77,8 @@ def map_fit(
     objective: tuple[_Flat, Callable] | None = None,
 ) -> tuple[dict[str, jax.Array], float]:
     """Maximum a posteriori latent values by L-BFGS (jitted value and gradient of the log
-    joint, scipy's optimiser) from several starts; start 0 is the prior median.
+    joint, scipy's optimiser) from several starts; start 0 is the prior median (with the
+    map dynamics also :func:`calibrate._map.mechanism_starts`).
 
     Returns:
         ``(params, log_joint)`` of the best start.
@@ -89,6 +91,7 @@ def map_fit(
     flat, fun = objective or _neg_value_and_grad(cm)
     x0s = np.array(0.7 * jax.random.normal(key, (starts, flat.size)))
     x0s[0] = 0.0
+    x0s = np.concatenate([x0s, mechanism_starts(cm)])  # map dynamics: across eta/lag slopes
     best_x, best_v = x0s[0], fun(x0s[0])[0]
     if steps > 0:
         for x0 in x0s:

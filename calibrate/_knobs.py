@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KNOB_LINKS",
+    "MECHANISM_LINKS",
     "TRANSFORMS",
     "KnobLink",
     "check_value",
@@ -101,7 +102,14 @@ def check_values(
     return h
 
 
-def default_links(fields: Mapping[str, Sequence[float]] | Any) -> list[Link]:
+#: Knobs that act through a mechanism of the map dynamics (``FitConfig.dynamics="map"``):
+#: knob -> (the config's option that must be on, the parameter it links instead).
+MECHANISM_LINKS = {"rl.lr": ("dynamics", "eta"), "rl.staleness": ("lag", "lag")}
+
+
+def default_links(
+    fields: Mapping[str, Sequence[float]] | Any, *, dynamics: str = "ode", lag: str = "none"
+) -> list[Link]:
     """The :class:`calibrate.Link` list of :data:`KNOB_LINKS` for the knobs that vary.
 
     Args:
@@ -109,6 +117,10 @@ def default_links(fields: Mapping[str, Sequence[float]] | Any) -> list[Link]:
             sequences, or a DataFrame such as :attr:`calibrate.CurveData.hyper`). A field
             varies when its values are all finite and not all equal; fields that are no
             knob of the table, and fields that do not vary, get no link.
+        dynamics: The fit's ``FitConfig.dynamics``: under ``map``, ``rl.lr`` links the
+            step size ``eta`` (:data:`MECHANISM_LINKS`) instead of the table's rates.
+        lag: The fit's ``FitConfig.lag``: unless ``none``, ``rl.staleness`` links the
+            policy lag ``lag`` instead of the table's rates.
 
     Returns:
         Links in table order, ``rl.lr_scale.ROLE`` targeting node ``ROLE``.
@@ -122,6 +134,10 @@ def default_links(fields: Mapping[str, Sequence[float]] | Any) -> list[Link]:
                 continue
             h = np.asarray(fields[name], dtype=float).reshape(-1)
             if h.size < 2 or not np.all(np.isfinite(h)) or np.all(h == h[0]):
+                continue
+            option, param = MECHANISM_LINKS.get(row.field, ("", ""))
+            if {"dynamics": dynamics == "map", "lag": lag != "none"}.get(option, False):
+                links.append(Link(param, name, (), row.scale))
                 continue
             links += [Link(p, name, row.targets(name), row.scale) for p in row.links]
     return links

@@ -29,6 +29,7 @@ from ._config import ConfigError, FitConfig
 from ._data import CurveData, DataError
 from ._knobs import check_values, transform_values
 from ._link_rows import LinkRow
+from ._map import solve_map
 from ._network import Layout, make_layout, resolve_network
 from ._quad import QuadGrid, feedforward_order, solve_quad
 from ._solvers import fixed_substeps, solve_at, solve_rk4
@@ -73,6 +74,7 @@ class CurveModel(eqx.Module):
             of the binomial log-likelihood, computed once).
         substeps: RK4 steps per interval of ``ts`` (``rk4``).
         quad: The quadrature grid on ``ts`` (``quad``).
+        map_ts: ``ts`` as a static tuple (``map`` dynamics: the step count is static).
     """
 
     network: simulate.Network
@@ -96,6 +98,7 @@ class CurveModel(eqx.Module):
     log_choose: np.ndarray
     substeps: int = eqx.field(static=True, default=1)
     quad: QuadGrid | None = None
+    map_ts: tuple[float, ...] = eqx.field(static=True, default=())
 
     @property
     def link_names(self) -> tuple[str, ...]:
@@ -133,8 +136,17 @@ class CurveModel(eqx.Module):
         return self.run_params(params["z"], params.get("c"), params.get("tau_z"), params.get("eps"))
 
     def with_params(self, theta: jax.Array) -> simulate.Model:
-        """The simulate model with natural parameter vector ``theta`` (D,) written in."""
-        return simulate.param_setter(self.base, self.layout.names)(self.base, theta)
+        """The simulate model with natural parameter vector ``theta`` (D,) written in (a
+        ``lag`` in training steps as the Erlang chain's ``tau = eta * lag``, or not at all:
+        the ``stale`` lag is the map's, :meth:`curves`)."""
+        names = self.layout.names
+        if "lag" not in names:
+            return simulate.param_setter(self.base, names)(self.base, theta)
+        keep = np.array([i for i, name in enumerate(names) if name != "lag"])
+        m = simulate.param_setter(self.base, [names[i] for i in keep])(self.base, theta[keep])
+        if self.config.lag == "erlang":
+            m = eqx.tree_at(lambda mm: mm.tau, m, m.eta * theta[names.index("lag")])
+        return m
 
     def curves(
         self, theta_runs: jax.Array, ts=None, substeps: int | None = None, solver: str | None = None
@@ -143,9 +155,19 @@ class CurveModel(eqx.Module):
 
         ``substeps`` (static) is the RK4 step count per interval of ``ts`` (default: the
         data's, see :func:`fixed_substeps`); ``solver`` overrides ``config.solver``. With
-        the ``quad`` solver, ``ts`` other than the data's must be concrete (NumPy).
+        the ``quad`` solver or the ``map`` dynamics (:mod:`calibrate._map`, which ignores
+        ``substeps`` and ``solver``), ``ts`` other than the data's must be concrete (NumPy).
         """
         cfg = self.config
+        if cfg.dynamics == "map":  # exact: no solver, no substeps (ts concrete)
+            t = np.asarray(self.map_ts if ts is None else ts, dtype=float)
+            stale = cfg.lag == "stale"
+            j = self.layout.names.index("lag") if stale else 0
+            return jax.vmap(
+                lambda th: solve_map(
+                    self.with_params(th), t, lag=th[j] if stale else None, max_lag=cfg.max_lag
+                )
+            )(theta_runs)
         method = solver or cfg.solver
         if method == "quad":
             qg = self.quad if ts is None else QuadGrid.build(np.asarray(ts), cfg.dt)
@@ -282,16 +304,19 @@ def build_model(
     layout = make_layout(net, config, horizon=float(ts[-1]))
     # NUTS evaluates ~1e5 gradients: compile the likelihood for this sign structure; the
     # other methods share one program across all networks of the same wiring
+    stages = config.lag_stages if config.lag == "erlang" else 0
     base = simulate.with_log_hill(
-        simulate.make_model(net, "competence"), fixed_structure=config.method == "nuts"
+        simulate.make_model(net, "competence", delay_stages=stages),
+        fixed_structure=config.method == "nuts",
     )
     for i, node in enumerate(net.names):
         if not net.has_parents[i]:
             base = simulate.set_param(base, f"b[{node}]", 0.0)
-    if config.solver == "auto":  # measured: quad's gradient is the fastest, rk4 is smooth
+    # measured: quad's gradient is the fastest, rk4 is smooth (the map needs no solver)
+    if config.solver == "auto" and config.dynamics == "ode":
         solver = "rk4" if feedforward_order(base) is None else "quad"
         config = dataclasses.replace(config, solver=solver)
-    if config.solver == "quad" and feedforward_order(base) is None:
+    if config.solver == "quad" and config.dynamics == "ode" and feedforward_order(base) is None:
         raise ConfigError(
             f"solver 'quad' needs a feed-forward network (no cycle, no reward "
             f"feedback loop); {name!r} has a cycle: use solver 'rk4' or 'tsit5'"
@@ -323,8 +348,11 @@ def build_model(
         tg = lk.targets or tuple(
             tt for b, tt in zip(layout.bases, layout.targets, strict=True) if b == lk.param
         )
+        if not tg and lk.param in ("eta", "lag"):
+            need = "dynamics 'map'" if lk.param == "eta" else "a lag ('stale' or 'erlang')"
+            raise ConfigError(f"unknown parameter {lk.param!r}: a link on it needs {need}")
         for target in tg:
-            pname = f"{lk.param}[{target}]"
+            pname = f"{lk.param}[{target}]" if target else lk.param  # eta, lag: no target
             link_index.append(layout.index(pname))
             link_x.append(x)
             row = LinkRow(pname, lk.param, target, lk.covariate, lk.transform, center)
@@ -351,5 +379,8 @@ def build_model(
         link_x=np.array(link_x).reshape(len(link_index), len(runs)),
         link_rows=tuple(link_rows),
         substeps=fixed_substeps(ts, config.dt),
-        quad=QuadGrid.build(ts, config.dt) if config.solver == "quad" else None,
+        quad=QuadGrid.build(ts, config.dt)
+        if config.solver == "quad" and config.dynamics == "ode"
+        else None,
+        map_ts=tuple(ts.tolist()) if config.dynamics == "map" else (),
     )

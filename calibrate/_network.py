@@ -64,8 +64,9 @@ class Layout(eqx.Module):
 
     Attributes:
         names: Natural names, e.g. ``rho[X]``, ``K[X->Y]``.
-        bases: Base of each (``rho``, ``b``, ``delta``, ``A0``, ``K``, ``n``).
-        targets: Node or edge of each.
+        bases: Base of each (``rho``, ``b``, ``delta``, ``A0``, ``K``, ``n``, ``eta``,
+            ``lag``).
+        targets: Node or edge of each (``""`` for ``eta`` and ``lag``).
         logit: True where the transform is sigmoid (b, A0), else exp.
         loc: Prior median on the transformed scale.
         scale: Prior sd on the transformed scale.
@@ -101,7 +102,8 @@ class Layout(eqx.Module):
 
 
 def make_layout(network: simulate.Network, config: FitConfig, horizon: float) -> Layout:
-    """Free parameters of ``network`` with their priors (b only for regulated nodes)."""
+    """Free parameters of ``network`` with their priors (b only for regulated nodes; ``eta``
+    under the map dynamics and ``lag`` with a policy lag, after the edges)."""
     names, bases, targets = [], [], []
     has_parents = network.has_parents
     for base in NODE_PARAMS:
@@ -118,6 +120,12 @@ def make_layout(network: simulate.Network, config: FitConfig, horizon: float) ->
             names.append(f"{base}[{e}]")
             bases.append(base)
             targets.append(e)
+    globals_ = ("eta",) if config.dynamics == "map" else ()
+    globals_ += ("lag",) if config.lag != "none" else ()
+    for g in globals_:  # one value for the whole network: named by its base, no target
+        names.append(g)
+        bases.append(g)
+        targets.append("")
     for key in config.priors.overrides:
         if key not in names:
             raise ConfigError(

@@ -189,7 +189,7 @@ def predict_batch(
 def _curves(model: CurveModel, theta: jax.Array, t: np.ndarray, substeps: int):
     """:meth:`CurveModel.curves` at steps ``t``; ``quad`` with its recurrence as a scan
     over cells (the same values to rounding, faster in a wide vmap)."""
-    if model.config.solver == "quad":
+    if model.config.solver == "quad" and model.config.dynamics == "ode":
         grid = QuadGrid.build(t, model.config.dt)
         return jax.vmap(lambda th: solve_quad(model.with_params(th), grid, scan=True))(theta)
     return model.curves(theta, t, substeps)
