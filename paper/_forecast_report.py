@@ -1,0 +1,186 @@
+"""Scores, table and figure of :mod:`forecast_scores` (issue 31 §3): every method's forecasts
+of the held-out runs scored with the shared scores of :mod:`simulate.common`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _forecast_baselines import Forecast
+from _regime_report import _boundary, wilson
+
+from simulate.common import (
+    crps_samples,
+    grid_log_score,
+    interval_hit,
+    randomized_pit,
+    save_figure,
+    write_json,
+    write_text,
+)
+
+__all__ = ["boundary_error", "score_all", "score_forecast", "write_outputs"]
+
+#: Metrics of final competence (per agent and pooled over agents, ``all``).
+FINAL_METRICS = ("coverage50", "coverage90", "crps", "log_score")
+
+
+def score_forecast(
+    f: Forecast, held: list[dict], n_eval: int, *, rng: np.random.Generator
+) -> dict[str, Any]:
+    """One method's scores: regime accuracy (with its Wilson 95 % interval) and, when it
+    samples finals, per agent and pooled (``all``) coverage, CRPS, log score and PIT."""
+    obs = [r["group"] for r in held]
+    hits = sum(p == o for p, o in zip(f.label(), obs, strict=True))
+    out: dict[str, Any] = {
+        "regime_accuracy": hits / len(held),
+        "regime_accuracy_ci95": wilson(hits, len(held)),
+        "labels": f.label(),
+    }
+    if not f.samples.size:
+        return out
+    y = np.array([[r["final"][a] for a in f.agents] for r in held], dtype=float)  # (H, N)
+    per = {
+        "coverage50": interval_hit(f.samples, y, 0.5),
+        "coverage90": interval_hit(f.samples, y, 0.9),
+        "crps": crps_samples(f.samples, y),
+        "log_score": grid_log_score(f.samples, y, n_eval),
+    }
+    for m, v in per.items():
+        out[m] = {a: float(np.nanmean(v[:, j])) for j, a in enumerate(f.agents)}
+        out[m]["all"] = float(np.nanmean(v))
+    n90 = int(np.sum(per["coverage90"] == 1.0))
+    out["coverage90_ci95"] = wilson(n90, int(np.sum(np.isfinite(per["coverage90"]))))
+    pit = randomized_pit(f.samples, y, rng=rng)
+    out["pit_hist"] = np.histogram(pit[np.isfinite(pit)], bins=10, range=(0, 1))[0].tolist()
+    out["per_run"] = {m: v.tolist() for m, v in per.items()}
+    return out
+
+
+def boundary_error(
+    labels: list[str], held: list[dict], pilots: list[dict], design: dict[str, Any]
+) -> dict[str, Any]:
+    """Per staleness row, the log10 lr where the row first leaves ``converged`` (cells' modal
+    group over seeds; pilot cells take their observed groups) for ``labels`` and for the
+    observations; the mean |difference| in decades."""
+    lrs, ks = np.asarray(design["lrs"], float), design["staleness"]
+
+    def modal(rows: list[tuple[dict, str]]) -> dict[tuple, str]:
+        by: dict[tuple, list[str]] = {}
+        for r, g in rows:
+            by.setdefault(tuple(r["cell"]), []).append(g)
+        return {c: Counter(v).most_common(1)[0][0] for c, v in by.items()}
+
+    pil = [(r, r["group"]) for r in pilots]
+    pred = modal(pil + list(zip(held, labels, strict=True)))
+    seen = modal(pil + [(r, r["group"]) for r in held])
+    rows, errs = {}, []
+    for j, k in enumerate(ks):
+        p = _boundary(lrs, [pred[(i, j)] for i in range(len(lrs))])
+        o = _boundary(lrs, [seen[(i, j)] for i in range(len(lrs))])
+        rows[str(k)] = {"predicted_log10_lr": p, "observed_log10_lr": o}
+        errs.append(abs(p - o))
+    return {"decades": float(np.mean(errs)), "rows": rows}
+
+
+def score_all(
+    forecasts: list[Forecast],
+    held: list[dict],
+    pilots: list[dict],
+    design: dict[str, Any],
+    n_eval: int,
+    *,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """Every method's scores and boundary error, and the summary layout of issue 31:
+    ``{metric: {split: {method: value}}}`` (one split here, ``heldout``)."""
+    methods = {f.method: score_forecast(f, held, n_eval, rng=rng) for f in forecasts}
+    for f in forecasts:
+        methods[f.method]["boundary_error"] = boundary_error(f.label(), held, pilots, design)
+    summary: dict[str, Any] = {"regime_accuracy": {}, "boundary_error": {}}
+    summary.update({m: {} for m in FINAL_METRICS})
+    for name, s in methods.items():
+        summary["regime_accuracy"][name] = [s["regime_accuracy"], *s["regime_accuracy_ci95"]]
+        summary["boundary_error"][name] = s["boundary_error"]["decades"]
+        for m in FINAL_METRICS:
+            if m in s:
+                summary[m][name] = s[m]
+    return {
+        "summary": {k: {"heldout": v} for k, v in summary.items()},
+        "methods": methods,
+        "n_heldout_runs": len(held),
+        "n_pilot_runs": len(pilots),
+        "observed_groups": dict(Counter(r["group"] for r in held)),
+    }
+
+
+def _table(config: dict[str, Any], summary: dict[str, Any]) -> str:
+    s = {k: summary[k]["heldout"] for k in ("regime_accuracy", "boundary_error", *FINAL_METRICS)}
+    scores = summary
+    lines = [
+        f"Forecasts of {scores['n_heldout_runs']} held-out runs from {scores['n_pilot_runs']} "
+        f"pilot runs (`{config['command']}`). Final competence scores pooled over agents.",
+        "",
+        "| method | regime acc. [95 % CI] | cov. 50 % | cov. 90 % | CRPS | log score | "
+        "boundary err. (decades) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, (acc, lo, hi) in s["regime_accuracy"].items():
+        cells = [f"{s[m][name]['all']:.3f}" if name in s[m] else "–" for m in FINAL_METRICS]
+        lines.append(f"| {name} | {acc:.3f} [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
+                     + f" | {s['boundary_error'][name]:.2f} |")  # fmt: skip
+    agents = [a for a in next(iter(s["crps"].values())) if a != "all"]
+    head = "| method | " + " | ".join(agents) + " |"
+    lines += ["", "CRPS per agent (lower is better):", "", head, "|---" * (len(agents) + 1) + "|"]
+    for name, v in s["crps"].items():
+        lines.append(f"| {name} | " + " | ".join(f"{v[a]:.3f}" for a in agents) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _figure(path: Path, summary: dict[str, Any], forecasts: list[Forecast]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sampled = [f for f in forecasts if f.samples.size]
+    fig, axes = plt.subplots(1, len(sampled) + 1, figsize=(3.0 * (len(sampled) + 1), 3.0))
+    for ax, f in zip(axes[:-1], sampled, strict=True):
+        h = np.asarray(summary["methods"][f.method]["pit_hist"], float)
+        ax.bar(np.arange(10) / 10 + 0.05, h / max(h.sum(), 1) * 10, width=0.09)
+        ax.axhline(1.0, color="k", lw=0.8, ls="--")
+        ax.set_title(f.method, fontsize=8)
+        ax.set_xlabel("PIT")
+    axes[0].set_ylabel("density (1 = calibrated)")
+    crps = summary["crps"]["heldout"]
+    agents = [a for a in next(iter(crps.values())) if a != "all"]
+    w = 0.8 / max(len(crps), 1)
+    for i, (name, v) in enumerate(crps.items()):
+        axes[-1].bar(np.arange(len(agents)) + i * w, [v[a] for a in agents], width=w, label=name)
+    axes[-1].set_xticks(np.arange(len(agents)) + 0.4 - w / 2, agents)
+    axes[-1].set_ylabel("CRPS of final competence")
+    axes[-1].legend(fontsize=6)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def write_outputs(
+    out: Path, config: dict[str, Any], scores: dict[str, Any], forecasts: list[Forecast],
+    held: list[dict],
+) -> None:  # fmt: skip
+    """``scores.json`` (every method's per-run scores), ``summary.json`` (the metrics as
+    ``{metric: {"heldout": {method: value}}}`` and each method's pooled scores), ``table.md``
+    and ``forecast_scores.png``."""
+    scores = dict(scores, runs=[r["name"] for r in held], command=config["command"])
+    write_json(out / "scores.json", scores)
+    summary = {k: v for k, v in scores.items() if k not in ("methods", "summary", "runs")}
+    summary.update(scores["summary"])
+    summary["methods"] = {
+        n: {k: v for k, v in s.items() if k not in ("per_run", "labels")}
+        for n, s in scores["methods"].items()
+    }
+    write_json(out / "summary.json", summary)
+    write_text(out / "table.md", _table(config, summary))
+    _figure(out / "forecast_scores.png", summary, forecasts)
