@@ -49,6 +49,9 @@ from ._scales import in_scale_domain as in_scale_domain
 from ._scales import scale_name as scale_name
 from ._scales import to_scale as to_scale
 from ._scores import crps_samples as crps_samples
+from ._scores import grid_log_score as grid_log_score
+from ._scores import interval_hit as interval_hit
+from ._scores import randomized_pit as randomized_pit
 from ._values import load_yaml as load_yaml
 from ._values import parse_number as parse_number
 from ._values import parse_scalar as parse_scalar

@@ -16,23 +16,13 @@ from typing import Any
 import numpy as np
 
 from ._argparse import ArgumentParser
-from ._errors import AgentmotifsError, ConfigError
+from ._errors import AgentmotifsError
 from ._io import atomic_dir, jsonable
 from ._outputs import PLOT_SUFFIXES, claim_file, mark_output
-from ._values import parse_number
+from ._phase_cli import parse_param
 from .spec import FFL_SIGNS, GATES, SpecError, resolve_spec
 
 __all__ = ["build_parser", "check_args", "main", "simulate_summary"]
-
-
-def _parse_param(text: str) -> tuple[str, float]:
-    if "=" not in text:
-        raise SpecError(f"--param {text!r}: write NAME=VALUE, e.g. beta=5 or K[X->Y]=0.5")
-    name, value = text.split("=", 1)
-    try:  # the toolkit's one value rule: 2e-3, .5, 0x10 numbers; 1_0, yes not
-        return name.strip(), parse_number(value, what=f"--param {name.strip()}")
-    except ConfigError as err:
-        raise SpecError(str(err)) from None
 
 
 def _network_spec(args: argparse.Namespace):
@@ -122,7 +112,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
     if args.plot:
         claim_file(args.plot, overwrite=args.overwrite, what="--plot", suffixes=PLOT_SUFFIXES)
     spec = _network_spec(args)
-    params = dict(_parse_param(p) for p in args.param)
+    params = dict(parse_param(p) for p in args.param)
     model = make_model(
         spec,
         args.kinetics,
@@ -185,7 +175,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     claim_file(args.out, overwrite=args.overwrite, what="--out")  # a user's file is kept
     spec = _network_spec(args)
-    params = dict(_parse_param(p) for p in args.param)
+    params = dict(parse_param(p) for p in args.param)
     model = make_model(spec, args.kinetics, params, delay_stages=args.delay_stages, tau=args.tau)
     path = write_sbml(model, args.out, args.schedule)
     print(f"{spec.name}: SBML L3V2 written to {path}")

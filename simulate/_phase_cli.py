@@ -9,7 +9,19 @@ from ._errors import ConfigError
 from ._values import parse_number, parse_value
 from .spec import SpecError
 
-__all__ = ["add_phase_parser", "parse_axis"]
+__all__ = ["add_phase_parser", "parse_axis", "parse_param"]
+
+
+def parse_param(text: str) -> tuple[str, float]:
+    """``NAME=VALUE`` of ``--param`` (e.g. ``beta=5``, ``K[X->Y]=0.5``) -> ``(name, value)``,
+    the value read by the toolkit's one number rule."""
+    if "=" not in text:
+        raise SpecError(f"--param {text!r}: write NAME=VALUE, e.g. beta=5 or K[X->Y]=0.5")
+    name, value = text.split("=", 1)
+    try:  # the toolkit's one value rule: 2e-3, .5, 0x10 numbers; 1_0, yes not
+        return name.strip(), parse_number(value, what=f"--param {name.strip()}")
+    except ConfigError as err:
+        raise SpecError(str(err)) from None
 
 
 def parse_axis(text: str):
@@ -37,7 +49,6 @@ def parse_axis(text: str):
 
 
 def _cmd_phase(args: argparse.Namespace) -> int:
-    from ._cli import _parse_param
     from ._jaxsetup import enable_compilation_cache
     from ._phase import check_out_folder, phase_diagram
 
@@ -55,7 +66,7 @@ def _cmd_phase(args: argparse.Namespace) -> int:
         x,
         y,
         kinetics=args.kinetics,
-        params=dict(_parse_param(p) for p in args.param),
+        params=dict(parse_param(p) for p in args.param),
         feedback=args.feedback,
         feedback_K=args.feedback_K,
         delay_stages=args.delay_stages,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .spec import FFL_SIGNS, GATES, MOTIFS, EdgeSpec, NetworkSpec, SpecError, load_spec
+from ._spec import FFL_SIGNS, GATES, MOTIFS, EdgeSpec, NetworkSpec, SpecError, load_spec
 
 __all__ = ["add_feedback", "ffl_spec", "preset_names", "resolve_spec", "ring_spec"]
 

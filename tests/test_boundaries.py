@@ -116,9 +116,7 @@ def test_every_package_is_walked():
 
 #: Import cycles inside a package not yet broken (each a strongly connected set of modules).
 KNOWN_CYCLES = {
-    frozenset({"simulate.spec", "simulate._presets"}),
     frozenset({"simulate._phase", "simulate._phase_plot"}),
-    frozenset({"simulate._cli", "simulate._phase_cli"}),
     frozenset({"calibrate._fit_plot", "calibrate._posterior", "calibrate._predict"}),
     frozenset(
         {"calibrate._data", "calibrate._importers"}

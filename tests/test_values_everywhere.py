@@ -152,7 +152,7 @@ def test_a_value_reads_as_written_through_every_channel(tmp_path, field, text, c
                        ("1_0", None), ("1_0e-3", None), ("yes", None), ("off", None)]
 )  # fmt: skip
 def test_simulate_param_reads_numbers_as_the_other_packages_do(text, want):
-    from simulate._cli import _parse_param
+    from simulate._phase_cli import parse_param as _parse_param
     from simulate.spec import SpecError
 
     if want is None:
