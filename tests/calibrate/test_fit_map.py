@@ -213,7 +213,10 @@ def test_cli_fit_with_map_dynamics(tmp_path, capsys):
     post = cal.load_fit(tmp_path / "fit")
     assert post.model.config.dynamics == "map" and "c[eta~rl.lr]" in post.model.link_names
     pred = cal.predict(post, [{"rl.lr": 5e-3, "rl.staleness": 1}], max_draws=20, n_points=11)
-    assert np.all(np.isfinite(pred.final))
+    assert np.all(np.isfinite(pred.final)) and pred.new_final is not None  # new-run forecast
+    assert np.all(np.isfinite(pred.new_final))
+    rec = cal.recommend(post, param="rl.lr", max_draws=10)  # recommend sweeps eta's link
+    assert rec["param"] == "rl.lr" and rec["value"] > 0 and np.isfinite(rec["final_competence"])
     for bad in (["--dynamics", "euler"], ["--dynamics", "ode", "--lag", "stale"]):
         with pytest.raises(SystemExit) as ex:
             rc = main([*args[:-4], *bad, "--out", str(tmp_path / "o")])
