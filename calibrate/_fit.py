@@ -89,9 +89,11 @@ def map_fit(
     steps = cfg.map_steps if steps is None else steps
     starts = cfg.map_starts if starts is None else starts
     flat, fun = objective or _neg_value_and_grad(cm)
+    slope_sd = cfg.priors.slope_sd
     x0s = np.array(0.7 * jax.random.normal(key, (starts, flat.size)))
     x0s[0] = 0.0
-    x0s = np.concatenate([x0s, mechanism_starts(cm)])  # map dynamics: across eta/lag slopes
+    bases = [r.base for r in cm.link_rows]  # the map's eta/lag slopes: starts across them
+    x0s = np.concatenate([x0s, mechanism_starts(bases, cm.layout.size, flat.size, slope_sd)])
     best_x, best_v = x0s[0], fun(x0s[0])[0]
     if steps > 0:
         for x0 in x0s:

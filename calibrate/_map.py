@@ -29,8 +29,7 @@ not bounded (they are averages of bounded levels).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -40,9 +39,6 @@ import simulate
 from simulate.common import ConfigError
 
 from ._solvers import finite_levels
-
-if TYPE_CHECKING:
-    from ._model import CurveModel
 
 __all__ = ["MECHANISM_SLOPES", "competence_bound", "delayed_map", "mechanism_starts", "solve_map"]
 
@@ -164,13 +160,25 @@ def solve_map(
     return finite_levels(A)
 
 
-def mechanism_starts(cm: CurveModel) -> np.ndarray:
-    """Extra MAP starts, ``(k, n_latent)`` in the order of :meth:`CurveModel.sites`: the
-    prior median with every ``eta``/``lag`` link slope at one of :data:`MECHANISM_SLOPES`
-    (none, ``(0, n_latent)``, without such links)."""
-    rows = [i for i, r in enumerate(cm.link_rows) if r.base in ("eta", "lag")]
-    size = sum(int(np.prod(shape)) for shape in cm.sites().values())
-    out = np.zeros((len(MECHANISM_SLOPES) if rows else 0, size))
-    for k, c in enumerate(MECHANISM_SLOPES if rows else ()):
-        out[k, cm.layout.size + np.asarray(rows)] = c / cm.config.priors.slope_sd
+def mechanism_starts(
+    link_bases: Sequence[str], offset: int, size: int, slope_sd: float
+) -> np.ndarray:
+    """Extra MAP starts: the prior median (all latents 0) with every ``eta``/``lag`` link
+    slope at one of :data:`MECHANISM_SLOPES`.
+
+    Args:
+        link_bases: Base of each link slope, in order (``CurveModel.link_rows``' ``base``).
+        offset: Position of the first slope in the flat latent vector (the layout's size:
+            the slopes ``c`` follow ``z``, :meth:`calibrate.CurveModel.sites`).
+        size: Length of the flat latent vector.
+        slope_sd: Prior sd of the slopes (a slope ``c`` is ``slope_sd`` times its latent).
+
+    Returns:
+        Starts ``(k, size)``; ``(0, size)`` without ``eta``/``lag`` links.
+    """
+    rows = [offset + i for i, b in enumerate(link_bases) if b in ("eta", "lag")]
+    slopes = MECHANISM_SLOPES if rows else ()
+    out = np.zeros((len(slopes), size))
+    for k, c in enumerate(slopes):
+        out[k, rows] = c / slope_sd
     return out
