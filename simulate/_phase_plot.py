@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -11,7 +11,22 @@ from ._analysis import REGIME_NAMES, Regime
 from ._trajectory_plot import _pyplot
 
 if TYPE_CHECKING:
-    from ._phase import PhaseResult
+    from ._boundary import Boundary
+    from ._sweep import Axis
+
+
+class PhaseLike(Protocol):
+    """What the plot reads of a :class:`~simulate.PhaseResult` (a protocol, so that this
+    module does not import the one that calls it)."""
+
+    panels: list[tuple[str, str]]
+    axes: list[Axis]
+    arrays: dict[str, np.ndarray]
+    boundaries: list[list[Boundary]]
+    info: dict[str, Any]
+
+    @property
+    def labels(self) -> list[str]: ...
 
 __all__ = ["REGIME_COLORS", "plot_phase_grid"]
 
@@ -32,7 +47,7 @@ def _edges(values: np.ndarray, scale: str) -> np.ndarray:
     return np.concatenate([[2 * v[0] - mid[0]], mid, [2 * v[-1] - mid[-1]]])
 
 
-def plot_phase_grid(result: PhaseResult, path: str | Path, *, ncols: int | None = None) -> Path:
+def plot_phase_grid(result: PhaseLike, path: str | Path, *, ncols: int | None = None) -> Path:
     """Save the grid of regime maps of ``result`` as a PNG.
 
     2-D sweeps: each panel is a regime map (colours shared by all panels) with the

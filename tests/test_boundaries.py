@@ -116,7 +116,6 @@ def test_every_package_is_walked():
 
 #: Import cycles inside a package not yet broken (each a strongly connected set of modules).
 KNOWN_CYCLES = {
-    frozenset({"simulate._phase", "simulate._phase_plot"}),
     frozenset({"calibrate._fit_plot", "calibrate._posterior", "calibrate._predict"}),
     frozenset(
         {"calibrate._data", "calibrate._importers"}
