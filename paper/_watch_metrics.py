@@ -8,16 +8,19 @@ from typing import Any
 
 import numpy as np
 
-COLLAPSE_LEVEL = 0.1
+from simulate.common import COLLAPSE_RULE, fall_collapse
+
 RULE = (
-    "a run collapsed iff some agent's competence is below 0.1 at an evaluation and at every "
-    "later evaluation of the run (through its last recorded one); its collapse step is the "
-    "earliest such evaluation over the agents. A run recorded as diverged counts as "
-    "collapsed at its last recorded step unless the rule fires earlier. The alert step of a "
-    "threshold is the first evaluation at which watch's P(collapse), from the evaluations up "
-    "to and including that one, is >= the threshold; lead = collapse step - alert step "
-    "(negative: the alert came after the collapse). A collapse is flagged when lead >= "
-    "lead_goal; a run that did not collapse has a false alert when any alert fired."
+    "a run collapsed iff the one collapse rule for real runs holds (simulate.common."
+    "COLLAPSE_RULE: " + COLLAPSE_RULE + "); its collapse step is the earliest onset over its "
+    "collapsed agents (the first evaluation after the reference's that is below half the "
+    "reference and from which the mean of the rest of the curve stays below it). A run "
+    "recorded as diverged counts as collapsed at its last recorded step unless the rule fires "
+    "earlier. The alert step of a threshold is the first evaluation at which watch's "
+    "P(collapse), from the evaluations up to and including that one, is >= the threshold; "
+    "lead = collapse step - alert step (negative: the alert came after the collapse). A "
+    "collapse is flagged when lead >= lead_goal; a run that did not collapse has a false "
+    "alert when any alert fired."
 )
 
 
@@ -25,23 +28,26 @@ def collapse_step(
     steps: Sequence[float],
     curves: Mapping[str, Sequence[float]],
     *,
-    level: float = COLLAPSE_LEVEL,
+    n_eval: float,
     diverged: bool = False,
 ) -> float | None:
-    """The collapse step of a run by :data:`RULE` (None: it did not collapse)."""
+    """The collapse step of a run by :data:`RULE` (None: it did not collapse).
+
+    Args:
+        steps: Evaluation steps ``(T,)``.
+        curves: Per agent, its competence at each step ``(T,)``.
+        n_eval: Probes per evaluation.
+        diverged: The run was recorded as diverged.
+    """
     s = np.asarray(steps, float)
-    best: float | None = None
+    onsets = []
     for c in curves.values():
-        below = np.asarray(c, float) < level
-        if not below.size or not below[-1]:
-            continue
-        i = below.size - 1
-        while i > 0 and below[i - 1]:
-            i -= 1
-        best = float(s[i]) if best is None else min(best, float(s[i]))
-    if best is None and diverged and s.size:
-        best = float(s[-1])
-    return best
+        verdict = fall_collapse(np.asarray(c, float), n_eval)
+        if verdict.onset is not None:
+            onsets.append(float(s[verdict.onset]))
+    if onsets:
+        return min(onsets)
+    return float(s[-1]) if diverged and s.size else None
 
 
 def alert_step(steps: Sequence[float], p: Sequence[float], threshold: float) -> float | None:

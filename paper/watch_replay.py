@@ -63,7 +63,11 @@ def design(quick: bool) -> dict[str, Any]:
             "horizon": "the study's planned steps",
         },
         "rule": wm.RULE,
-        "collapse_level": wm.COLLAPSE_LEVEL,
+        "revisions": [
+            "2026-12-03, before any replay was computed (only this file existed): the collapse "
+            "rule became the one rule for real runs (simulate.common.COLLAPSE_RULE, onset as "
+            "the collapse step) instead of 'some agent below 0.1 to the end' (issue 31 §0)"
+        ],
         "lead_goal": 20,
         "threshold": 0.5,
         "thresholds": THRESHOLDS,
@@ -160,7 +164,9 @@ def replay(runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any]) -> li
                 "experiment": r["experiment"],
                 "setting": r["setting"],
                 "steps": r["steps"],
-                "collapse_step": wm.collapse_step(r["steps"], r["curves"], diverged=r["diverged"]),
+                "collapse_step": wm.collapse_step(
+                    r["steps"], r["curves"], n_eval=r["n_eval"], diverged=r["diverged"]
+                ),
                 "p_collapse": [f.p_collapse for f in series],
                 "p_oscillating": [f.network["p_oscillating"] for f in series],
                 "ess": [f.ess for f in series],

@@ -46,6 +46,9 @@ class Collapse:
         last: The last evaluation.
         drop_sd: Binomial sd of ``R - L``.
         n_tail: Evaluations in the tail (``m``).
+        onset: Index of the evaluation the collapse began at (None when not collapsed): the
+            first one after the reference's evaluations that is below ``fall * R`` and from
+            which the mean of the rest of the curve stays below ``fall * R``.
     """
 
     collapsed: bool
@@ -54,6 +57,7 @@ class Collapse:
     last: float
     drop_sd: float
     n_tail: int
+    onset: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict."""
@@ -64,6 +68,7 @@ class Collapse:
             "last": self.last,
             "drop_sd": self.drop_sd,
             "n_tail": self.n_tail,
+            "onset": self.onset,
         }
 
 
@@ -139,8 +144,15 @@ def fall_collapse(
     peak = float(np.max(means))
     start = float(y[0])
     ref, k_ref = (start, 1) if start >= peak else (peak, w)
+    after = 1 if start >= peak else int(np.argmax(means)) + w  # first evaluation past R's
     tail = float(np.mean(y[-m:]))
     last = float(y[-1])
     sd = math.sqrt(_sd(ref, float(n_eval), k_ref) ** 2 + _sd(tail, float(n_eval), m) ** 2)
     collapsed = tail < fall * ref and last < fall * ref and ref - tail > z * sd
-    return Collapse(bool(collapsed), ref, tail, last, sd, m)
+    onset = None
+    if collapsed:
+        rest = np.cumsum(y[::-1])[::-1] / np.arange(T, 0, -1)  # mean of y[i:]
+        low = (y < fall * ref) & (rest < fall * ref)
+        low[:after] = False
+        onset = int(np.argmax(low))  # exists: the last evaluation qualifies
+    return Collapse(bool(collapsed), ref, tail, last, sd, m, onset)

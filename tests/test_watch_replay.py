@@ -17,17 +17,27 @@ import _watch_metrics as wm
 STEPS = [0, 10, 20, 30, 40, 50, 60]
 
 
-def test_collapse_step_needs_the_agent_to_stay_below():
+def test_collapse_step_is_the_one_rules_onset():
+    # X falls from 0.6 and stays low: collapsed (simulate's rule), onset where it first drops
+    # below 0.3 with the rest of the curve staying below on average
     stays = {"X": [0.6, 0.4, 0.2, 0.08, 0.05, 0.03, 0.02], "Y": [0.7] * 7}
-    assert wm.collapse_step(STEPS, stays) == 30
-    dips = {"X": [0.6, 0.05, 0.5, 0.6, 0.7, 0.8, 0.8]}  # below 0.1 once, then recovers
-    assert wm.collapse_step(STEPS, dips) is None
+    assert wm.collapse_step(STEPS, stays, n_eval=64) == 20
+    dips = {"X": [0.6, 0.05, 0.5, 0.6, 0.7, 0.8, 0.8]}  # falls once, then recovers
+    assert wm.collapse_step(STEPS, dips, n_eval=64) is None
+    # one evaluation back up at 20 does not move the onset: the rest's mean stays below 0.3
     back_down = {"X": [0.6, 0.05, 0.5, 0.09, 0.05, 0.03, 0.02]}
-    assert wm.collapse_step(STEPS, back_down) == 30
+    assert wm.collapse_step(STEPS, back_down, n_eval=64) == 10
+    late = {"X": [0.6, 0.05, 0.9, 0.9, 0.9, 0.03, 0.02, 0.02, 0.01]}
+    assert wm.collapse_step([*STEPS, 70, 80], late, n_eval=64) == 50
     two = {"X": [0.6, 0.5, 0.5, 0.5, 0.05, 0.0, 0.0], "Y": [0.5, 0.5, 0.05, 0.0, 0.0, 0.0, 0.0]}
-    assert wm.collapse_step(STEPS, two) == 20  # the earliest agent
-    assert wm.collapse_step(STEPS, {"X": [0.5] * 7}, diverged=True) == 60
-    assert wm.collapse_step(STEPS, {"X": [0.5] * 6 + [0.05]}) == 60
+    assert wm.collapse_step(STEPS, two, n_eval=64) == 20  # the earliest agent
+    assert wm.collapse_step(STEPS, {"X": [0.5] * 7}, n_eval=64, diverged=True) == 60
+    # never learned: low from the start is not a collapse (the old "below 0.1" rule said 0)
+    assert wm.collapse_step(STEPS, {"X": [0.05] * 7}, n_eval=64) is None
+    # a fall inside the probe noise of 8 probes is not a collapse; at 64 probes it is
+    small = {"X": [0.25, 0.25, 0.25, 0.25, 0.1, 0.1, 0.1]}
+    assert wm.collapse_step(STEPS, small, n_eval=8) is None
+    assert wm.collapse_step(STEPS, small, n_eval=512) == 40
 
 
 def test_lead_and_false_alerts_over_thresholds():

@@ -112,3 +112,19 @@ def test_classify_observed_rejects_bad_shapes():
         simulate.classify_observed(T21, np.zeros((20, 2)), 64)
     with pytest.raises(AgentmotifsError, match="names"):
         simulate.classify_observed(T21, np.zeros((21, 2)), 64, names=("X",))
+
+
+def test_onset_is_where_the_fall_begins_and_stays():
+    from simulate.common import fall_collapse
+
+    # rise to a peak, then fall: the onset is the first evaluation past the peak's window
+    # that is below half the peak, with the rest of the curve below on average
+    y = [0.3, 0.5, 0.8, 0.85, 0.8, 0.6, 0.3, 0.1, 0.05, 0.04, 0.03, 0.02]
+    v = fall_collapse(y, 64)
+    assert v.collapsed and v.onset == 6
+    assert v.as_dict()["onset"] == 6
+    # a fall from the start: onset at the first low evaluation
+    assert fall_collapse([0.64, 0.3, 0.1, 0.05, 0.04, 0.03, 0.02], 64).onset == 1
+    # no collapse, no onset
+    assert fall_collapse([0.5] * 10, 64).onset is None
+    assert fall_collapse([0.05] * 10, 64).onset is None
