@@ -1,10 +1,9 @@
 """``recommend``: choose a hyperparameter for the next run from a fitted posterior.
 
-With a link ``log theta = a + c (T(h) - mean T(h_pilots))`` in the fit, each candidate
-value ``h`` maps every posterior draw to parameters; simulate's competence kinetics then
-predict the curves over the horizon. The recommendation maximises the posterior mean
-final competence of the output node (the pipeline's end-to-end proxy) among values whose
-posterior probability of oscillation is below ``max_p_osc``.
+With a link ``log theta = a + c (T(h) - mean T(h_pilots))`` in the fit, each candidate value ``h``
+maps every posterior draw to parameters; simulate's competence kinetics then predict the curves
+over the horizon. The recommendation maximises the posterior mean final competence of the output
+node (the end-to-end proxy) among values whose P(oscillation) is below ``max_p_osc``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""One training step (supervised warm-up or RL) and evaluation, on a :class:`State`.
-
-Kept apart from the run loop (``_train.py``) so each piece stays small and testable.
-"""
+"""One training step (supervised warm-up or RL) and evaluation, on a :class:`State`; kept apart
+from the run loop (``_train.py``) so each piece stays small and testable."""
 
 from __future__ import annotations
 
