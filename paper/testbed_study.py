@@ -134,7 +134,11 @@ class StudyConfig:
                     out.append((t, "C1", e, 0, "coupling", lr, s))
                     for m in self.mechanisms:
                         out += [(t, "C1", e, sign, m, lr, s) for sign in (1, -1)]
-            return list(dict.fromkeys(canonical(j) for j in out))
+            jobs = list(dict.fromkeys(canonical(j) for j in out))
+            # the default mechanism and the cuts first, then the others in the design's
+            # order, each seed by seed: an interrupted phase has whole comparisons done
+            rank = {m: i for i, m in enumerate(self.mechanisms)}
+            return sorted(jobs, key=lambda j: (0 if j[3] == 0 else rank[j[4]], j[6]))
         if phase == "types":
             seeds = self.phase_seeds()
             return [(t, m, "", 1, "coupling", lr, s) for s in seeds for m in self.motifs]
