@@ -83,10 +83,7 @@ def run_jax(ps, dtype, chunk, keep=True):
         models,
         "on@0",
         t1=T1,
-        n_points=N_POINTS,
-        rtol=RTOL,
-        atol=ATOL,
-        dtype=dtype,
+        options=sim.SolveOptions(n_points=N_POINTS, rtol=RTOL, atol=ATOL, dtype=dtype),
         chunk_size=chunk,
         keep_states=keep,
     )
@@ -142,7 +139,8 @@ def roadrunner_loop(ps, n, rtol=RTOL, atol=ATOL):
 
 
 def phase_timing(n_grid: int, dtype: str, chunk: int, n_points: int):
-    kw = dict(dtype=dtype, chunk_size=chunk, n_points=n_points, progress=False)
+    opts = sim.SolveOptions(n_points=n_points, dtype=dtype)
+    kw = dict(options=opts, chunk_size=chunk, progress=False)
     x = sim.grid("beta", 0.5, 20.0, n_grid, "log")
     y = sim.grid("gamma", 0.1, 10.0, n_grid, "log")
     t0 = time.perf_counter()

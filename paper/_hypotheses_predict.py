@@ -50,7 +50,8 @@ def _proxy(models: Any, schedule: Any, t1: float, n_points: int) -> np.ndarray:
     """(draws, T) product of the competences at the evaluation steps."""
     import simulate
 
-    sol = simulate.solve_batch(models, schedule, t1=t1, n_points=n_points)
+    opts = simulate.SolveOptions(n_points=n_points)
+    sol = simulate.solve_batch(models, schedule, t1=t1, options=opts)
     return np.prod(np.asarray(sol.states), axis=-1)
 
 
@@ -91,7 +92,10 @@ def predict_task(cfg: Any, draws: list[dict[str, float]]) -> dict[str, Any]:
                 for d in draws
             ]
             sol = simulate.solve_batch(
-                simulate.stack_models(lagged), None, t1=float(cfg.steps), n_points=4 * n_points
+                simulate.stack_models(lagged),
+                None,
+                t1=float(cfg.steps),
+                options=simulate.SolveOptions(n_points=4 * n_points),
             )
             codes, _ = jax.vmap(simulate.classify)(sol)
             names = [simulate.REGIME_NAMES[simulate.Regime(int(c))] for c in np.asarray(codes)]

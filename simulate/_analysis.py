@@ -299,11 +299,12 @@ def equilibrate(model: Model, level: float = 0.0, *, t1: float = 200.0) -> Model
         SpecError: If no steady state is reached (e.g. the model oscillates at ``level``).
     """
     from ._kinetics import Schedule
+    from ._options import SolveOptions
     from ._solve import solve
     from .spec import SpecError
 
     sched = Schedule(jnp.asarray([0.0]), jnp.asarray([float(level)]))
-    sol = solve(model, sched, t1=t1, n_points=2)
+    sol = solve(model, sched, t1=t1, options=SolveOptions(n_points=2))
     y, ok = steady_state(model, sol.y_final, model.input_value(jnp.asarray(level)))
     if not (bool(ok) and sol.message() == "ok"):
         raise SpecError(f"no steady state at input level {level}: {sol.message()}")

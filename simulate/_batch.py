@@ -216,12 +216,6 @@ def solve_batch(
     steps: int | None = None,
     fast_hill: bool = True,
     key: PRNGKeyArray | None = None,
-    n_points: int | None = None,
-    solver: str | None = None,
-    rtol: float | None = None,
-    atol: float | None = None,
-    max_steps: int | None = None,
-    dtype: str | None = None,
 ) -> Solution:
     """Solve a stacked batch of models (see module docstring).
 
@@ -240,26 +234,11 @@ def solve_batch(
         steps: Number of map steps (required for ``method="map"`` under ``jit``).
         fast_hill: Use integer powers when all wired Hill coefficients are one integer.
         key: PRNG key for ``method="sde"`` (split into one key per cell).
-        n_points: Override of ``options.n_points`` (kept for compatibility, as are the
-            next five: a value given here replaces the option's).
-        solver: Override of ``options.solver``.
-        rtol: Override of ``options.rtol``.
-        atol: Override of ``options.atol``.
-        max_steps: Override of ``options.max_steps``.
-        dtype: Override of ``options.dtype``.
 
     Returns:
         Batched :class:`~simulate.Solution`, leading axis ``B``; ``code`` per cell.
     """
-    opts = resolve(
-        options,
-        n_points=n_points,
-        solver=solver,
-        rtol=rtol,
-        atol=atol,
-        max_steps=max_steps,
-        dtype=dtype,
-    )
+    opts = resolve(options)
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     elif schedule is None:

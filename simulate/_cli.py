@@ -105,6 +105,7 @@ def _cmd_motifs(args: argparse.Namespace) -> int:
 def _cmd_trajectory(args: argparse.Namespace) -> int:
     import jax
 
+    from ._options import SolveOptions
     from ._params import make_model
     from ._solve import solve
     from ._trajectory_plot import plot_trajectory
@@ -127,11 +128,13 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
         args.schedule,
         t1=args.t1,
         t0=args.t0,
-        n_points=args.points,
+        options=SolveOptions(
+            n_points=args.points,
+            solver=args.solver,
+            dtype="float32" if getattr(args, "float32", False) else "float64",
+        ),
         method=args.method,
-        solver=args.solver,
         key=jax.random.key(args.seed),
-        dtype="float32" if getattr(args, "float32", False) else "float64",
     )
     if sol.message() != "ok":  # no all-null JSON: say why, exit 2
         raise AgentmotifsError(

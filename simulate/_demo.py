@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from ._analysis import REGIME_NAMES, Regime, classify, equilibrate, metrics
 from ._io import write_json
+from ._options import SolveOptions
 from ._params import make_model
 from ._solve import Schedule, Solution, solve
 from ._trajectory_plot import plot_preset_grid
@@ -36,7 +37,8 @@ def solve_presets(
         models.append(equilibrate(model, 0.0))  # start from the input-OFF steady state
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *models)
     sched = Schedule.parse(schedule)
-    sols = jax.vmap(lambda m: solve(m, sched, t1=t1, n_points=n_points))(stacked)
+    opts = SolveOptions(n_points=n_points)
+    sols = jax.vmap(lambda m: solve(m, sched, t1=t1, options=opts))(stacked)
     return labels, sols
 
 

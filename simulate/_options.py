@@ -111,8 +111,8 @@ class SolveOptions:
         return dataclasses.replace(self, **changes)
 
     def merged(self, **overrides: Any) -> SolveOptions:
-        """:meth:`replace` with the overrides that are not None (the entry points' old
-        keyword arguments: ``solve(model, rtol=1e-6)`` means ``options.replace(rtol=1e-6)``)."""
+        """:meth:`replace` with the overrides that are not None (for a caller whose own
+        keywords are optional overrides: ``merged(rtol=None, atol=1e-9)`` changes ``atol``)."""
         given = {k: v for k, v in overrides.items() if v is not None}
         return self.replace(**given) if given else self
 
@@ -146,7 +146,16 @@ DEFAULT_OPTIONS = SolveOptions()
 
 
 def resolve(options: SolveOptions | None, **overrides: Any) -> SolveOptions:
-    """``options`` (default :data:`DEFAULT_OPTIONS`) with the non-None ``overrides``."""
+    """``options`` (default :data:`DEFAULT_OPTIONS`) with the non-None ``overrides``.
+
+    The solve entry points call it without overrides (``options=`` is their one way to set
+    how a solve is done); the overrides serve callers outside simulate that still take
+    optional keywords of their own.
+
+    Raises:
+        OptionsError: If ``options`` is not a :class:`SolveOptions` or an override is
+            invalid.
+    """
     if options is None:
         options = DEFAULT_OPTIONS
     elif not isinstance(options, SolveOptions):

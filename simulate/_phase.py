@@ -256,10 +256,6 @@ def phase_diagram(
     stability: bool = True,
     boundaries: bool = True,
     progress: bool = True,
-    n_points: int | None = None,
-    rtol: float | None = None,
-    atol: float | None = None,
-    dtype: str | None = None,
 ) -> PhaseResult:
     """Regime map of every panel over ``x`` (and ``y``).
 
@@ -293,17 +289,12 @@ def phase_diagram(
         stability: Linearise each cell at its steady state (for boundary lines).
         boundaries: For 1-D sweeps, locate stability boundaries by bisection.
         progress: tqdm bar over chunks.
-        n_points: Override of ``options.n_points`` (kept for compatibility, as are the
-            next three: a value given here replaces the option's).
-        rtol: Override of ``options.rtol``.
-        atol: Override of ``options.atol``.
-        dtype: Override of ``options.dtype``.
 
     Returns:
         A :class:`PhaseResult`; call :meth:`PhaseResult.save` to write the output folder.
     """
     t_start = time.perf_counter()
-    opts_solve = resolve(options, n_points=n_points, rtol=rtol, atol=atol, dtype=dtype)
+    opts_solve = resolve(options)
     _check_settings(
         t1=t1,
         steps=steps,

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ._errors import ConfigError
+from ._options import SolveOptions
 from ._values import parse_number, parse_value
 from .spec import SpecError
 
@@ -76,11 +77,10 @@ def _cmd_phase(args: argparse.Namespace) -> int:
         method=args.method,
         schedule=args.schedule,
         t1=args.t1,
-        n_points=args.points,
         steps=args.steps,
         replicates=args.replicates,
         seed=args.seed,
-        dtype="float32" if args.float32 else "float64",
+        options=SolveOptions(n_points=args.points, dtype="float32" if args.float32 else "float64"),
         chunk_size=args.chunk,
         stability=not args.no_stability,
         progress=not args.no_progress,

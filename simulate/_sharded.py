@@ -78,12 +78,6 @@ def solve_sharded(
     chunk_size: int = 1024,
     call_size: int = 16384,
     keep_states: bool = True,
-    n_points: int | None = None,
-    rtol: float | None = None,
-    atol: float | None = None,
-    solver: str | None = None,
-    max_steps: int | None = None,
-    dtype: str | None = None,
 ) -> Solution:
     """ODE solves of a large stacked batch: sharded over all JAX devices and chunked.
 
@@ -104,28 +98,13 @@ def solve_sharded(
         call_size: Cells per compiled call (the trajectories of all cells come back as one
             array either way; a single call avoids copying them).
         keep_states: Return the trajectories (else only codes; for throughput runs).
-        n_points: Override of ``options.n_points`` (kept for compatibility, as are the
-            next five: a value given here replaces the option's).
-        rtol: Override of ``options.rtol``.
-        atol: Override of ``options.atol``.
-        solver: Override of ``options.solver``.
-        max_steps: Override of ``options.max_steps``.
-        dtype: Override of ``options.dtype``.
 
     Returns:
         A batched :class:`~simulate.Solution` like :func:`~simulate.solve_batch`'s (leading
         axis ``B``; its leaves are NumPy arrays). With ``keep_states=False`` only ``code``
         is filled: ``t``, ``states``, ``inputs`` and ``y_final`` have a length-0 axis.
     """
-    opts = resolve(
-        options,
-        n_points=n_points,
-        rtol=rtol,
-        atol=atol,
-        solver=solver,
-        max_steps=max_steps,
-        dtype=dtype,
-    )
+    opts = resolve(options)
     if opts.solver in STIFF:
         raise SpecError(f"solve_sharded needs tsit5, dopri5 or dopri8, got {opts.solver!r}")
     if not t1 > t0:

@@ -245,13 +245,6 @@ def solve(
     dt: float = 0.01,
     steps: int | None = None,
     key: PRNGKeyArray | None = None,
-    n_points: int | None = None,
-    solver: str | None = None,
-    rtol: float | None = None,
-    atol: float | None = None,
-    dt0: float | None = None,
-    max_steps: int | None = None,
-    dtype: str | None = None,
 ) -> Solution:
     """Solve the model's dynamics under an input schedule.
 
@@ -276,28 +269,11 @@ def solve(
         dt: Fixed step of the SDE.
         steps: Number of map steps (default ``round((t1 - t0) / eta)``; give it in sweeps).
         key: PRNG key, keyword-only, required for ``method="sde"``.
-        n_points: Override of ``options.n_points`` (kept for compatibility, as are the
-            next five: a value given here replaces the option's).
-        solver: Override of ``options.solver``.
-        rtol: Override of ``options.rtol``.
-        atol: Override of ``options.atol``.
-        dt0: Override of ``options.dt0``.
-        max_steps: Override of ``options.max_steps``.
-        dtype: Override of ``options.dtype``.
 
     Returns:
         A :class:`Solution`.
     """
-    opts = resolve(
-        options,
-        n_points=n_points,
-        solver=solver,
-        rtol=rtol,
-        atol=atol,
-        dt0=dt0,
-        max_steps=max_steps,
-        dtype=dtype,
-    )
+    opts = resolve(options)
     if isinstance(schedule, str):
         schedule = Schedule.parse(schedule)
     elif schedule is None:

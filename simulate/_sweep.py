@@ -29,6 +29,7 @@ from ._batch import (
     with_integer_hill,
 )
 from ._kinetics import Model, Schedule
+from ._options import SolveOptions
 from ._params import set_param
 from ._scales import SCALE_DOMAINS, from_scale, in_scale_domain, scale_name
 from ._solve import Solution, solve
@@ -224,9 +225,10 @@ def _cell_fn(names: tuple[str, ...], opts: SweepOptions, hill: int | None, per_c
                 )
                 sol_axis = -1
         elif opts.method == "sde":
+            sde_opts = SolveOptions(n_points=opts.n_points)
             sols = jax.vmap(
                 lambda m, k: solve(
-                    m, schedule, t1=opts.t1, n_points=opts.n_points, method="sde", dt=opts.dt, key=k
+                    m, schedule, t1=opts.t1, options=sde_opts, method="sde", dt=opts.dt, key=k
                 )
             )(models, keys)
         else:

@@ -62,7 +62,7 @@ def main() -> None:
     numbers: dict = {"toy": args.toy, "lags": {}}
 
     for tau in (0.5, 3.0, 10.0):
-        sol = sim.solve(critic_model(tau), t1=300, n_points=1501)
+        sol = sim.solve(critic_model(tau), t1=300, options=sim.SolveOptions(n_points=1501))
         regime, _ = sim.classify(sol)
         name = sim.REGIME_NAMES[sim.Regime(int(regime))]
         numbers["lags"][f"{tau:g}"] = name
@@ -78,7 +78,7 @@ def main() -> None:
     taus = np.geomspace(0.2, 30, 10 if args.toy else 40)
     # a lag does not move the equilibrium: continue it from the stable small-lag model
     stable = critic_model(float(taus[0]))
-    guess = sim.solve(stable, t1=400, n_points=2).y_final
+    guess = sim.solve(stable, t1=400, options=sim.SolveOptions(n_points=2)).y_final
     lead = []
     for tau in taus:
         st = sim.linear_stability(critic_model(float(tau)), guess, 1.0)

@@ -37,7 +37,7 @@ def main() -> None:
         feedback_K=0.3,
         delay_stages=4,
         t1=400.0,
-        n_points=400,
+        options=sim.SolveOptions(n_points=400),
     )
     res.save(args.out, overwrite=True)  # this script regenerates its own folder
     print(f"figure: {args.out}/phase.png")

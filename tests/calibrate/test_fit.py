@@ -65,7 +65,7 @@ def test_solve_at_matches_simulate():
     import simulate
 
     model = simulate.make_model("C1", "competence", TRUTH)
-    sol = simulate.solve(model, t1=290.0, n_points=30)
+    sol = simulate.solve(model, t1=290.0, options=simulate.SolveOptions(n_points=30))
     A, ok = cal.solve_at(model, sol.t, rtol=1e-9, atol=1e-11)
     assert bool(ok)
     np.testing.assert_allclose(np.asarray(A), np.asarray(sol.states), atol=1e-6)

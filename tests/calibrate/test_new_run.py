@@ -76,7 +76,11 @@ def _oracle_new_runs(post, lr, n_eval, seed):
         theta[:, i] *= np.exp(c[:, j] * x + TAU * rng.standard_normal(G))
 
     def final(th):
-        sol = simulate.solve(cm.with_params(th), t1=HORIZON, n_points=2, rtol=1e-9, atol=1e-11)
+        sol = simulate.solve(
+            cm.with_params(th),
+            t1=HORIZON,
+            options=simulate.SolveOptions(n_points=2, rtol=1e-9, atol=1e-11),
+        )
         return sol.states[-1]
 
     A = np.asarray(jax.jit(jax.vmap(final))(jax.numpy.asarray(theta)))

@@ -49,7 +49,11 @@ def test_per_draw_curves_are_the_model_solved_with_the_link_applied_by_hand(lr_f
         # and the solve: simulate's adaptive solver, to the fit solver's accuracy (quad at
         # cells <= dt = 1 step: ~1e-6 here, measured 9e-7)
         model = cm.with_params(jnp.asarray(theta))
-        sol = simulate.solve(model, t1=float(pred.t[-1]), n_points=30, rtol=1e-11, atol=1e-13)
+        sol = simulate.solve(
+            model,
+            t1=float(pred.t[-1]),
+            options=simulate.SolveOptions(n_points=30, rtol=1e-11, atol=1e-13),
+        )
         np.testing.assert_allclose(np.asarray(sol.t), pred.t, rtol=1e-12)
         np.testing.assert_allclose(pred.curves[0, g], np.asarray(sol.states), rtol=1e-5, atol=1e-9)
     # the summaries are those of the per-draw curves
@@ -70,7 +74,11 @@ def test_held_out_lr_is_bracketed_and_monotone_runs_converge(lr_fit):
     for n in "XYZ":
         true[f"rho[{n}]"] = TRUTH[f"rho[{n}]"] * lr / 3e-4
     model = post.model.with_params(jnp.asarray([true[n] for n in post.model.layout.names]))
-    sol = simulate.solve(model, t1=float(pred.t[-1]), n_points=50, rtol=1e-10, atol=1e-12)
+    sol = simulate.solve(
+        model,
+        t1=float(pred.t[-1]),
+        options=simulate.SolveOptions(n_points=50, rtol=1e-10, atol=1e-12),
+    )
     truth_final = np.asarray(sol.states)[-1]
     q05, q95 = np.quantile(pred.final[0], [0.05, 0.95], axis=0)
     assert np.all((q05 <= truth_final) & (truth_final <= q95)), (q05, truth_final, q95)

@@ -53,7 +53,9 @@ def test_alon_c1_and_matches_scipy():
 
     t = np.linspace(0, 20, 401)
     ref = _piecewise(rhs, [0.0, 0.0], [(0.0, x0), (10.0, 0.0)], t)
-    sol = sim.solve(model, "on@0,off@10", t1=20, n_points=401, rtol=1e-10, atol=1e-12)
+    sol = sim.solve(
+        model, "on@0,off@10", t1=20, options=sim.SolveOptions(n_points=401, rtol=1e-10, atol=1e-12)
+    )
     got = np.asarray(sol.states)
     assert np.max(np.abs(got[:, 1:] - ref)) < 1e-6
     x_expected = np.where(t < 10, x0, 0.0)
@@ -88,16 +90,23 @@ def test_competence_i1_or_with_feedback_and_delay_matches_scipy():
 
     t = np.linspace(0, 120, 601)
     ref = _piecewise(rhs, np.full(3 * (1 + k), A0), [(0.0, 1.0), (60.0, 0.0)], t)
-    sol = sim.solve(model, "on@0,off@60", t1=120, n_points=601, rtol=1e-10, atol=1e-12)
+    sol = sim.solve(
+        model, "on@0,off@60", t1=120, options=sim.SolveOptions(n_points=601, rtol=1e-10, atol=1e-12)
+    )
     assert sol.message() == "ok"
     assert np.max(np.abs(np.asarray(sol.states) - ref[:, :3])) < 1e-6
 
 
 def test_stiff_solver_agrees():
     model = sim.make_model("I1-AND", "alon", {"beta": 5.0, "gamma": 200.0, "n": 4.0})
-    a = sim.solve(model, "on@0,off@5", t1=10, n_points=101, rtol=1e-9, atol=1e-11)
+    a = sim.solve(
+        model, "on@0,off@5", t1=10, options=sim.SolveOptions(n_points=101, rtol=1e-9, atol=1e-11)
+    )
     b = sim.solve(
-        model, "on@0,off@5", t1=10, n_points=101, solver="kvaerno5", rtol=1e-9, atol=1e-11
+        model,
+        "on@0,off@5",
+        t1=10,
+        options=sim.SolveOptions(n_points=101, solver="kvaerno5", rtol=1e-9, atol=1e-11),
     )
     assert a.message() == b.message() == "ok"
     assert np.max(np.abs(np.asarray(a.states) - np.asarray(b.states))) < 1e-6
@@ -105,7 +114,7 @@ def test_stiff_solver_agrees():
 
 def test_solver_failure_is_flagged_not_nan():
     model = sim.make_model("C1-AND", "alon", {"gamma": 1e6, "n": 8.0})
-    sol = sim.solve(model, "on@0,off@5", t1=10, max_steps=50)
+    sol = sim.solve(model, "on@0,off@5", t1=10, options=sim.SolveOptions(max_steps=50))
     assert int(sol.code) == 1 and "max_steps" in sol.message()
     regime, _ = sim.classify(sol, bounded=False)
     assert int(regime) == sim.Regime.FAILED

@@ -21,7 +21,7 @@ STEEP = 50.0  # Hill coefficient standing in for the steep limit
 
 
 def _z_metrics(model, schedule, t1, n_points=5001):
-    sol = sim.solve(model, schedule, t1=t1, n_points=n_points)
+    sol = sim.solve(model, schedule, t1=t1, options=sim.SolveOptions(n_points=n_points))
     assert sol.message() == "ok"
     m = sim.metrics(sol)
     return sol, {k: float(v[2]) for k, v in m.items()}
@@ -92,7 +92,12 @@ def test_simulated_steady_states_match_closed_form(motif, gate):
     model = sim.make_model(sim.ffl_spec(motif, gate), "alon", {"beta": beta, "gamma": 2.0})
     s_xy, s_xz, s_yz = FFL_SIGNS[motif]
     for level in (0.0, 1.0):
-        sol = sim.solve(model, f"{level}@0", t1=60.0, n_points=11, rtol=1e-10, atol=1e-12)
+        sol = sim.solve(
+            model,
+            f"{level}@0",
+            t1=60.0,
+            options=sim.SolveOptions(n_points=11, rtol=1e-10, atol=1e-12),
+        )
         x = x0 * level
         hill = {1: lambda u: u**n / (1 + u**n), -1: lambda u: 1 / (1 + u**n)}
         y_st = beta * hill[s_xy](x)

@@ -88,7 +88,12 @@ def test_solve_batch_matches_dop853(dtype, rtol, atol, tol):
     models = _ffl_models(ps)
     sched = "on@0,off@10"
     ts = np.linspace(0.0, 20.0, 200)
-    sol = sim.solve_batch(models, sched, t1=20.0, n_points=200, rtol=rtol, atol=atol, dtype=dtype)
+    sol = sim.solve_batch(
+        models,
+        sched,
+        t1=20.0,
+        options=sim.SolveOptions(n_points=200, rtol=rtol, atol=atol, dtype=dtype),
+    )
     assert sol.states.dtype == jnp.dtype(dtype)
     assert np.all(np.asarray(sol.code) == 0)
     got = np.asarray(sol.states, float)
@@ -123,8 +128,9 @@ def test_batched_rhs_equals_model_rhs():
 def test_batched_rhs_declines_policy_lag():
     m = sim.make_model("C1-AND", "alon", delay_stages=2)
     assert batched_rhs(sim.stack_models([m, m])) is None
-    sol = sim.solve_batch(sim.stack_models([m, m]), t1=5.0, n_points=11)  # diffrax path
-    ref = sim.solve(m, t1=5.0, n_points=11, rtol=1e-6, atol=1e-8)
+    opts = sim.SolveOptions(n_points=11)
+    sol = sim.solve_batch(sim.stack_models([m, m]), t1=5.0, options=opts)  # diffrax path
+    ref = sim.solve(m, t1=5.0, options=sim.SolveOptions(n_points=11, rtol=1e-6, atol=1e-8))
     np.testing.assert_allclose(sol.states[0], ref.states, atol=1e-5)
 
 
@@ -159,14 +165,20 @@ def test_blowing_up_cell_is_flagged_others_unaffected():
     ps = _ffl_sets(8, seed=5)
     good = _ffl_models(ps)
     bad = _with_cell(good, 3, -60.0)  # dz/dt = -60 (f - z): grows like e^(60 t), overflows
-    sol = sim.solve_batch(bad, "on@0", t1=20.0, n_points=101, rtol=1e-6, atol=1e-8)
+    sol = sim.solve_batch(
+        bad, "on@0", t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-6, atol=1e-8)
+    )
     code = np.asarray(sol.code)
     assert code[3] == 2 and not np.all(np.isfinite(np.asarray(sol.states[3])))
     keep = np.arange(8) != 3
     assert np.all(code[keep] == 0)
-    ref = sim.solve_batch(good, "on@0", t1=20.0, n_points=101, rtol=1e-6, atol=1e-8)
+    ref = sim.solve_batch(
+        good, "on@0", t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-6, atol=1e-8)
+    )
     np.testing.assert_allclose(sol.states[keep], ref.states[keep], atol=1e-5)
-    sh = sim.solve_sharded(bad, "on@0", t1=20.0, n_points=101, chunk_size=4)
+    sh = sim.solve_sharded(
+        bad, "on@0", t1=20.0, options=sim.SolveOptions(n_points=101), chunk_size=4
+    )
     states, codes = sh.states, sh.code
     assert codes[3] == 2 and np.all(codes[keep] == 0)
     assert np.all(np.isfinite(states[keep]))
@@ -176,11 +188,11 @@ def test_stiff_cell_fails_alone():
     """A stiff cell exhausts the shared step budget: the chunk is re-solved cell by cell."""
     ps = _ffl_sets(8, seed=6)
     models = _with_cell(_ffl_models(ps), 5, 1e6)
-    kw = dict(t1=20.0, n_points=51, rtol=1e-6, atol=1e-8, max_steps=3_000)
-    sol = sim.solve_batch(models, "on@0", **kw)
+    opts = sim.SolveOptions(n_points=51, rtol=1e-6, atol=1e-8, max_steps=3_000)
+    sol = sim.solve_batch(models, "on@0", t1=20.0, options=opts)
     code = np.asarray(sol.code)
     assert code[5] == 1 and np.all(np.delete(code, 5) == 0)
-    sh = sim.solve_sharded(models, "on@0", chunk_size=4, **kw)
+    sh = sim.solve_sharded(models, "on@0", t1=20.0, options=opts, chunk_size=4)
     states, codes = sh.states, sh.code
     np.testing.assert_array_equal(codes, code)
     np.testing.assert_array_equal(sh.t, np.asarray(sol.t))  # the same kind of result

@@ -12,7 +12,9 @@ def _replicates(model, sigma, *, t1, n_points, dt, n=32):
     model = sim.set_param(model, "sigma", sigma)
     keys = jax.random.split(jax.random.key(0), n)
     return jax.vmap(
-        lambda k: sim.solve(model, t1=t1, n_points=n_points, method="sde", dt=dt, key=k)
+        lambda k: sim.solve(
+            model, t1=t1, options=sim.SolveOptions(n_points=n_points), method="sde", dt=dt, key=k
+        )
     )(keys)
 
 

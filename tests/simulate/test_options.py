@@ -84,16 +84,22 @@ def test_json_round_trip_and_replace():
     assert opts.merged(rtol=None, atol=1e-9) == opts.replace(atol=1e-9)
 
 
+#: The solve options that once were keywords of simulate's entry points too.
+OPTION_KEYWORDS = {"n_points", "solver", "rtol", "atol", "dt0", "max_steps", "dtype"}
+ENTRY_POINTS = (sim.solve, sim.solve_batch, sim.solve_sharded, sim.phase_diagram)
+
+
 def test_one_default_everywhere():
-    """Every entry point takes ``options=None`` (-> the one default) and the old keyword
-    arguments only as overrides (default None, i.e. not given)."""
+    """Every entry point takes ``options=None`` (-> the one default); calibrate's
+    ``solve_at`` still takes its own keywords, only as overrides (default None)."""
     assert sim.SolveOptions() == DEFAULT_OPTIONS and resolve(None) is DEFAULT_OPTIONS
-    overrides = {"n_points", "rtol", "atol", "solver", "max_steps", "dtype", "dt0", "forward"}
-    for fn in (sim.solve, sim.solve_batch, sim.solve_sharded, sim.phase_diagram, cal.solve_at):
+    for fn in (*ENTRY_POINTS, cal.solve_at):
         params = inspect.signature(fn).parameters
         assert params["options"].default is None, fn.__name__
-        for name in overrides & set(params):
-            assert params[name].default is None, (fn.__name__, name)
+    overrides = OPTION_KEYWORDS | {"forward"}
+    params = inspect.signature(cal.solve_at).parameters
+    for name in overrides & set(params):
+        assert params[name].default is None, ("solve_at", name)
     models = _models((2.0, 4.0))
     stacked = sim.stack_models(models)
     n = DEFAULT_OPTIONS.n_points
@@ -124,16 +130,19 @@ def test_entry_points_agree_with_each_other_and_scipy():
     np.testing.assert_allclose(sharded.states, np.asarray(batch.states), rtol=0, atol=1e-9)
 
 
-def test_old_keywords_are_overrides():
+def test_options_is_the_one_way():
+    """No entry point takes a solve option as a keyword of its own (``options=`` is the one
+    way), and a bad option fails where the options are made."""
+    for fn in ENTRY_POINTS:
+        params = set(inspect.signature(fn).parameters)
+        assert not params & OPTION_KEYWORDS, (fn.__name__, sorted(params & OPTION_KEYWORDS))
     m = _models((3.0,))[0]
+    with pytest.raises(TypeError, match="n_points"):
+        sim.solve(m, n_points=21)  # pyright: ignore[reportCallIssue]
     opts = sim.SolveOptions(n_points=21, rtol=1e-6, atol=1e-8)
-    a = sim.solve(m, options=opts)
-    b = sim.solve(m, n_points=21, rtol=1e-6, atol=1e-8)
-    c = sim.solve(m, options=sim.SolveOptions(rtol=1e-3), n_points=21, rtol=1e-6, atol=1e-8)
-    np.testing.assert_array_equal(a.states, b.states)
-    np.testing.assert_array_equal(a.states, c.states)
+    assert sim.solve(m, options=opts).t.shape == (21,)
     with pytest.raises(sim.SpecError, match="solver"):
-        sim.solve(m, solver="rk4")
+        sim.SolveOptions(solver="rk4")
     with pytest.raises(sim.SpecError, match="kvaerno5"):
         sim.solve_batch(sim.stack_models([m]), options=sim.SolveOptions(solver="kvaerno5"))
 

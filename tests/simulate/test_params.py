@@ -55,7 +55,7 @@ def test_set_param_under_vmap_and_bad_options():
     with pytest.raises(sim.SpecError, match="kinetics"):
         sim.make_model("C1", "michaelis")
     with pytest.raises(sim.SpecError, match="solver"):
-        sim.solve(m, solver="rk4")
+        sim.solve(m, options=sim.SolveOptions(solver="rk4"))
     with pytest.raises(sim.SpecError, match="t1 must be > t0"):
         sim.solve(m, t1=0.0)
     with pytest.raises(sim.SpecError, match="schedule"):

@@ -38,10 +38,14 @@ def _ffl_batch(n_hill: float = 2.0):
 def test_solve_batch_matches_per_cell_solve(n_hill):
     batch = _ffl_batch(n_hill)
     sched = "on@0,off@10"
-    fast = sim.solve_batch(batch, sched, t1=20.0, n_points=101, rtol=1e-9, atol=1e-11)
-    ref = jax.vmap(lambda m: sim.solve(m, sched, t1=20.0, n_points=101, rtol=1e-9, atol=1e-11))(
-        batch
+    fast = sim.solve_batch(
+        batch, sched, t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-9, atol=1e-11)
     )
+    ref = jax.vmap(
+        lambda m: sim.solve(
+            m, sched, t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-9, atol=1e-11)
+        )
+    )(batch)
     assert np.all(np.asarray(fast.code) == 0)
     np.testing.assert_allclose(fast.states, ref.states, atol=1e-7)
     np.testing.assert_allclose(fast.inputs, ref.inputs, atol=0)
@@ -50,8 +54,14 @@ def test_solve_batch_matches_per_cell_solve(n_hill):
 @pytest.mark.slow
 def test_solve_batch_float32_close_to_float64():
     batch = _ffl_batch()
-    f64 = sim.solve_batch(batch, t1=20.0, n_points=101, rtol=1e-8, atol=1e-10)
-    f32 = sim.solve_batch(batch, t1=20.0, n_points=101, rtol=1e-6, atol=1e-8, dtype="float32")
+    f64 = sim.solve_batch(
+        batch, t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-8, atol=1e-10)
+    )
+    f32 = sim.solve_batch(
+        batch,
+        t1=20.0,
+        options=sim.SolveOptions(n_points=101, rtol=1e-6, atol=1e-8, dtype="float32"),
+    )
     assert f32.states.dtype == jnp.float32
     np.testing.assert_allclose(f32.states, f64.states, atol=2e-5)
 
@@ -64,7 +74,7 @@ def test_phase_1d_matches_single_solves():
         x,
         params={"beta": 3.0},
         t1=20.0,
-        n_points=200,
+        options=sim.SolveOptions(n_points=200),
         boundaries=False,
         progress=False,
     )
@@ -72,7 +82,8 @@ def test_phase_1d_matches_single_solves():
     for p, motif in enumerate(["C1", "I1"]):
         for i, g in enumerate(x.values):
             m = sim.make_model(motif, "alon", {"beta": 3.0, "gamma": float(g)})
-            sol = sim.solve(m, "on@0", t1=20.0, n_points=200)  # the same default options
+            # the same options as the phase diagram's
+            sol = sim.solve(m, "on@0", t1=20.0, options=sim.SolveOptions(n_points=200))
             regime, _ = sim.classify(sol, bounded=False)
             assert res.arrays["regime"][p, 0, i] == int(regime)
             np.testing.assert_allclose(res.arrays["steady"][p, 0, i], sol.states[-1], atol=1e-6)
@@ -153,7 +164,7 @@ def test_noise_replicates_give_probabilities():
         kinetics="competence",
         replicates=4,
         t1=20.0,
-        n_points=100,
+        options=sim.SolveOptions(n_points=100),
         progress=False,
     )
     assert res.info["method"] == "sde" and res.info["n_cells"] == 12
@@ -162,7 +173,14 @@ def test_noise_replicates_give_probabilities():
     assert np.all((prob * 4) == np.round(prob * 4))  # multiples of 1/R
     # sigma = 0: every replicate equals the deterministic Euler solution
     m = sim.make_model("C1", "competence")
-    sol = sim.solve(m, t1=20.0, n_points=100, method="sde", dt=0.01, key=jax.random.key(0))
+    sol = sim.solve(
+        m,
+        t1=20.0,
+        options=sim.SolveOptions(n_points=100),
+        method="sde",
+        dt=0.01,
+        key=jax.random.key(0),
+    )
     regime, _ = sim.classify(sol)
     assert prob[0, int(regime)] == 1.0
 
@@ -211,8 +229,10 @@ def test_cli_phase_writes_folder(tmp_path, capsys):
 
 def test_solve_sharded_matches_solve_batch():
     batch = _ffl_batch()
-    sh = sim.solve_sharded(batch, "on@0", t1=20.0, n_points=51, chunk_size=8, call_size=8)
+    sh = sim.solve_sharded(
+        batch, "on@0", t1=20.0, options=sim.SolveOptions(n_points=51), chunk_size=8, call_size=8
+    )
     states, codes = sh.states, sh.code
-    ref = sim.solve_batch(batch, "on@0", t1=20.0, n_points=51)
+    ref = sim.solve_batch(batch, "on@0", t1=20.0, options=sim.SolveOptions(n_points=51))
     assert states.shape == (16, 51, 3) and np.all(codes == 0)
     np.testing.assert_allclose(states, ref.states, atol=1e-5)  # different shared steps

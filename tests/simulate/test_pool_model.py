@@ -26,9 +26,11 @@ def test_single_member_pool_is_the_simulate_sde_path():
     key = jax.random.key(11)
     p = pool_paths(model, 1, key=key, **C1)
     keys = jax.random.split(key, C1["n_seeds"])
-    sols = jax.vmap(lambda k: sim.solve(model, t1=20.0, n_points=21, method="sde", dt=0.02, key=k))(
-        keys
-    )
+    sols = jax.vmap(
+        lambda k: sim.solve(
+            model, t1=20.0, options=sim.SolveOptions(n_points=21), method="sde", dt=0.02, key=k
+        )
+    )(keys)
     assert p.members.shape == (100, 21, 3, 1) and p.members.dtype == np.float64
     np.testing.assert_allclose(np.asarray(p.t), np.asarray(sols.t[0]), atol=1e-12)
     np.testing.assert_allclose(np.asarray(p.roles), np.asarray(sols.states), rtol=0, atol=1e-10)

@@ -84,7 +84,7 @@ def test_c3_or_slow_cell_is_unsettled_at_t1_20_and_settles_without_oscillating()
     assert np.sum(np.sign(dz[1:]) != np.sign(dz[:-1])) <= 1  # one turning point at most
 
     for t1, allowed in ((20.0, {sim.Regime.UNSETTLED}), (400.0, {sim.Regime.OVERSHOOT})):
-        sol = sim.solve(model, "on@0", t1=t1, n_points=401)
+        sol = sim.solve(model, "on@0", t1=t1, options=sim.SolveOptions(n_points=401))
         regime, per_node = sim.classify(sol, bounded=False)
         assert sim.Regime(int(regime)) in allowed, (t1, per_node)
         assert np.max(np.abs(np.asarray(sol.states[:, 2]) - ref.sol(np.asarray(sol.t))[1])) < 1e-6
@@ -170,7 +170,7 @@ def test_cycle_seen_for_less_than_a_period_is_unsettled_then_sustained():
     assert np.ptp(x[short & (t >= 30)]) > 2 * 0.02 * np.max(np.abs(x[short]))
     mid, late = (t >= 150) & (t < 300), t >= 450
     assert np.ptp(x[late]) == pytest.approx(np.ptp(x[mid]), rel=0.02)
-    r_short, _ = sim.classify(sim.solve(model, t1=40, n_points=161))
-    r_long, _ = sim.classify(sim.solve(model, t1=600, n_points=2401))
+    r_short, _ = sim.classify(sim.solve(model, t1=40, options=sim.SolveOptions(n_points=161)))
+    r_long, _ = sim.classify(sim.solve(model, t1=600, options=sim.SolveOptions(n_points=2401)))
     assert int(r_short) == sim.Regime.UNSETTLED
     assert int(r_long) == sim.Regime.SUSTAINED

@@ -34,7 +34,9 @@ def test_roadrunner_matches_diffrax(preset, kinetics, params, delay):
     model = sim.make_model(preset, kinetics, params, delay_stages=delay, tau=1.5)
     text = sim.to_sbml(model, SCHEDULE)
     res = _roadrunner(text, model.network.names)
-    sol = sim.solve(model, SCHEDULE, t1=20.0, n_points=201, rtol=1e-10, atol=1e-12)
+    sol = sim.solve(
+        model, SCHEDULE, t1=20.0, options=sim.SolveOptions(n_points=201, rtol=1e-10, atol=1e-12)
+    )
     np.testing.assert_allclose(res[:, 0], sol.t, atol=1e-12)
     assert np.max(np.abs(res[:, 1:] - np.asarray(sol.states))) < 1e-5
 

@@ -12,7 +12,9 @@ from simulate.spec import NetworkSpec
 def _paths(model, n_paths, t1, n_points, dt=0.01):
     keys = jax.random.split(jax.random.key(42), n_paths)
     return jax.vmap(
-        lambda k: sim.solve(model, t1=t1, n_points=n_points, method="sde", dt=dt, key=k)
+        lambda k: sim.solve(
+            model, t1=t1, options=sim.SolveOptions(n_points=n_points), method="sde", dt=dt, key=k
+        )
     )(keys)
 
 
@@ -54,7 +56,8 @@ def test_sde_needs_a_key_and_bounded_kinetics():
 
 def test_same_key_same_path():
     model = sim.make_model("C1", "competence", sigma=0.3)
-    a = sim.solve(model, t1=20, n_points=21, method="sde", key=jax.random.key(3))
-    b = sim.solve(model, t1=20, n_points=21, method="sde", key=jax.random.key(3))
-    c = sim.solve(model, t1=20, n_points=21, method="sde", key=jax.random.key(4))
+    opts = sim.SolveOptions(n_points=21)
+    a = sim.solve(model, t1=20, options=opts, method="sde", key=jax.random.key(3))
+    b = sim.solve(model, t1=20, options=opts, method="sde", key=jax.random.key(3))
+    c = sim.solve(model, t1=20, options=opts, method="sde", key=jax.random.key(4))
     assert jnp.array_equal(a.states, b.states) and not jnp.array_equal(a.states, c.states)

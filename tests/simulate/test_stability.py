@@ -19,7 +19,7 @@ def test_pure_ffl_alon_eigenvalues_are_minus_decay_rates(motif, gate):
     model = sim.equilibrate(
         sim.make_model(sim.ffl_spec(motif, gate), "alon", {"beta": 4.0, "gamma": gamma})
     )
-    sol = sim.solve(model, "on@0", t1=30, n_points=601)
+    sol = sim.solve(model, "on@0", t1=30, options=sim.SolveOptions(n_points=601))
     st = sim.linear_stability(model, sol.y_final, sol.inputs[-1])
     assert bool(st.found)
     ev = np.sort(np.asarray(st.eigenvalues).real)
@@ -45,7 +45,7 @@ def test_pure_ffl_competence_eigenvalues_are_minus_effective_decay(motif, gate):
             "rho[Z]": 0.7,
         },
     )
-    sol = sim.solve(model, "on@0", t1=300, n_points=301)
+    sol = sim.solve(model, "on@0", t1=300, options=sim.SolveOptions(n_points=301))
     st = sim.linear_stability(model, sol.y_final, 1.0)
     A = st.steady[:3]
     G = model.network.regulation(A) * jnp.array([1.0, 1.0, 1.0])  # input x = 1 on X
@@ -71,7 +71,7 @@ def _neg_loop(tau):
 def test_negative_feedback_with_enough_delay_oscillates():
     for tau, oscillates in ((1.0, False), (10.0, True)):
         model = _neg_loop(tau)
-        sol = sim.solve(model, t1=1000, n_points=4001)
+        sol = sim.solve(model, t1=1000, options=sim.SolveOptions(n_points=4001))
         st = sim.linear_stability(model, sol.y_final, 1.0)
         regime, _ = sim.classify(sol)
         if oscillates:
@@ -127,6 +127,8 @@ def test_discrete_map_matches_euler_of_the_ode():
 def test_classifier_is_vmappable():
     models = [_neg_loop(t) for t in (1.0, 10.0)]
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *models)
-    sols = jax.vmap(lambda m: sim.solve(m, t1=1000, n_points=2001))(stacked)
+    sols = jax.vmap(lambda m: sim.solve(m, t1=1000, options=sim.SolveOptions(n_points=2001)))(
+        stacked
+    )
     regimes, _ = jax.vmap(sim.classify)(sols)
     assert int(regimes[1]) == sim.Regime.SUSTAINED and int(regimes[0]) != sim.Regime.SUSTAINED
