@@ -30,6 +30,7 @@ are ``out_len[role]`` characters, generated greedily at evaluation.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -81,8 +82,9 @@ def split_of(key: str, *, probe_frac: float = 0.05, test_frac: float = 0.10) -> 
     return "train"
 
 
-class Task:
-    """Base class; see the module docstring for the interface.
+class Task(abc.ABC):
+    """Abstract base of a task; see the module docstring for the interface (a subclass
+    that leaves one of the four methods unimplemented cannot be instantiated).
 
     Args:
         seed: Seed of the task's fixed content (e.g. the knowledge base).
@@ -124,17 +126,21 @@ class Task:
         raise KeyError(f"unknown role {role!r}; roles are {list(self.roles)}")
 
     # -- to implement -------------------------------------------------------------------
+    @abc.abstractmethod
     def draw(self, rng: np.random.Generator, shifted: bool) -> Problem:
-        raise NotImplementedError
+        """One random problem (its ``key`` decides its split)."""
 
+    @abc.abstractmethod
     def prompt(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str:
-        raise NotImplementedError
+        """The prompt of ``role`` given the actual outputs of the upstream roles."""
 
+    @abc.abstractmethod
     def local_gold(self, role: str, problem: Problem, upstream: Mapping[str, str]) -> str | None:
-        raise NotImplementedError
+        """The correct output of ``role`` given those upstream outputs (None: undefined)."""
 
+    @abc.abstractmethod
     def pretrain_lines(self, problem: Problem, rng: np.random.Generator) -> list[str]:
-        raise NotImplementedError
+        """Base-model pretraining text from one problem."""
 
     def demo(
         self, role: str, problem: Problem, upstream: Mapping[str, str], rng: np.random.Generator

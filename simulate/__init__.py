@@ -92,6 +92,7 @@ if TYPE_CHECKING:
     from ._kinetics import Kinetics as Kinetics
     from ._kinetics import Model as Model
     from ._kinetics import Schedule as Schedule
+    from ._network import AbstractNetwork as AbstractNetwork
     from ._network import Network as Network
     from ._network import as_network as as_network
     from ._observed import classify_observed as classify_observed
@@ -157,6 +158,7 @@ _LAZY: dict[str, str] = {
     "Kinetics": "_kinetics",
     "Model": "_kinetics",
     "Schedule": "_kinetics",
+    "AbstractNetwork": "_network",
     "Network": "_network",
     "as_network": "_network",
     "classify_observed": "_observed",

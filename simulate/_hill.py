@@ -17,24 +17,32 @@ import numpy as np
 from jaxtyping import Array
 
 from ._kinetics import Model
-from ._network import Network
+from ._network import AbstractNetwork
 from ._regulation import gate_or, occupancy_term
 
 __all__ = ["with_integer_hill", "with_log_hill"]
 
 
-class _IntHillNetwork(Network):
-    """A :class:`Network` whose Hill coefficients all equal the static integer ``hill``."""
+class _IntHillNetwork(AbstractNetwork):
+    """A network whose Hill coefficients all equal the static integer ``hill`` (final)."""
 
+    names: tuple[str, ...] = eqx.field(static=True)
+    wiring: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
+    inputs: tuple[bool, ...] = eqx.field(static=True)
+    feedback: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
+    sign: Array
+    is_or: Array
+    K: Array
+    n: Array
     hill: int = eqx.field(static=True, default=2)
 
     def _hill_power(self, r: Array, n: Array) -> Array:
         return jax.lax.integer_pow(r, self.hill)
 
 
-class _LogHillNetwork(Network):
-    """A :class:`Network` whose Hill powers are ``exp(n log r)`` (``r`` floored at the
-    smallest normal number): the values of ``jnp.power`` for ``r > 0``, with a reverse-mode
+class _LogHillNetwork(AbstractNetwork):
+    """A network whose Hill powers are ``exp(n log r)`` (``r`` floored at the smallest
+    normal number; final): the values of ``jnp.power`` for ``r > 0``, with a reverse-mode
     gradient that reuses the forward ``exp`` and ``log`` instead of two more powers.
 
     With ``fixed`` (per node: None without regulators, else the static edge signs of its
@@ -42,6 +50,14 @@ class _LogHillNetwork(Network):
     term per edge and only the gate in use, instead of both gates and sign selects.
     """
 
+    names: tuple[str, ...] = eqx.field(static=True)
+    wiring: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
+    inputs: tuple[bool, ...] = eqx.field(static=True)
+    feedback: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
+    sign: Array
+    is_or: Array
+    K: Array
+    n: Array
     fixed: tuple | None = eqx.field(static=True, default=None)
 
     def _hill_power(self, r: Array, n: Array) -> Array:
@@ -65,7 +81,7 @@ class _LogHillNetwork(Network):
         return g
 
 
-def _swap_network(model: Model, cls: type[Network], **extra) -> Model:
+def _swap_network(model: Model, cls: type[AbstractNetwork], **extra) -> Model:
     net = model.network
     fast = cls(
         names=net.names,

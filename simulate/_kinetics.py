@@ -25,6 +25,7 @@ discrete map, and gradient-noise amplitudes ``sigma``.
 
 from __future__ import annotations
 
+import abc
 import itertools
 from typing import ClassVar
 
@@ -33,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from ._network import Network
+from ._network import AbstractNetwork
 from .spec import SpecError
 
 __all__ = ["AlonKinetics", "CompetenceKinetics", "Kinetics", "Model", "Schedule"]
@@ -90,7 +91,11 @@ class Schedule(eqx.Module):
 
 
 class Kinetics(eqx.Module):
-    """Base class: per-node rate parameters and the node-wise rate law."""
+    """Abstract base: per-node rate parameters and the node-wise rate law.
+
+    A concrete (final) kinetics declares ``A0``, ``x0`` and its rate parameters as fields
+    and implements :meth:`rates`: :class:`AlonKinetics`, :class:`CompetenceKinetics`.
+    """
 
     A0: eqx.AbstractVar[Array]
     x0: eqx.AbstractVar[Array]
@@ -99,9 +104,9 @@ class Kinetics(eqx.Module):
     bounded: ClassVar[bool] = False
     node_params: ClassVar[tuple[str, ...]] = ()
 
+    @abc.abstractmethod
     def rates(self, A: Array, G: Array, drive: Array) -> Array:
         """``dA/dt`` given own levels ``A``, regulation ``G`` and input drive (1/time)."""
-        raise NotImplementedError
 
 
 class AlonKinetics(Kinetics):
@@ -181,7 +186,7 @@ class Model(eqx.Module):
         delay_stages: Erlang stages ``k`` of the lag (0 = no lag); static.
     """
 
-    network: Network
+    network: AbstractNetwork
     kinetics: Kinetics
     sigma: Array
     tau: Array

@@ -1,7 +1,14 @@
-"""The immutable network type used by the simulator (an equinox Module)."""
+"""The immutable network types used by the simulator (equinox Modules, abstract/final).
+
+:class:`AbstractNetwork` holds the structure and the regulation; its concrete (final)
+subclasses differ only in how an occupancy ``r**n`` is computed: :class:`Network`
+(``jnp.power``, what users construct) and the fast variants that
+:func:`~simulate.with_log_hill` and the batched solvers swap into a model.
+"""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 
 import equinox as eqx
@@ -12,15 +19,17 @@ from jaxtyping import Array
 from ._regulation import gate_or, occupancy_term
 from .spec import EdgeSpec, NetworkSpec, SpecError, resolve_spec
 
-__all__ = ["Network", "as_network"]
+__all__ = ["AbstractNetwork", "Network", "as_network"]
 
 
-class Network(eqx.Module):
-    """Signed network with per-edge thresholds and Hill coefficients.
+class AbstractNetwork(eqx.Module):
+    """Signed network with per-edge thresholds and Hill coefficients (abstract base).
 
     The wiring (names, which edges exist, inputs) is static; signs, gates, ``K`` and ``n``
     are array leaves, so one compiled solver serves all networks of the same wiring
-    (e.g. all 16 FFL presets) and sweeps can ``vmap`` over any of them.
+    (e.g. all 16 FFL presets) and sweeps can ``vmap`` over any of them. A concrete network
+    declares these fields and implements :meth:`_hill_power`; :class:`Network` is the one
+    users construct.
 
     Attributes:
         names: Node names in state order.
@@ -35,38 +44,14 @@ class Network(eqx.Module):
     The spec's ``name`` is not kept (so all presets share one tree structure).
     """
 
-    names: tuple[str, ...] = eqx.field(static=True)
-    wiring: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
-    inputs: tuple[bool, ...] = eqx.field(static=True)
-    feedback: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
-    sign: Array
-    is_or: Array
-    K: Array
-    n: Array
-
-    @classmethod
-    def from_spec(cls, spec: NetworkSpec) -> Network:
-        """Build from a validated :class:`~simulate.spec.NetworkSpec`."""
-        N = len(spec.nodes)
-        sign = np.zeros((N, N))
-        wired = np.zeros((N, N), dtype=bool)
-        fb = np.zeros((N, N), dtype=bool)
-        K = np.ones((N, N))
-        n = np.ones((N, N))
-        for e in spec.edges:
-            i, j = spec.index(e.target), spec.index(e.source)
-            sign[i, j], K[i, j], n[i, j], fb[i, j] = e.sign, e.K, e.n, e.feedback
-            wired[i, j] = True
-        return cls(
-            names=tuple(spec.nodes),
-            wiring=tuple(tuple(bool(w) for w in row) for row in wired),
-            inputs=tuple(node in (spec.inputs or ()) for node in spec.nodes),
-            feedback=tuple(tuple(bool(f) for f in row) for row in fb),
-            sign=jnp.asarray(sign, dtype=float),
-            is_or=jnp.asarray([spec.gate(node) == "OR" for node in spec.nodes], dtype=float),
-            K=jnp.asarray(K, dtype=float),
-            n=jnp.asarray(n, dtype=float),
-        )
+    names: eqx.AbstractVar[tuple[str, ...]]
+    wiring: eqx.AbstractVar[tuple[tuple[bool, ...], ...]]
+    inputs: eqx.AbstractVar[tuple[bool, ...]]
+    feedback: eqx.AbstractVar[tuple[tuple[bool, ...], ...]]
+    sign: eqx.AbstractVar[Array]
+    is_or: eqx.AbstractVar[Array]
+    K: eqx.AbstractVar[Array]
+    n: eqx.AbstractVar[Array]
 
     def to_spec(self, name: str = "network") -> NetworkSpec:
         """Back to a spec, with the current (concrete) ``K`` and ``n``."""
@@ -142,9 +127,9 @@ class Network(eqx.Module):
         return i, j
 
     # -- dynamics -------------------------------------------------------------------
+    @abc.abstractmethod
     def _hill_power(self, r: Array, n: Array) -> Array:
-        """Occupancy ``r**n``; a fast path may override it (see simulate._batch)."""
-        return jnp.power(r, n)
+        """Occupancy ``r**n`` of levels ``r = A / K`` (elementwise)."""
 
     def regulation(self, A: Array) -> Array:
         """Gated regulation ``G_i(A)`` of every node by its parents, shape ``(N,)``.
@@ -183,9 +168,54 @@ class Network(eqx.Module):
         return jnp.where(self.is_or[i] > 0.5, g_or, g_and).astype(jnp.result_type(a, self.K))
 
 
-def as_network(obj: Network | NetworkSpec | str, gate: str = "AND") -> Network:
-    """Coerce a Network, a spec, a preset name (``"C1"``, ``"I1-OR"``) or a spec path."""
-    if isinstance(obj, Network):
+class Network(AbstractNetwork):
+    """The signed network users construct: occupancies by ``jnp.power`` (final).
+
+    Fields as in :class:`AbstractNetwork`; build one with :meth:`from_spec` or
+    :func:`~simulate.as_network`.
+    """
+
+    names: tuple[str, ...] = eqx.field(static=True)
+    wiring: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
+    inputs: tuple[bool, ...] = eqx.field(static=True)
+    feedback: tuple[tuple[bool, ...], ...] = eqx.field(static=True)
+    sign: Array
+    is_or: Array
+    K: Array
+    n: Array
+
+    @classmethod
+    def from_spec(cls, spec: NetworkSpec) -> Network:
+        """Build from a validated :class:`~simulate.spec.NetworkSpec`."""
+        N = len(spec.nodes)
+        sign = np.zeros((N, N))
+        wired = np.zeros((N, N), dtype=bool)
+        fb = np.zeros((N, N), dtype=bool)
+        K = np.ones((N, N))
+        n = np.ones((N, N))
+        for e in spec.edges:
+            i, j = spec.index(e.target), spec.index(e.source)
+            sign[i, j], K[i, j], n[i, j], fb[i, j] = e.sign, e.K, e.n, e.feedback
+            wired[i, j] = True
+        return cls(
+            names=tuple(spec.nodes),
+            wiring=tuple(tuple(bool(w) for w in row) for row in wired),
+            inputs=tuple(node in (spec.inputs or ()) for node in spec.nodes),
+            feedback=tuple(tuple(bool(f) for f in row) for row in fb),
+            sign=jnp.asarray(sign, dtype=float),
+            is_or=jnp.asarray([spec.gate(node) == "OR" for node in spec.nodes], dtype=float),
+            K=jnp.asarray(K, dtype=float),
+            n=jnp.asarray(n, dtype=float),
+        )
+
+    def _hill_power(self, r: Array, n: Array) -> Array:
+        return jnp.power(r, n)
+
+
+def as_network(obj: AbstractNetwork | NetworkSpec | str, gate: str = "AND") -> AbstractNetwork:
+    """Coerce a network (returned as it is), a spec, a preset name (``"C1"``,
+    ``"I1-OR"``) or a spec path (a :class:`Network`)."""
+    if isinstance(obj, AbstractNetwork):
         return obj
     if isinstance(obj, NetworkSpec | str):
         return Network.from_spec(resolve_spec(obj, gate, what="network"))

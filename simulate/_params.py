@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._kinetics import KINETICS, Kinetics, Model
-from ._network import Network, as_network
+from ._network import AbstractNetwork, as_network
 from ._param_names import ALON_SHORT, check_param_value, parse_param_name
 from .spec import NetworkSpec, SpecError
 
@@ -122,7 +122,7 @@ def param_names(model: Model) -> list[str]:
 
 
 def make_model(
-    network: Network | NetworkSpec | str,
+    network: AbstractNetwork | NetworkSpec | str,
     kinetics: str = "competence",
     params: Mapping[str, Any] | None = None,
     *,

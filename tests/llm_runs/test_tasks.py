@@ -134,3 +134,17 @@ def test_pulse_windows():
     r = pulse_windows(SpuriousConfig(rate=0.1, length=4), 200, seed=1)
     assert r and all(b - a >= 4 or b == 200 for a, b in r)
     assert r == pulse_windows(SpuriousConfig(rate=0.1, length=4), 200, seed=1)
+
+
+def test_task_is_abstract():
+    """The four methods a task implements are abstract: neither the base nor a subclass
+    missing one can be instantiated."""
+    with pytest.raises(TypeError, match="abstract"):
+        Task()  # pyright: ignore[reportAbstractUsage]
+
+    class Partial(Task):
+        def draw(self, rng, shifted):
+            raise AssertionError
+
+    with pytest.raises(TypeError, match="pretrain_lines"):
+        Partial()  # pyright: ignore[reportAbstractUsage]

@@ -223,7 +223,7 @@ def test_log_hill_matches_power_in_value_and_gradient(gate, fixed):
     for motif in MOTIFS:
         m = sim.make_model(sim.ffl_spec(motif, gate), "competence")
         fast = sim.with_log_hill(m, fixed_structure=fixed)
-        assert isinstance(fast.network, sim.Network)
+        assert isinstance(fast.network, sim.AbstractNetwork)
         for A in (rng.uniform(0.0, 1.0, 3), np.array([0.0, 0.3, 1.0])):
             y = jnp.asarray(A)
 
