@@ -48,7 +48,7 @@ def resolve_network(
         ConfigError: An unknown preset or gate, an unreadable or invalid spec file, or as many
             agent names as the network has nodes not given.
     """
-    if isinstance(network, simulate.Network):
+    if isinstance(network, simulate.AbstractNetwork):
         return network, "network"
     try:
         spec = simulate.resolve_spec(network, gate, what="network")

@@ -28,6 +28,7 @@ class PhaseLike(Protocol):
     @property
     def labels(self) -> list[str]: ...
 
+
 __all__ = ["REGIME_COLORS", "plot_phase_grid"]
 
 #: One colour per :class:`~simulate.Regime`, in order.
