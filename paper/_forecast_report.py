@@ -118,9 +118,8 @@ def score_all(
 
 def _table(config: dict[str, Any], summary: dict[str, Any]) -> str:
     s = {k: summary[k]["heldout"] for k in ("regime_accuracy", "boundary_error", *FINAL_METRICS)}
-    scores = summary
     lines = [
-        f"Forecasts of {scores['n_heldout_runs']} held-out runs from {scores['n_pilot_runs']} "
+        f"Forecasts of {summary['n_heldout_runs']} held-out runs from {summary['n_pilot_runs']} "
         f"pilot runs (`{config['command']}`). Final competence scores pooled over agents.",
         "",
         "| method | regime acc. [95 % CI] | cov. 50 % | cov. 90 % | CRPS | log score | "

@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
               "knobs": list(KNOBS), "created": now(),
               "command": "python paper/forecast_scores.py" + "".join(
                   f" {x}" for x in (argv if argv is not None else sys.argv[1:]))}  # fmt: skip
+    if out.exists() and not (out / "config.json").is_file() and any(out.iterdir()):
+        ap.error(f"--out {out} holds files this command did not write; choose a new folder")
     if (out / "config.json").is_file():
         old = json.loads((out / "config.json").read_text())
         if {k: old.get(k) for k in ("source", "draws", "prefix", "seed")} != {

@@ -149,3 +149,15 @@ def test_driver_refuses_a_folder_that_is_not_a_study(tmp_path, capsys):
         forecast_scores.main(["--source", str(tmp_path), "--out", str(tmp_path / "o")])
     assert e.value.code == 2
     assert "is not a finished study" in capsys.readouterr().err
+
+
+def test_driver_refuses_a_folder_of_other_files(tmp_path, capsys):
+    import forecast_scores
+
+    (tmp_path / "keep.txt").write_text("mine")
+    src = ROOT / "paper" / "results" / "regime_map"
+    with pytest.raises(SystemExit) as e:
+        forecast_scores.main(["--source", str(src), "--out", str(tmp_path)])
+    assert e.value.code == 2
+    assert "did not write" in capsys.readouterr().err
+    assert (tmp_path / "keep.txt").read_text() == "mine" and not (tmp_path / "config.json").exists()
