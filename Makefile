@@ -48,7 +48,7 @@ lint: install
 # The main job: pilots -> fit -> motif selection -> recommendation -> confirmation run ->
 # runs/demo/report.md (a second call reuses the finished stages).
 demo: install
-	$(BIN)/python -m llm_runs demo --out runs/demo
+	$(BIN)/python -m calibrate demo --out runs/demo
 
 # The paper: figures and paper/numbers.tex from paper/figures/*.py and the committed results,
 # then paper/main.pdf when latexmk (or pdflatex + bibtex) is installed; without LaTeX it stops

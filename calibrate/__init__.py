@@ -13,6 +13,8 @@ from ._data import read_run_folder as read_run_folder
 from ._data import read_table as read_table
 from ._data import read_tensorboard as read_tensorboard
 from ._data import validate_table as validate_table
+from ._demo import run_demo as run_demo
+from ._demo_config import DemoConfig as DemoConfig
 from ._density import neg_log_joint_and_grad as neg_log_joint_and_grad
 from ._density import unflatten as unflatten
 from ._fit import FlatParams as FlatParams
@@ -49,4 +51,12 @@ from ._select import Selection as Selection
 from ._select import candidates as candidates
 from ._select import select as select
 from ._space import SearchSpace as SearchSpace
+from ._study import StageError as StageError
+from ._study import Study as Study
+from ._study import StudyInterrupted as StudyInterrupted
+from ._study import fit_runs as fit_runs
+from ._study import run_command as run_command
+from ._study import store_once as store_once
+from ._study import train_run as train_run
+from ._study import train_runs as train_runs
 from ._synth import synthetic_curves as synthetic_curves

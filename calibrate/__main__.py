@@ -9,6 +9,8 @@ Subcommands:
     predict    From a saved fit, forecast the curves and regimes of settings not yet run.
     watch      Follow a growing run log: forecast final competences and P(collapse) at
                each new evaluation; exit 3 with an ALERT line past ``--threshold``.
+    demo       The main job (``make demo``): pilots -> fit -> recommendation ->
+               confirmation run -> report, on the study loop (:class:`calibrate.Study`).
 """
 
 from __future__ import annotations
@@ -134,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
     from ._watch_cli import add_watch_parser
 
     add_watch_parser(sub)
+    from ._demo_cli import add_demo_parser
+
+    add_demo_parser(sub)
     return p
 
 
@@ -372,11 +377,12 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             warnings.showwarning = _show_warning  # one line, not the source line too
+            from ._demo_cli import demo_command
             from ._predict_cli import predict_command
             from ._watch_cli import watch
 
             cmds = {"fit": _fit, "recommend": _recommend, "predict": predict_command,
-                    "watch": watch}  # fmt: skip
+                    "watch": watch, "demo": demo_command}  # fmt: skip
             run = cmds[args.cmd]
             return run(args)
     except AgentmotifsError as err:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import shlex
 import sys
 import typing
 import warnings
@@ -35,7 +34,6 @@ from .config import (
     field_type,
     load_config,
     load_sweep,
-    read_config_file,
     set_dotted,
     set_from_text,
 )
@@ -228,19 +226,6 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--workers", type=int)
     s.add_argument("--out")
     add_pretrain_parser(sub)
-    d = sub.add_parser(
-        "demo",
-        help="the main job: pilots -> fit -> motif selection -> recommendation -> "
-        "confirmation run -> report (finished stages are reused)",
-    )
-    d.add_argument("--out", default="runs/demo", help="demo folder (default runs/demo)")
-    d.add_argument("--config", help="demo config JSON/YAML (fields of the demo's config)")
-    d.add_argument("--quick", action="store_true", help="tiny sizes: every stage in minutes")
-    d.add_argument(
-        "--overwrite", action="store_true", help="restart a demo folder made with another config"
-    )
-    d.add_argument("--stop-after", dest="stop_after", help="stop after this stage")
-    d.add_argument("--no-progress", action="store_true", help="no bars inside the stages")
     f = sub.add_parser("figure", help="competence curves of runs, one panel per run")
     f.add_argument("runs", nargs="+")
     f.add_argument("--out", required=True)
@@ -292,45 +277,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0 if ok == len(res) else 1
     if args.cmd == "pretrain":
         return run_pretrain(args)
-    if args.cmd == "demo":
-        return _demo(args)
     from ._competence_plot import competence_figure
 
     check_writable(Path(args.out).parent, what="--out")
     print(competence_figure(args.runs, args.out, strict=args.strict))
-    return 0
-
-
-def _demo(args: argparse.Namespace) -> int:
-    """The demo; Ctrl-C stops its child commands, prints one line on how to resume and
-    exits 130 (128 + SIGINT, the shell's status for an interrupted command)."""
-    from ._demo import DemoInterrupted, run_demo
-    from ._demo_config import QUICK, DemoConfig
-
-    if args.config and args.quick:
-        raise ConfigError("--config and --quick exclude each other")
-    if args.config:
-        cfg = DemoConfig.from_dict(read_config_file(args.config))
-    else:
-        cfg = QUICK if args.quick else DemoConfig()
-    try:
-        timing = run_demo(
-            args.out,
-            cfg,
-            overwrite=args.overwrite,
-            progress=not args.no_progress,
-            stop_after=args.stop_after,
-        )
-    except KeyboardInterrupt as stop:  # DemoInterrupted once the stages run
-        again = ["--out", args.out, *(["--config", args.config] if args.config else [])]
-        again += ["--quick"] if args.quick else []
-        stage = stop.stage if isinstance(stop, DemoInterrupted) else "first"
-        line = f"interrupted during the {stage} stage (its commands were stopped); "
-        print(f"{line}resume with: python -m llm_runs demo {shlex.join(again)}", file=sys.stderr)
-        return 130
-    if "report" in timing:
-        print(f"report: {Path(args.out) / 'report.md'}; recommendation: "
-              f"{Path(args.out) / 'recommendation.json'}")  # fmt: skip
     return 0
 
 

@@ -6,13 +6,12 @@ stays small. See :mod:`llm_runs.runlog` for the schema.
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulate.common import AgentmotifsError
+from simulate.common import AgentmotifsError, utc_now
 
 from ._provenance import git_revision, package_versions
 
@@ -213,7 +212,7 @@ def make_manifest(
         "run": str(run),
         "run_id": uuid.uuid4().hex,
         "status": "running",
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "created": utc_now(),
         "seed": int(seed),
         "agents": list(agents),
         "spec": dict(spec),

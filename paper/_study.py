@@ -1,6 +1,7 @@
-"""What the real-run study drivers share (paper/pool_study.py, paper/hypotheses_study.py):
-training a list of runs resumably, two at a time, and the command line of a study whose
-phases train runs, store the simulator's predictions once, and summarise.
+"""What the real-run study drivers under ``paper/`` share: the command line of a study whose
+phases train runs, store the simulator's predictions once, and summarise, on the toolkit's
+study loop (:class:`calibrate.Study`: the design stored once and checked, runs trained,
+resumed or kept, fits, forecasts stored once, stages with timings).
 
 A study module provides a dataclass design with ``jobs(phase)`` and ``train_config(*job)``, a
 ``run_name(*job)``, a ``QUICK`` dict of toy sizes and the names of its phases."""
@@ -9,22 +10,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
 import importlib
-import json
-import os
-import subprocess
 import sys
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _subproc import call_logged
-
-from llm_runs.runlog import git_revision, is_terminal
-from simulate.common import write_json
+from calibrate import Study, fit_runs, store_once
+from llm_runs.runlog import git_revision
+from simulate.common import AgentmotifsError, utc_now, write_json
 
 __all__ = [
     "fit_pilots",
@@ -36,60 +30,20 @@ __all__ = [
     "train_phase",
 ]
 
-
-def now() -> str:
-    """The time in UTC, ISO 8601 to the second."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+#: The time in UTC, ISO 8601 to the second.
+now = utc_now
 
 
-def store_once(path: Path, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Forecasts stored once: the stored document when ``path`` exists (a note says it is
-    kept), else ``make()`` stamped with the time it is stored (``created``, UTC) and the
-    checkout's ``git_revision``, written atomically and never over a file that appeared
-    meanwhile.
-
-    Raises:
-        RuntimeError: ``path`` was written by someone else while ``make()`` ran.
-    """
-    if path.is_file():
-        print(f"note: {path} exists (predictions are made once); kept as it is", flush=True)
-        return json.loads(path.read_text())
-    body = make()
-    doc = {"created": now(), "git_revision": git_revision(), **body}
-    tmp = write_json(path.with_name(f".{path.name}.{os.getpid()}.new"), doc)
-    try:
-        os.link(tmp, path)  # fails if path exists: a forecast is never overwritten
-    except FileExistsError:
-        raise RuntimeError(f"{path} was written while these predictions were made") from None
-    finally:
-        tmp.unlink()
-    return doc
-
-
-def _train(name: str, config: dict[str, Any], runs: Path, code: str | None) -> str:
-    """Train (or resume, or skip when finished) one run; returns its folder name."""
-    out = (runs / name).resolve()
-    man = out / "manifest.json"
-    if man.is_file() and is_terminal(json.loads(man.read_text()).get("status")):
-        return name
-    conf = (runs / "configs" / f"{name}.json").resolve()
-    write_json(conf, config)
-    args = [sys.executable, "-m", "llm_runs", "train", "--out", str(out), "--no-progress"]
-    args += ["--resume"] if man.is_file() else ["--config", str(conf)]
-    call_logged(args, runs / "logs" / f"{name}.log", cwd=code, what=f"training {name}")
-    return name
-
-
-def train_phase(
-    cfg: Any, phase: str, runs: Path, workers: int, code: str | None, run_name: Callable
-) -> None:
-    """Train every run of ``cfg.jobs(phase)``, ``workers`` at a time, printing progress."""
-    jobs = cfg.jobs(phase)
-    t0 = time.time()
-    with ThreadPoolExecutor(max_workers=workers) as ex:
-        futs = [ex.submit(_train, run_name(*j), cfg.train_config(*j), runs, code) for j in jobs]
-        for i, f in enumerate(futs, 1):
-            print(f"  [{i}/{len(jobs)}] {f.result()}  ({time.time() - t0:.0f} s)", flush=True)
+def train_phase(study: Study, cfg: Any, phase: str, runs: Path, run_name: Callable) -> None:
+    """Train every run of ``cfg.jobs(phase)`` (or resume it, or keep it when it has ended),
+    ``study.workers`` at a time, one line per run as it ends; each run's config is written
+    to ``runs/configs/<name>.json``."""
+    todo = []
+    for job in cfg.jobs(phase):
+        name = run_name(*job)
+        conf = write_json((runs / "configs" / f"{name}.json").resolve(), cfg.train_config(*job))
+        todo.append(((runs / name).resolve(), ["--config", str(conf), "--no-progress"]))
+    study.train(todo, desc=phase, steps=None)
 
 
 def _error(msg: str) -> int:
@@ -144,34 +98,43 @@ def study_main(
     a = ap.parse_args(argv)
     if a.workers < 1:
         return _error(f"--workers must be >= 1, got {a.workers}")
-    if a.code is not None and not (Path(a.code) / "llm_runs").is_dir():
-        return _error(f"--code {a.code} is not a source tree with llm_runs/")
     cfg = design(**quick) if a.quick else design()
     runs, out = Path(a.runs), Path(a.out)
-    stored = out / "config.json"
-    if stored.is_file() and json.loads(stored.read_text()) != dataclasses.asdict(cfg):
-        return _error(f"{stored} holds another study design")
     todo = phases if a.phase == "all" else [a.phase]
     if todo == [gated] and not (out / "predictions.json").is_file():
         return _error(
             f"{out / 'predictions.json'} is missing: the simulator's predictions are stored "
             f"before the {gated} runs (run --phase predict)"
         )
-    out.mkdir(parents=True, exist_ok=True)
     if hasattr(cfg, "bind"):
         cfg.bind(out)
-    if not stored.is_file():
-        write_json(stored, dataclasses.asdict(cfg))
-    for ph in todo:
-        print(f"== {ph} ({now()})", flush=True)
-        try:
+
+    current: list[str | None] = [None]
+
+    def stage(ph: str) -> Callable[[], None]:
+        def do() -> None:
+            current[0] = ph
+            print(f"== {ph} ({now()})", flush=True)
             if ph in steps:
                 module, func = steps[ph].split(":")
                 getattr(importlib.import_module(module), func)(cfg, runs, out)
             else:
-                train_phase(cfg, ph, runs, a.workers, a.code, run_name)
-        except RuntimeError as err:  # a failed run or fit, a phase run out of order
-            return _error(f"phase {ph}: {err}")
+                train_phase(study, cfg, ph, runs, run_name)
+
+        return do
+
+    try:
+        study = Study(out, dataclasses.asdict(cfg), design_file="config.json",
+                      workers=a.workers, code=a.code, progress=False, logs=runs / "logs",
+                      run_lines=True, echo=lambda line: print(line, flush=True),
+                      overwrite_flag=None)  # fmt: skip
+    except AgentmotifsError as err:
+        return _error(str(err))
+    try:
+        with study:
+            study.run([(ph, stage(ph)) for ph in todo])
+    except (RuntimeError, AgentmotifsError) as err:  # a failed run or fit, a phase out of order
+        return _error(f"phase {current[0]}: {err}" if current[0] else str(err))
     return 0
 
 
@@ -182,12 +145,11 @@ def fit_pilots(inputs: list[str], fit_dir: Path, *, what: str) -> None:
     Raises:
         RuntimeError: The fit failed; the message names ``what``.
     """
-    if (fit_dir / "posterior.nc").is_file():
-        return
-    args = [sys.executable, "-m", "calibrate", "fit", *inputs, "--motif", "C1", "--gate", "AND",
-            "--method", "laplace", "--out", str(fit_dir), "--no-progress"]  # fmt: skip
-    if subprocess.call(args) != 0:
-        raise RuntimeError(f"calibrate fit of {what} failed")
+    args = ["--motif", "C1", "--gate", "AND", "--method", "laplace"]
+    try:
+        fit_runs(inputs, fit_dir, args=args, log=fit_dir.parent / "logs" / f"{fit_dir.name}.log")
+    except AgentmotifsError as err:
+        raise RuntimeError(f"calibrate fit of {what} failed: {err}") from None
 
 
 def simulator_params(params: dict[str, Any]) -> dict[str, Any]:

@@ -7,14 +7,13 @@ import itertools
 import json
 import math
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from _pool_analysis import run_curves
-from _subproc import call_logged
 
+from calibrate import fit_runs
 from llm_runs.runlog import is_terminal
 from simulate.common import write_json, write_text
 
@@ -261,10 +260,9 @@ def fit_wiring(cfg: Any, runs: Path, out: Path) -> None:
         if not all((p / "manifest.json").is_file() for p in paths):
             print(f"  {name}: runs missing, skipped")
             continue
-        args = [sys.executable, "-m", "calibrate", "fit", *map(str, paths), "--motif", "auto",
-                "--gate", "AND", "--hierarchy", str(links), "--method", "laplace",
-                "--out", str(fit), "--no-progress"]  # fmt: skip
-        call_logged(args, runs / "logs" / f"fit_{name}.log", what=f"calibrate fit of {name}")
+        args = ["--motif", "auto", "--gate", "AND", "--hierarchy", str(links),
+                "--method", "laplace"]  # fmt: skip
+        fit_runs(paths, fit, args=args, log=runs / "logs" / f"fit_{name}.log")
         print(f"  {name}: fitted")
 
 

@@ -73,7 +73,7 @@ def load_runs(source: Path, n_eval: int) -> tuple[dict[str, Any], list[dict], li
 
 def refit(source: Path, out: Path) -> Path:
     """The pilots' fit, refitted from the committed data and config (kept in ``out/fit``)."""
-    from _subproc import call_logged
+    from calibrate import run_command
 
     fit = out / "fit"
     if not (fit / "latent.npz").is_file():
@@ -82,7 +82,8 @@ def refit(source: Path, out: Path) -> Path:
                 "--network", str(source / "fit" / "network.json"), "--out", str(fit),
                 "--config", str(source / "fit" / "config.json"), "--no-progress",
                 "--figures", "none"]  # fmt: skip
-        call_logged(args, out / "fit.log", what=f"refitting {net.get('name', 'the pilots')}")
+        print(f"refitting {net.get('name', 'the pilots')} (log: {out / 'fit.log'})", flush=True)
+        run_command(args, out / "fit.log")
     return fit
 
 

@@ -46,9 +46,9 @@ import _recommend_baselines as rb
 import _recommend_summary as summ
 import regime_map
 from _study import now
-from _subproc import call_logged
 
 import simulate
+from calibrate import StageError, Study, run_command
 
 HERE = Path(__file__).resolve().parent
 LINKS = regime_map.LINKS  # the regime map's links: the same model
@@ -137,8 +137,8 @@ def _run_name(runs: Path, setting: tuple[float, int], seed: int) -> str:
 
 def _call(args: list[str], log: Path) -> None:
     try:
-        call_logged(args, log, what=f"`{' '.join(args[2:4])}`")
-    except RuntimeError as err:
+        run_command(args, log)
+    except StageError as err:
         raise rb.BenchmarkError(str(err)) from None
 
 
@@ -157,14 +157,12 @@ def pick_record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[st
 
 def run(runs: Path, out: Path, cfg: BenchConfig) -> dict[str, Any]:
     """Every method on every repetition; writes picks.json, summary.json, table.md, figure."""
-    stored = out / "config.json"
     design = {"design": cfg.to_dict(), "runs": str(runs), "links": LINKS}
-    if stored.is_file():
-        old = json.loads(stored.read_text())
-        if old["design"] != design["design"]:
-            raise rb.BenchmarkError(f"{stored} holds another design; use another --out")
-    else:
-        simulate.write_json(stored, design | {"created": now()})
+    with Study(out, design, design_file="config.json", compare_key="design", overwrite_flag=None):
+        return _run_methods(runs, out, cfg)
+
+
+def _run_methods(runs: Path, out: Path, cfg: BenchConfig) -> dict[str, Any]:
     table, skipped = rb.RunTable.from_runs(runs, seeds=cfg.seeds)
     missing = [(s, r) for s in table.settings for r in cfg.seeds if (s, r) not in table.curves]
     if missing or sorted(table.seeds) != sorted(cfg.seeds):

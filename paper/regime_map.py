@@ -26,21 +26,18 @@ import argparse
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _regime_report as report
-from _study import now, store_once
-from _subproc import call_logged
+from _study import store_once
 
 import simulate
+from calibrate import StageError, Study, fit_runs, train_runs
 from llm_runs.knobs import hierarchy_links
-from llm_runs.runlog import is_terminal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,18 +124,11 @@ def run_name(cfg: MapConfig, cell: tuple[int, int], seed: int) -> str:
     return f"lr{s['rl.lr']:g}_k{s['rl.staleness']}_s{seed}"
 
 
-def _train(cfg: MapConfig, cell: tuple[int, int], seed: int, runs: Path, code: str | None) -> str:
-    """Train (or resume, or skip) one run (``code``: source tree to train with); returns
-    its folder name."""
-    name = run_name(cfg, cell, seed)
-    out = (runs / name).resolve()
-    man = out / "manifest.json"
-    if man.is_file() and is_terminal(json.loads(man.read_text()).get("status")):
-        return name
+def _new_run(cfg: MapConfig, cell: tuple[int, int], seed: int) -> list[str]:
+    """The ``llm_runs train`` arguments of one grid run."""
     s = cfg.setting(cell)
-    base = [sys.executable, "-m", "llm_runs", "train", "--out", str(out), "--no-progress"]
     args = [
-        *base,
+        "--no-progress",
         "--motif", cfg.motif, "--gate", cfg.gate, "--task", cfg.task, "--preset", cfg.preset,
         "--steps", str(cfg.steps), "--seed", str(seed), "--eval-every", str(cfg.eval_every),
         "--threads", "1", "--set", f"rl.lr={s['rl.lr']!r}",
@@ -146,22 +136,21 @@ def _train(cfg: MapConfig, cell: tuple[int, int], seed: int, runs: Path, code: s
     ]  # fmt: skip
     for kv in cfg.extra:
         args += ["--set", kv]
-    if man.is_file():
-        args = [*base, "--resume"]
-    call_logged(args, runs / "logs" / f"{name}.log", cwd=code, what=f"training {name}")
-    return name
+    return args
 
 
 def run_cells(
     cfg: MapConfig, cells: list[tuple[int, int]], runs: Path, workers: int, code: str | None
 ) -> None:
-    jobs = [(c, s) for c in cells for s in cfg.seeds]
-    t0 = time.time()
-    with ThreadPoolExecutor(max_workers=workers) as ex:
-        futs = [ex.submit(_train, cfg, c, s, runs, code) for c, s in jobs]
-        for k, f in enumerate(futs, 1):
-            name = f.result()
-            print(f"  [{k}/{len(jobs)}] {name}  ({time.time() - t0:.0f} s)", flush=True)
+    """Train (or resume, or keep) every seed of ``cells`` (``code``: source tree to train
+    with), on the study loop, one line per run as it ends."""
+    jobs = [
+        ((runs / run_name(cfg, c, s)).resolve(), _new_run(cfg, c, s))
+        for c in cells
+        for s in cfg.seeds
+    ]
+    train_runs(jobs, workers=workers, logs=runs / "logs", desc="train", code=code,
+               echo=lambda line: print(line, flush=True))  # fmt: skip
 
 
 def fit_pilots(cfg: MapConfig, runs: Path, out: Path) -> Path:
@@ -172,13 +161,10 @@ def fit_pilots(cfg: MapConfig, runs: Path, out: Path) -> Path:
         raise RuntimeError(f"{fit_dir} holds an incomplete fit; remove it to fit again")
     links = out / "links.json"
     simulate.write_json(links, LINKS)
-    inputs = [str(runs / run_name(cfg, c, s)) for c in cfg.pilots for s in cfg.seeds]
-    args = [sys.executable, "-m", "calibrate", "fit", *inputs, "--motif", cfg.motif,
-            "--gate", cfg.gate, "--hierarchy", str(links), "--method", "laplace",
-            "--out", str(fit_dir), "--no-progress"]  # fmt: skip
-    rc = subprocess.call(args)
-    if rc != 0:
-        raise RuntimeError(f"calibrate fit failed (exit {rc})")
+    inputs = [runs / run_name(cfg, c, s) for c in cfg.pilots for s in cfg.seeds]
+    args = ["--motif", cfg.motif, "--gate", cfg.gate, "--hierarchy", str(links),
+            "--method", "laplace"]  # fmt: skip
+    fit_runs(inputs, fit_dir, args=args, log=out / "fit.log")
     return fit_dir
 
 
@@ -221,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         claim_out(Path(a.out), Path(a.runs))  # before any training: nothing of a user's lost
         return _run(a)
+    except StageError as err:  # a training run or the fit failed: its log says why
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except simulate.AgentmotifsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -251,18 +240,16 @@ def claim_out(out: Path, runs: Path) -> None:
 def _run(a: argparse.Namespace) -> int:
     cfg = QUICK if a.quick else MapConfig()
     out, runs = Path(a.out), Path(a.runs)
-    out.mkdir(parents=True, exist_ok=True)
     runs.mkdir(parents=True, exist_ok=True)
-    cfg_path = out / "config.json"
     stored = {"design": cfg.to_dict(), "links": LINKS, "runs": str(runs)}
-    if cfg_path.is_file():
-        old = json.loads(cfg_path.read_text())
-        if old["design"] != json.loads(json.dumps(stored["design"])):
-            print(f"error: {cfg_path} holds another design; use another --out", file=sys.stderr)
-            return 2
-    else:
-        simulate.write_json(cfg_path, stored | {"created": now()})
-        simulate.mark_output(out, COMMAND, [cfg_path.name], made=True)
+    made = not (out / "config.json").is_file()
+    with Study(out, stored, design_file="config.json", compare_key="design", overwrite_flag=None):
+        if made:
+            simulate.mark_output(out, COMMAND, ["config.json"], made=True)
+        return _phases(a, cfg, out, runs)
+
+
+def _phases(a: argparse.Namespace, cfg: MapConfig, out: Path, runs: Path) -> int:
     times_path = out / "timings.json"
     times = json.loads(times_path.read_text()) if times_path.is_file() else {}
 

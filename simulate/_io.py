@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import json
 import math
 import os
@@ -43,6 +44,11 @@ __all__ = [
     "write_json",
     "write_text",
 ]
+
+
+def utc_now() -> str:
+    """The time in UTC, ISO 8601 to the second (the stamp of stored forecasts and logs)."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def jsonable(value: Any) -> Any:

@@ -2,7 +2,7 @@
 
 * errors: one root, :class:`AgentmotifsError` (a :class:`ValueError`), with
   :class:`ConfigError` and :class:`OutputError`;
-* file helpers: atomic JSON/text writes, validating readers, output-folder checks and claims;
+* file helpers: atomic JSON/text writes, the UTC time stamp :func:`utc_now`, validating readers, output-folder checks and claims;
 * the regime vocabulary: :class:`Regime`, :data:`REGIME_NAMES`, :data:`REGIME_SEVERITY` and the
   groups forecasts report, :data:`REGIME_GROUPS`;
 * the forecast scores of sampled forecasts: :func:`crps_samples`, :func:`interval_hit`,
@@ -34,6 +34,7 @@ from ._io import read_json_object as read_json_object
 from ._io import read_structured as read_structured
 from ._io import read_text as read_text
 from ._io import save_figure as save_figure
+from ._io import utc_now as utc_now
 from ._io import write_json as write_json
 from ._io import write_text as write_text
 from ._outputs import MARK_FILE as MARK_FILE

@@ -26,12 +26,16 @@ GROUPS: tuple[tuple[str, ...], ...] = (
     ("tests/calibrate",),
     ("tests/simulate",),
     tuple(sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py"))),
-    ("tests/llm_runs",),
+    ("tests/llm_runs", "tests/demo"),
 )
 
 
 def _run(group: tuple[str, ...], extra: list[str]) -> tuple[str, int, float, str]:
-    name = group[0] if len(group) == 1 else "tests/test_*.py"
+    name = (
+        group[0]
+        if len(group) == 1
+        else ("tests/test_*.py" if group[0].startswith("tests/test_") else " + ".join(group))
+    )
     t0 = time.time()
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as fh:
         rc = subprocess.call(

@@ -202,7 +202,7 @@ def test_driver_refuses_another_design(tmp_path, capsys):
     out.mkdir()
     (out / "config.json").write_text(json.dumps({"steps": 1}))
     rc = tb.main(["--phase", "summary", "--runs", str(tmp_path / "r"), "--out", str(out)])
-    assert rc == 2 and "another study design" in capsys.readouterr().err
+    assert rc == 2 and "another design" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import pytest
 
 from calibrate import SearchSpace
 from calibrate._cli_args import check_train_fields, parse_setting
-from llm_runs._demo_config import DemoConfig
+from calibrate._demo_config import DemoConfig
 from llm_runs.config import TrainConfig, load_config, read_config_file, set_from_text
 from simulate import AgentmotifsError, load_spec
 

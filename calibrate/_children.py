@@ -1,5 +1,5 @@
-"""The demo's child commands (plain Python, torch-free): run one with its output in a log
-and its progress followed (:func:`call`), and make it die with the process that started it.
+"""A study's child commands (plain Python, torch-free): run one with its output in a log
+and its progress followed (:func:`run_command`), and make it die with the process that started it.
 
 The demo runs every stage as a child command (training runs, ``calibrate fit``, ...). Each
 child is started by :func:`spawn`:
@@ -33,8 +33,8 @@ __all__ = [
     "Bar",
     "StageError",
     "Stopped",
-    "call",
     "progress_of",
+    "run_command",
     "spawn",
     "stop",
     "stop_all",
@@ -206,7 +206,14 @@ class Bar:
             self._bar.close()
 
 
-def call(args: Sequence[str], log: Path, bar: Bar | None = None, *, tag: str | None = None) -> str:
+def run_command(
+    args: Sequence[str],
+    log: Path,
+    bar: Bar | None = None,
+    *,
+    tag: str | None = None,
+    cwd: str | None = None,
+) -> str:
     """Run one command, its output appended to ``log``, following its progress.
 
     Args:
@@ -217,6 +224,7 @@ def call(args: Sequence[str], log: Path, bar: Bar | None = None, *, tag: str | N
             ignored), or without ``tag`` its ``[k/n] ...`` lines (then ``n`` is the bar's
             total).
         tag: Description of the command's own tqdm bar.
+        cwd: Working directory of the command (None: this process's).
 
     Returns:
         The command's standard output.
@@ -231,7 +239,9 @@ def call(args: Sequence[str], log: Path, bar: Bar | None = None, *, tag: str | N
         fh.write(f"$ {' '.join(args)}\n")
         fh.flush()
         try:
-            proc = spawn(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+            proc = spawn(
+                args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1, cwd=cwd
+            )
         except Stopped as err:
             raise StageError(f"`{' '.join(args[1:4])} ...` not started: {err}") from None
         err_thread = threading.Thread(target=_follow, args=(proc.stderr, fh, bar, tag))

@@ -1,4 +1,4 @@
-"""The configuration of the main job, ``python -m llm_runs demo`` (torch-free).
+"""The configuration of the main job, ``python -m calibrate demo`` (torch-free).
 
 Pilot runs over two training knobs (``rl.lr`` and ``rl.staleness``) → a fit of the
 competence model with every candidate motif, linked to the knobs → motif selection →
@@ -12,10 +12,9 @@ import dataclasses
 import math
 from typing import Any
 
+from llm_runs.knobs import hierarchy_links
 from simulate.common import ConfigError
 from simulate.spec import MOTIFS
-
-from .knobs import hierarchy_links
 
 __all__ = ["QUICK", "DemoConfig", "pilot_name"]
 

@@ -1,7 +1,7 @@
 """The demo as a process (issue 36): its children die with it, its folder is locked, and
 Ctrl-C stops it with one line on how to resume.
 
-The slow tests start ``python -m llm_runs demo --quick`` (micro sizes) in a subprocess and
+The slow tests start ``python -m calibrate demo --quick`` (micro sizes) in a subprocess and
 stop it while a training child runs. A process counts as the demo's when its command line or
 environment holds the test's temp folder (the demo's ``--out`` and an environment variable
 every descendant inherits).
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_runs._children import Stopped, spawn, stop_all, stop_children_on_interrupt
+from calibrate._children import Stopped, spawn, stop_all, stop_children_on_interrupt
 from llm_runs._runfolder import LOCK_FILE, RunLock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ def _env(tmp: Path, cache: Path) -> dict[str, str]:
 
 
 def _demo(tmp: Path, cache: Path, *args: str) -> subprocess.Popen:
-    argv = [sys.executable, "-m", "llm_runs", "demo", "--quick", "--no-progress"]
+    argv = [sys.executable, "-m", "calibrate", "demo", "--quick", "--no-progress"]
     return subprocess.Popen(
         [*argv, "--out", str(tmp / "demo"), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp,
@@ -129,7 +129,7 @@ def test_ctrl_c_stops_the_children_and_prints_one_line_on_how_to_resume(tmp_path
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert lines[0].startswith("interrupted during the pilots stage"), err
-    assert lines[0].endswith(f"resume with: python -m llm_runs demo --out {tmp_path / 'demo'} "
+    assert lines[0].endswith(f"resume with: python -m calibrate demo --out {tmp_path / 'demo'} "
                              "--quick")  # fmt: skip
     assert "Traceback" not in err and "Error" not in err
     assert out.startswith("[1/6] base") and "[2/6]" not in out
@@ -142,7 +142,7 @@ def test_a_demo_folder_in_use_is_refused_with_one_line(tmp_path):
     out.mkdir()
     with RunLock(out, what="demo folder"):
         r = subprocess.run(
-            [sys.executable, "-m", "llm_runs", "demo", "--quick", "--out", str(out)],
+            [sys.executable, "-m", "calibrate", "demo", "--quick", "--out", str(out)],
             capture_output=True, text=True, timeout=120, env=_env(tmp_path, tmp_path / "c"),
         )  # fmt: skip
     lines = r.stderr.strip().splitlines()
@@ -158,7 +158,7 @@ def test_spawned_children_die_with_their_parent(tmp_path):
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux only")
     code = (
-        "import sys, time; from llm_runs._children import spawn; "
+        "import sys, time; from calibrate._children import spawn; "
         "p = spawn([sys.executable, '-c', 'import time; time.sleep(300)', sys.argv[1]]); "
         "print(p.pid, flush=True); time.sleep(300)"
     )

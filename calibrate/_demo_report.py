@@ -22,13 +22,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from llm_runs import competence_figure, observed_regime
+from llm_runs.knobs import knob
+from llm_runs.runlog import read_run
 from simulate.common import read_json_object, save_figure, write_json, write_text
 
-from ._competence_plot import competence_figure
 from ._demo_config import DemoConfig, pilot_name
-from ._regime import observed_regime
-from .knobs import knob
-from .runlog import read_run
 
 __all__ = ["compare_confirmation", "nearest_pilot", "write_report"]
 

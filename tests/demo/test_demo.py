@@ -1,4 +1,4 @@
-"""The main job's driver (``python -m llm_runs demo``): config, progress parsing, refusals.
+"""The main job's driver (``python -m calibrate demo``): config, progress parsing, refusals.
 
 The whole loop at small sizes runs in notebooks/recommend.ipynb (tests/test_notebooks.py),
 which also checks that a second call reuses every stage.
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_runs._demo import STAGES, progress_of, run_demo
-from llm_runs._demo_config import QUICK, DemoConfig
+from calibrate._demo import STAGES, progress_of, run_demo
+from calibrate._demo_config import QUICK, DemoConfig
 from simulate import ConfigError, OutputError
 
 
@@ -97,7 +97,7 @@ def test_refuses_a_folder_of_another_demo_or_of_something_else(tmp_path: Path) -
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "llm_runs", "demo", *args],
+        [sys.executable, "-m", "calibrate", "demo", *args],
         capture_output=True, text=True, cwd=cwd, timeout=120,
     )  # fmt: skip
 

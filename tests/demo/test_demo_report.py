@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibrate._demo_report import BASELINE_SAMPLES, compare_confirmation, nearest_pilot
 from llm_runs import runlog as rl
-from llm_runs._demo_report import BASELINE_SAMPLES, compare_confirmation, nearest_pilot
 
 STEPS = np.arange(0, 210, 10)
 
