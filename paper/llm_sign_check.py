@@ -108,38 +108,24 @@ def run_config(
     return cfg
 
 
-def _finished(folder: Path, steps: int) -> bool:
-    from llm_runs.runlog import RunLogError, read_run
-
-    try:
-        return read_run(folder).e2e_rows[-1]["step"] >= steps
-    except (RunLogError, IndexError, FileNotFoundError, OSError):
-        return False
-
-
 def train_runs(
     out: Path, seeds: list[int], *, steps: int, quick: bool, base_cache: str | None, log=print
 ) -> dict[str, list[Path]]:
-    """Train (or reuse / resume) every run; returns motif -> run folders."""
-    from llm_runs.config import TrainConfig
+    """Train (or keep / resume) every run on the study loop, one at a time; returns motif ->
+    run folders."""
+    from calibrate import train_runs as train_all
+    from simulate.common import write_json
 
     folders: dict[str, list[Path]] = {m: [] for m in MOTIFS}
+    jobs = []
     for seed in seeds:
         for motif in MOTIFS[::-1]:
-            folder = out / "runs" / f"{motif}-s{seed}"
+            folder = (out / "runs" / f"{motif}-s{seed}").resolve()
             folders[motif].append(folder)
-            if _finished(folder, steps):
-                log(f"{folder}: finished, reused")
-                continue
-            from llm_runs import train
-
-            cfg = TrainConfig.from_dict(
-                run_config(motif, seed, steps=steps, quick=quick, base_cache=base_cache)
-            )
-            t0 = time.perf_counter()
-            log(f"{folder}: training {steps} steps")
-            train(cfg, folder, resume=True, progress=False)
-            log(f"{folder}: done in {time.perf_counter() - t0:.0f} s")
+            conf = run_config(motif, seed, steps=steps, quick=quick, base_cache=base_cache)
+            path = write_json(out / "configs" / f"{folder.name}.json", conf)
+            jobs.append((folder, ["--config", str(path.resolve()), "--no-progress"]))
+    train_all(jobs, workers=1, logs=out / "logs", desc="train", echo=log)
     return folders
 
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _watch_data as wdata
 import _watch_metrics as wm
 
+from calibrate import StageError, fit_runs
 from llm_runs.knobs import hierarchy_links
 
 ROOT = Path(__file__).resolve().parent / "results"
@@ -98,30 +97,12 @@ def fit_pilots(runs: list[dict[str, Any]], out: Path, cfg: dict[str, Any]) -> Pa
     pd.DataFrame(wdata.pilots_table(runs)).to_csv(table, index=False)
     links.write_text(json.dumps(LINKS, indent=2) + "\n")
     f = cfg["fit"]
-    args = [
-        sys.executable,
-        "-m",
-        "calibrate",
-        "fit",
-        str(table),
-        "--motif",
-        f["motif"],
-        "--gate",
-        f["gate"],
-        "--hierarchy",
-        str(links),
-        "--method",
-        f["method"],
-        "--samples",
-        str(f["samples"]),
-        "--out",
-        str(fit_dir),
-        "--no-progress",
-    ]
-    paths = [str(ROOT.parents[1]), os.environ.get("PYTHONPATH", "")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in paths if x)}
-    if subprocess.call(args, env=env) != 0:
-        raise SystemExit("error: calibrate fit of the pilots failed")
+    args = ["--motif", f["motif"], "--gate", f["gate"], "--hierarchy", str(links),
+            "--method", f["method"], "--samples", str(f["samples"])]  # fmt: skip
+    try:
+        fit_runs([table], fit_dir, args=args, log=out / "fit.log")
+    except StageError as err:
+        raise SystemExit(f"error: calibrate fit of the pilots failed: {err}") from None
     return fit_dir
 
 
