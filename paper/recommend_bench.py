@@ -48,7 +48,7 @@ import regime_map
 from _study import now
 
 import simulate
-from calibrate import StageError, Study, run_command
+from calibrate import StageError, Study, fit_runs, run_command
 
 HERE = Path(__file__).resolve().parent
 LINKS = regime_map.LINKS  # the regime map's links: the same model
@@ -98,9 +98,12 @@ def motif_model(
     names = [_run_name(runs, s, seed) for s in corners]
     if not (fit / "posterior.nc").is_file():
         links = simulate.write_json(rep / "links.json", LINKS)
-        _call([sys.executable, "-m", "calibrate", "fit", *names, "--motif", cfg.motif,
-               "--gate", cfg.gate, "--hierarchy", str(links), "--method", "laplace",
-               "--out", str(fit), "--no-progress"], rep / "fit.log")  # fmt: skip
+        args = ["--motif", cfg.motif, "--gate", cfg.gate, "--hierarchy", str(links),
+                "--method", "laplace"]  # fmt: skip
+        try:
+            fit_runs(names, fit, args=args, log=rep / "fit.log")
+        except StageError as err:
+            raise rb.BenchmarkError(str(err)) from None
     rec = rep / f"rec_{objective}"
     if not (rec / "recommendation.json").is_file():
         lrs = sorted({s[0] for s in table.settings})
