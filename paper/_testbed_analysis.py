@@ -194,9 +194,38 @@ def _curve_vector(c: dict[str, Any]) -> np.ndarray:
     return np.concatenate([*cols, c["e2e"]])
 
 
+def omnibus_statistic(groups: list[np.ndarray]) -> float:
+    """Sum over groups of n_g x the squared distance of the group's mean from the grand mean
+    (the between-group sum of squares of the curve vectors)."""
+    grand = np.concatenate(groups).mean(0)
+    return float(sum(len(g) * np.sum((g.mean(0) - grand) ** 2) for g in groups))
+
+
+def omnibus_test(groups: list[np.ndarray], permutations: int, rng: np.random.Generator) -> float:
+    """Permutation p-value of :func:`omnibus_statistic` (labels permuted among all rows)."""
+    both, sizes = np.concatenate(groups), [len(g) for g in groups]
+    cuts = np.cumsum(sizes)[:-1]
+    stat = omnibus_statistic(groups)
+    null = [omnibus_statistic(np.split(both[rng.permutation(len(both))], cuts))
+            for _ in range(permutations)]  # fmt: skip
+    return float((1 + np.sum(np.array(null) >= stat - 1e-12)) / (1 + permutations))
+
+
+def bh_adjust(p: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (step-up, monotone, at most 1)."""
+    p_arr = np.asarray(p, dtype=float)
+    order = np.argsort(p_arr)
+    m = len(p_arr)
+    adj = np.minimum.accumulate((p_arr[order] * m / np.arange(1, m + 1))[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(adj, 1.0)
+    return out.tolist()
+
+
 def motif_separation(cfg: Any, runs: Path) -> dict[str, Any]:
-    """Pairwise permutation tests of the types' mean-curve distance (Holm over pairs) and
-    per type its final level, steps to ``level`` and largest transient of A_Z."""
+    """An omnibus permutation test over the types, pairwise permutation tests of the types'
+    mean-curve distance (Benjamini-Hochberg over pairs; Holm also reported) and per type its
+    final level, steps to ``level`` and largest transient of A_Z."""
     curves = _curves(cfg, runs, "types")
     by = {m: [_curve_vector(c) for j, c in curves.items() if j[1] == m] for m in cfg.motifs}
     by = {m: np.array(v) for m, v in by.items() if len(v) >= 2}
@@ -217,7 +246,10 @@ def motif_separation(cfg: Any, runs: Path) -> dict[str, Any]:
     for rank, k in enumerate(order):  # Holm's step-down adjustment
         running = max(running, min(1.0, (len(pairs) - rank) * pairs[k]["p"]))
         pairs[k]["p_holm"] = running
-        pairs[k]["distinguishable"] = running < 0.05
+    for pair, q in zip(pairs, bh_adjust([p["p"] for p in pairs]), strict=True):
+        pair["p_bh"] = q
+        adjusted = q if cfg.type_test == "omnibus+BH" else pair["p_holm"]
+        pair["distinguishable"] = adjusted < 0.05
     per_type = {}
     for m in sorted(by):
         cs = [c for j, c in curves.items() if j[1] == m]
@@ -231,8 +263,14 @@ def motif_separation(cfg: Any, runs: Path) -> dict[str, Any]:
             "final_e2e": float(np.mean([c["e2e"][-3:].mean() for c in cs])),
         }  # fmt: skip
     n_dist = sum(p["distinguishable"] for p in pairs)
+    groups = [by[m] for m in sorted(by)]
+    sizes = [len(g) for g in groups]
+    smallest = 2 / math.comb(2 * min(sizes), min(sizes)) if sizes else None
     return {"pairs": pairs, "per_type": per_type, "distinguishable_pairs": n_dist,
-            "tested_pairs": len(pairs)}  # fmt: skip
+            "tested_pairs": len(pairs),
+            "omnibus_p": omnibus_test(groups, cfg.permutations, rng) if len(groups) > 1 else None,
+            "correction": cfg.type_test,
+            "smallest_pair_p": smallest}  # fmt: skip
 
 
 def _wiring_sets(cfg: Any) -> dict[str, list[tuple]]:

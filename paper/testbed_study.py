@@ -42,6 +42,15 @@ and the ``math`` task's new default rates (X 0.15, Y 0.06, Z 0.1 of ``rl.lr``), 
 single-seed probes (seed 99, not a study seed; X 0.15 with Y, Z at 1 or 0.2 left the
 targets learning while X crossed K). ``rag`` is unchanged.
 
+Design 2, revision 1 (2026-12-03, fixed when the ``types`` runs had one seed of five and no
+types analysis had been run): with 5 seeds per type a two-type permutation test cannot go
+below p = 2/C(10, 5) = 0.008, and Holm over the 28 pairs needs p < 0.0018 for the first
+rejection, so the stated test could never find a difference. ``type_test`` ``omnibus+BH``:
+first an omnibus permutation test over all eight types (statistic: the sum over types of
+n_type x the squared distance of the type's mean curve from the grand mean; labels permuted
+among all runs), then the pairs with Benjamini-Hochberg's false-discovery control at 5 %
+(Holm's adjusted p is still reported, with the smallest p a pair's test can reach).
+
 Phases (each resumable; a finished run is never retrained): ``restore`` (copies the logs of
 finished runs archived under ``<out>/runs`` into ``--runs`` where missing, so a new checkout
 trains only what is left), ``rise``, ``power``, ``edges``, ``types``, ``wiring``, ``fit``
@@ -103,6 +112,7 @@ class StudyConfig:
     max_seeds: int = 10
     motifs: list[str] = dataclasses.field(default_factory=lambda: list(MOTIFS))
     permutations: int = 2000
+    type_test: str = "omnibus+BH"
     wiring_types: list[str] = dataclasses.field(default_factory=lambda: ["C1", "I1", "C2", "I2"])
     wiring_sets: list[int] = dataclasses.field(default_factory=lambda: [0, 1])
     wiring_lrs: list[float] = dataclasses.field(default_factory=lambda: [5e-4, 1e-3, 2e-3])

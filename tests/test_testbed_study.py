@@ -240,3 +240,27 @@ def test_archive_and_restore_keep_finished_logs_only(tmp_path):
     assert (fresh / "a" / "competence.jsonl").read_text() == "a\n"
     # a run already there is left as it is
     assert json.loads((fresh / "c" / "manifest.json").read_text())["status"] == "running"
+
+
+def test_bh_adjustment_equals_scipys_false_discovery_control():
+    p = [0.008, 0.03, 0.5, 0.0079, 0.041, 0.2, 0.9]
+    np.testing.assert_allclose(ta.bh_adjust(p), stats.false_discovery_control(p), rtol=1e-12)
+
+
+def test_omnibus_p_value_equals_scipys_k_sample_permutation_test():
+    rng = np.random.default_rng(4)
+    groups = [rng.normal(mu, 1.0, (5, 3)) for mu in (0.0, 0.0, 2.5)]
+
+    def stat(*samples, axis):
+        samples = [np.moveaxis(s, axis, 0) for s in samples]  # (n, ..., d)
+        grand = np.concatenate(samples).mean(0)
+        return sum(len(s) * np.sum((s.mean(0) - grand) ** 2, axis=-1) for s in samples)
+
+    want = stats.permutation_test(groups, stat, permutation_type="independent",
+                                  alternative="greater", n_resamples=4000, vectorized=True,
+                                  random_state=0, axis=0)  # fmt: skip
+    got = ta.omnibus_test(groups, 4000, np.random.default_rng(1))
+    assert got == pytest.approx(want.pvalue, abs=0.01)
+    assert got < 0.01  # one group apart: found
+    same = [rng.normal(0.0, 1.0, (5, 3)) for _ in range(3)]
+    assert ta.omnibus_test(same, 2000, np.random.default_rng(2)) > 0.05
