@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._data import CurveData
+from ._curve_data import CurveData
 from ._importers import KeyMapping
 
 __all__ = ["add_input_options", "dry_run", "load"]

@@ -1,11 +1,8 @@
-"""Competence-curve inputs: importers (CSV/Parquet, llm_runs folders, TensorBoard) and validation.
+"""Competence-curve inputs: the readers (CSV/Parquet, llm_runs folders, TensorBoard, and
+through :mod:`calibrate._importers` the external training logs) and one loader for all.
 
-Every importer returns the same long table, one row per evaluation::
-
-    run (str)  step (int >= 0)  agent (str)  competence (float in [0, 1])  n_eval (int >= 1)
-
-plus an optional ``seed`` column and optional hyperparameter columns (one value per run),
-which :class:`CurveData` keeps as a per-run table ``hyper``.
+Every reader returns a :class:`~calibrate.CurveData` (:mod:`calibrate._curve_data`: the
+long table, its validation and errors, re-exported here).
 """
 
 from __future__ import annotations
@@ -15,15 +12,13 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
-from simulate.common import AgentmotifsError
-
-if TYPE_CHECKING:
-    from ._importers import KeyMapping
+from ._curve_data import REQUIRED_COLUMNS as REQUIRED_COLUMNS
+from ._curve_data import CurveData, DataError, DataWarning
+from ._curve_data import validate_table as validate_table
+from ._importers import KeyMapping, detect, read_events, read_source
 
 __all__ = [
     "REQUIRED_COLUMNS",
@@ -36,183 +31,6 @@ __all__ = [
     "read_tensorboard",
     "validate_table",
 ]
-
-REQUIRED_COLUMNS = ("run", "step", "agent", "competence", "n_eval")
-_META_COLUMNS = {*REQUIRED_COLUMNS, "seed", "successes"}
-
-
-class DataError(AgentmotifsError):
-    """Invalid competence data; the message names the column, rows or file at fault."""
-
-
-class DataWarning(UserWarning):
-    """A recoverable problem in the data (e.g. NaN rows dropped)."""
-
-
-def _rows(df: pd.DataFrame, mask: np.ndarray, limit: int = 5) -> str:
-    idx = list(df.index[mask][:limit])
-    more = int(mask.sum()) - len(idx)
-    return f"rows {idx}" + (f" and {more} more" if more > 0 else "")
-
-
-def validate_table(df: pd.DataFrame, *, strict: bool = False, source: str = "data") -> pd.DataFrame:
-    """Check a long competence table and return a clean, sorted copy.
-
-    Args:
-        df: Table with columns ``run, step, agent, competence, n_eval`` (+ optional ``seed``
-            and hyperparameter columns).
-        strict: Raise on NaN rows instead of dropping them with a warning.
-        source: Name used in messages (file path).
-
-    Returns:
-        The table with ``run``/``agent`` as str, ``step``/``n_eval`` as int, sorted by
-        (run, agent, step), index reset.
-
-    Raises:
-        DataError: Missing columns, competence outside [0, 1], n_eval < 1, non-integer or
-            negative steps, duplicated (run, step, agent), steps not increasing in file order
-            within a (run, agent) curve, a hyperparameter varying within a run, or NaN
-            with ``strict``.
-    """
-    if not isinstance(df, pd.DataFrame):
-        raise DataError(f"{source}: expected a table (pandas DataFrame), got {type(df).__name__}")
-    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
-    if missing:
-        raise DataError(
-            f"{source}: missing column(s) {missing}; required: {list(REQUIRED_COLUMNS)}"
-            f" (found {list(df.columns)})"
-        )
-    df = df.reset_index(drop=True).copy()
-    nan = df[list(REQUIRED_COLUMNS)].isna().any(axis=1).to_numpy()
-    if nan.any():
-        msg = f"{source}: {int(nan.sum())} row(s) with NaN in a required column ({_rows(df, nan)})"
-        if strict:
-            raise DataError(msg + "; fix them or run without --strict to drop them")
-        warnings.warn(msg + "; dropped", DataWarning, stacklevel=2)
-        df = df.loc[~nan].reset_index(drop=True)
-    if df.empty:
-        raise DataError(f"{source}: no rows left to fit")
-    for col in ("step", "competence", "n_eval"):
-        try:
-            df[col] = pd.to_numeric(df[col], errors="raise")
-        except (ValueError, TypeError):
-            raise DataError(f"{source}: column {col!r} must be numeric") from None
-    step = df["step"].to_numpy(dtype=float)
-    bad = (step < 0) | (np.abs(step - np.round(step)) > 1e-9) | ~np.isfinite(step)
-    if bad.any():
-        raise DataError(f"{source}: step must be a non-negative integer ({_rows(df, bad)})")
-    comp = df["competence"].to_numpy(dtype=float)
-    bad = ~((comp >= 0) & (comp <= 1))
-    if bad.any():
-        raise DataError(f"{source}: competence must lie in [0, 1] ({_rows(df, bad)})")
-    ne = df["n_eval"].to_numpy(dtype=float)
-    bad = ~(ne >= 1) | (np.abs(ne - np.round(ne)) > 1e-9)
-    if bad.any():
-        raise DataError(f"{source}: n_eval must be an integer >= 1 ({_rows(df, bad)})")
-    df["run"] = df["run"].astype(str)
-    df["agent"] = df["agent"].astype(str)
-    df["step"] = df["step"].round().astype(np.int64)
-    df["n_eval"] = df["n_eval"].round().astype(np.int64)
-    dup = df.duplicated(["run", "step", "agent"], keep=False).to_numpy()
-    if dup.any():
-        raise DataError(f"{source}: duplicated (run, step, agent) ({_rows(df, dup)})")
-    for keys, grp in df.groupby(["run", "agent"], sort=False):
-        run, agent = keys  # type: ignore[misc]
-        s = grp["step"].to_numpy()
-        if np.any(np.diff(s) <= 0):
-            k = int(np.argmax(np.diff(s) <= 0))
-            raise DataError(
-                f"{source}: steps of run {run!r}, agent {agent!r} are not increasing "
-                f"(step {int(s[k])} is followed by {int(s[k + 1])} at row {int(grp.index[k + 1])})"
-            )
-    for col in (c for c in df.columns if c not in _META_COLUMNS):
-        nun = df.groupby("run")[col].nunique(dropna=False)
-        if bool((nun > 1).any()):
-            bad_runs = list(nun.index[nun > 1][:5])
-            raise DataError(
-                f"{source}: hyperparameter column {col!r} must have one value per run; "
-                f"runs {bad_runs} have several"
-            )
-    return df.sort_values(["run", "agent", "step"], kind="stable").reset_index(drop=True)
-
-
-@dataclasses.dataclass(frozen=True)
-class CurveData:
-    """Validated competence curves of one or more runs.
-
-    Attributes:
-        table: Long table (run, step, agent, competence, n_eval[, seed]), sorted.
-        hyper: One row per run (index ``run``): hyperparameter columns and ``seed``.
-    """
-
-    table: pd.DataFrame
-    hyper: pd.DataFrame
-    configs: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    """Per run, the full llm_runs training config (from run folders' manifests; empty for
-    tables and TensorBoard inputs): what ``recommend`` turns into the next run's config."""
-
-    @classmethod
-    def from_table(
-        cls, df: pd.DataFrame, *, strict: bool = False, source: str = "data"
-    ) -> CurveData:
-        """Validate ``df`` (see :func:`validate_table`) and split off per-run columns."""
-        df = validate_table(df, strict=strict, source=source)
-        extra = [c for c in df.columns if c not in REQUIRED_COLUMNS and c != "successes"]
-        hyper = (
-            df.groupby("run", sort=True)[extra].first()
-            if extra
-            else pd.DataFrame(index=pd.Index(sorted(df["run"].unique()), name="run"))
-        )
-        return cls(table=df[list(REQUIRED_COLUMNS)].copy(), hyper=hyper)
-
-    @property
-    def runs(self) -> list[str]:
-        """Run labels, sorted."""
-        return sorted(self.table["run"].unique())
-
-    @property
-    def agents(self) -> list[str]:
-        """Agent names present in the data, sorted."""
-        return sorted(self.table["agent"].unique())
-
-    @property
-    def successes(self) -> np.ndarray:
-        """Observed successes ``round(competence * n_eval)`` per row."""
-        t = self.table
-        return np.round(t["competence"].to_numpy() * t["n_eval"].to_numpy()).astype(np.int64)
-
-    def hyper_values(self, column: str, *, positive: bool = True) -> np.ndarray:
-        """Values of a hyperparameter column, one per run (in :attr:`runs` order), all
-        finite and, unless ``positive=False``, > 0."""
-        if column not in self.hyper.columns:
-            raise DataError(
-                f"hyperparameter {column!r} is not in the data; columns: {list(self.hyper.columns)}"
-            )
-        vals = pd.to_numeric(self.hyper.loc[self.runs, column], errors="coerce").to_numpy(float)
-        if not np.all(np.isfinite(vals)) or (positive and np.any(vals <= 0)):
-            what = "a positive number" if positive else "a number"
-            raise DataError(f"hyperparameter {column!r} must be {what} in every run")
-        return vals
-
-    def subset(self, runs: Sequence[str]) -> CurveData:
-        """The data of some runs only."""
-        keep = self.table["run"].isin(list(runs))
-        configs = {r: c for r, c in self.configs.items() if r in set(runs)}
-        return CurveData(
-            self.table.loc[keep].reset_index(drop=True), self.hyper.loc[list(runs)], configs
-        )
-
-    @classmethod
-    def concat(cls, parts: Sequence[CurveData], *, strict: bool = False) -> CurveData:
-        """Join several inputs (runs must be distinct) and re-validate."""
-        tables = []
-        for p in parts:
-            t = p.table.merge(p.hyper, left_on="run", right_index=True, how="left")
-            tables.append(t)
-        table = pd.concat(tables, ignore_index=True)
-        joined = cls.from_table(table, strict=strict, source="inputs")
-        configs = {r: c for p in parts for r, c in p.configs.items()}
-        return dataclasses.replace(joined, configs=configs)
 
 
 def read_table(path: str | Path, *, strict: bool = False) -> CurveData:
@@ -299,8 +117,6 @@ def read_tensorboard(
         run: Run label (default: the folder name).
         strict: Raise on NaN values instead of dropping them.
     """
-    from ._importers import KeyMapping, read_events
-
     if not tags:
         raise DataError("read_tensorboard needs tags: agent name -> scalar tag")
     return read_events(path, KeyMapping(dict(tags), n_eval=n_eval), run=run, strict=strict)
@@ -326,8 +142,6 @@ def load_inputs(
         mapping: A :class:`calibrate.KeyMapping` for the external logs (keys → agents,
             evaluation size, named covariates); ``tb_tags`` are added to it for TensorBoard.
     """
-    from ._importers import KeyMapping, detect, read_source
-
     if isinstance(inputs, str | Path):
         inputs = [inputs]
     if not inputs:

@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simulate import SolveOptions
+
 from ._model import CurveModel
 from ._solvers import fixed_substeps, solve_at
 
@@ -20,6 +22,9 @@ __all__ = [
     "unflatten",
     "warm_solver_error",
 ]
+
+#: The tight adaptive reference of :func:`solver_error` (Tsit5, rtol 1e-9, atol 1e-11).
+_REFERENCE = SolveOptions(rtol=1e-9, atol=1e-11, max_steps=100_000)
 
 
 @eqx.filter_jit
@@ -120,8 +125,6 @@ def _adaptive_error(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
     theta = cm.theta(params)
     A, _ = cm.curves(theta)
     ref, _ = jax.vmap(
-        lambda th: solve_at(
-            cm.with_params(th), jnp.asarray(cm.ts), rtol=1e-9, atol=1e-11, max_steps=100_000
-        )
+        lambda th: solve_at(cm.with_params(th), jnp.asarray(cm.ts), options=_REFERENCE)
     )(theta)
     return jnp.max(jnp.abs(A - ref))

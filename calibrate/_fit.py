@@ -20,7 +20,7 @@ import simulate
 from simulate.spec import NetworkSpec
 
 from ._config import FitConfig
-from ._data import CurveData
+from ._curve_data import CurveData
 from ._density import (
     batched_loglik,
     neg_log_joint_and_grad,

@@ -4,17 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ._config import ConfigError
 
 if TYPE_CHECKING:
-    from ._posterior import Posterior
-    from ._predict import Prediction
+    from ._model import CurveModel
+    from ._prediction import Prediction
 
-__all__ = ["plot_prediction", "plot_predictive", "plot_selection"]
+__all__ = ["FittedCurves", "plot_prediction", "plot_predictive", "plot_selection"]
+
+
+class FittedCurves(Protocol):
+    """What :func:`plot_predictive` draws: a :class:`~calibrate.Posterior` (its model and
+    :meth:`~calibrate.Posterior.predictive` bands). Typed by what it needs, so this module
+    does not import the posterior's (which imports it to draw ``predictive.png``)."""
+
+    model: CurveModel
+
+    def predictive(self) -> dict[str, np.ndarray]: ...
 
 
 def _plt():
@@ -26,7 +36,7 @@ def _plt():
     return plt
 
 
-def plot_predictive(post: Posterior, path: str | Path, *, max_runs: int = 8) -> Path:
+def plot_predictive(post: FittedCurves, path: str | Path, *, max_runs: int = 8) -> Path:
     """One panel per (run, agent): data, 90% band of the mean curve and of new evaluations."""
     plt = _plt()
     cm = post.model

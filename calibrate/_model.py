@@ -26,13 +26,13 @@ import simulate
 from simulate.spec import NetworkSpec
 
 from ._config import ConfigError, FitConfig
-from ._data import CurveData, DataError
+from ._curve_data import CurveData, DataError
 from ._knobs import check_values, transform_values
 from ._link_rows import LinkRow
 from ._map import solve_map
 from ._network import Layout, make_layout, resolve_network
-from ._quad import QuadGrid, feedforward_order, solve_quad
-from ._solvers import fixed_substeps, solve_at, solve_rk4
+from ._quad import Quad, QuadGrid, feedforward_order
+from ._solvers import RK4, fixed_substeps, solve_at
 
 __all__ = ["CurveModel", "Layout", "build_model"]
 
@@ -169,6 +169,7 @@ class CurveModel(eqx.Module):
                 )
             )(theta_runs)
         method = solver or cfg.solver
+        grid = self.ts if ts is None else ts
         if method == "quad":
             qg = self.quad if ts is None else QuadGrid.build(np.asarray(ts), cfg.dt)
             if qg is None:
@@ -176,17 +177,13 @@ class CurveModel(eqx.Module):
                     "solver 'quad' on the data's steps needs a model built "
                     "with FitConfig(solver='quad')"
                 )
-            return jax.vmap(lambda th: solve_quad(self.with_params(th), qg))(theta_runs)
-        grid = jnp.asarray(self.ts if ts is None else ts, dtype=float)
-        m = self.substeps if substeps is None else substeps
-
-        def one(theta):
-            model = self.with_params(theta)
-            if method == "rk4":
-                return solve_rk4(model, grid, substeps=m)
-            return solve_at(model, grid, options=cfg.solve_options())
-
-        return jax.vmap(one)(theta_runs)
+            how = Quad(qg)
+        else:
+            grid = jnp.asarray(grid, dtype=float)
+            how = RK4(self.substeps if substeps is None else substeps) if method == "rk4" else None
+        return jax.vmap(
+            lambda th: solve_at(self.with_params(th), grid, solver=how, options=cfg.solve_options())
+        )(theta_runs)
 
     def mean_obs(self, theta_runs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Mean competence at each observation, and an all-runs-ok flag."""

@@ -17,7 +17,7 @@ import simulate
 from simulate import atomic_dir, claim_folder, mark_output, write_json
 
 from ._config import ConfigError, FitConfig
-from ._data import CurveData
+from ._curve_data import CurveData
 from ._density import batched_curves, batched_loglik, batched_run_params
 from ._link_rows import LINKS_FILE, read_link_rows, write_link_rows
 from ._model import CurveModel, build_model

@@ -32,7 +32,8 @@ import simulate
 from ._config import ConfigError
 from ._model import CurveModel
 from ._predict_classify import classify_batch
-from ._quad import QuadGrid, solve_quad
+from ._quad import Quad
+from ._solvers import solve_at
 
 __all__ = [
     "BAND_LEVELS",
@@ -190,8 +191,8 @@ def _curves(model: CurveModel, theta: jax.Array, t: np.ndarray, substeps: int):
     """:meth:`CurveModel.curves` at steps ``t``; ``quad`` with its recurrence as a scan
     over cells (the same values to rounding, faster in a wide vmap)."""
     if model.config.solver == "quad" and model.config.dynamics == "ode":
-        grid = QuadGrid.build(t, model.config.dt)
-        return jax.vmap(lambda th: solve_quad(model.with_params(th), grid, scan=True))(theta)
+        quad = Quad.for_steps(t, model.config.dt, scan=True)
+        return jax.vmap(lambda th: solve_at(model.with_params(th), t, solver=quad))(theta)
     return model.curves(theta, t, substeps)
 
 

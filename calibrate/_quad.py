@@ -27,12 +27,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 import simulate
+from simulate import SolveOptions
 
-from ._solvers import finite_levels
+from ._solvers import AbstractCurveSolver, finite_levels
 
-__all__ = ["QuadGrid", "feedforward_order", "solve_quad"]
+__all__ = ["Quad", "QuadGrid", "feedforward_order"]
 
 _CLIP = 25.0  # largest exp-exponent of one cell (e^-25 ~ 1e-11: the cell forgets its past)
 _SEGMENT = 24  # cells per cumulative-sum segment (24 * 25 < 709: e^L stays finite)
@@ -40,7 +42,7 @@ _JOIN_MATRIX_MAX = 32  # segments joined by an (S, S) matrix up to this many, el
 
 
 def feedforward_order(model: simulate.Model) -> tuple[int, ...] | None:
-    """Topological order of the nodes if :func:`solve_quad` can solve ``model``, else None.
+    """Topological order of the nodes if :class:`Quad` can solve ``model``, else None.
 
     That needs competence kinetics, no policy lag and an acyclic wiring (every FFL preset,
     with either gate, qualifies; a feedback or reward loop does not).
@@ -58,7 +60,7 @@ def feedforward_order(model: simulate.Model) -> tuple[int, ...] | None:
 
 
 class QuadGrid(eqx.Module):
-    """Fixed grid of :func:`solve_quad` (built from concrete steps).
+    """Fixed grid of :class:`Quad` (built from concrete steps).
 
     Attributes:
         obs: Grid node of each requested step, shape ``(T,)``.
@@ -107,7 +109,7 @@ def _node_levels(
 ) -> jax.Array:
     """Levels ``A`` at every grid node, ``(M + 1,)``, of ``dA/dt = (c - delta)(1 - A) -
     delta A``, from the total rate ``c`` and its time derivative ``dc`` at the nodes
-    (``scan``: the recurrence as a scan over cells, see :func:`solve_quad`)."""
+    (``scan``: the recurrence as a scan over cells, see :class:`Quad`)."""
     M = h.shape[0]
     if M == 0:
         return jnp.reshape(A0, (1,))
@@ -156,11 +158,9 @@ def _node_levels(
     return jnp.concatenate([jnp.reshape(A0, (1,)), 1.0 - Bs.reshape(-1)[:M]])
 
 
-def solve_quad(
-    model: simulate.Model, grid: QuadGrid, *, scan: bool = False
-) -> tuple[jax.Array, jax.Array]:
-    """Competences of a feed-forward ``model`` (see :func:`feedforward_order`) at the steps
-    ``grid`` was built from, input on from step 0.
+class Quad(AbstractCurveSolver):
+    """The quadrature solver of a feed-forward model (see :func:`feedforward_order`), at
+    the steps ``grid`` was built from, input on from step 0 (``options`` are not used).
 
     ``scan`` runs the recurrence ``B_{j+1} = E_j B_j + delta J_j`` as a scan over the cells
     instead of segment sums (the same values to rounding, 6e-15 on the predict benchmark):
@@ -168,36 +168,59 @@ def solve_quad(
     no gradient, as in :func:`calibrate.predict`) every step is one vector operation and
     the solve took 0.6x the time of the segment sums.
 
-    Returns:
-        ``(A, ok)``: levels of shape ``(T, N)`` and a finiteness flag.
-
-    Raises:
-        ValueError: ``model`` is not feed-forward with competence kinetics.
+    Attributes:
+        grid: The grid (:meth:`QuadGrid.build` from the steps to solve at, or
+            :meth:`for_steps`).
+        scan: The recurrence as a scan.
     """
-    order = feedforward_order(model)
-    kin, net = model.kinetics, model.network
-    if order is None or not isinstance(kin, simulate.CompetenceKinetics):
-        raise ValueError(
-            "solve_quad needs competence kinetics on an acyclic network "
-            "without lag; use RK4 or an adaptive solve"
-        )
-    x = model.input_value(jnp.asarray(1.0))
-    drive = jnp.where(jnp.asarray(net.inputs), x, 1.0)
-    shape = (grid.h.shape[0] + 1,)
-    levels: list = [None] * model.size  # levels and time derivatives, in topological order
-    slopes: list = [None] * model.size
-    for i in order:
-        G, dG = jax.jvp(lambda lv, i=i: net.node_regulation(i, lv), (levels,), (slopes,))
-        gain = kin.rho[i] * (1.0 - kin.b[i]) * drive[i]
-        r = jnp.broadcast_to(kin.rho[i] * kin.b[i] + gain * G, shape)
-        A = _node_levels(
-            r + kin.delta[i],
-            jnp.broadcast_to(gain * dG, shape),
-            kin.delta[i],
-            kin.A0[i],
-            grid.h,
-            scan,
-        )
-        levels[i] = A
-        slopes[i] = r * (1.0 - A) - kin.delta[i] * A
-    return finite_levels(jnp.stack(levels, axis=-1)[jnp.asarray(grid.obs)])
+
+    grid: QuadGrid
+    scan: bool = eqx.field(static=True, default=False)
+
+    @classmethod
+    def for_steps(cls, ts: np.ndarray, dt: float, *, scan: bool = False) -> Quad:
+        """Quadrature on the steps ``ts`` (concrete) in cells of at most ``dt`` steps."""
+        return cls(QuadGrid.build(ts, dt), scan)
+
+    def solve(
+        self, model: simulate.Model, ts: ArrayLike, options: SolveOptions
+    ) -> tuple[jax.Array, jax.Array]:
+        """``(A, ok)``: levels ``(T, N)`` and a finiteness flag.
+
+        Raises:
+            ValueError: ``model`` is not feed-forward with competence kinetics, or ``ts``
+                are not as many steps as the grid's.
+        """
+        grid, scan = self.grid, self.scan
+        order = feedforward_order(model)
+        kin, net = model.kinetics, model.network
+        if order is None or not isinstance(kin, simulate.CompetenceKinetics):
+            raise ValueError(
+                "the quad solver needs competence kinetics on an acyclic network "
+                "without lag; use RK4 or an adaptive solve"
+            )
+        if jnp.shape(ts) != self.grid.obs.shape:
+            raise ValueError(
+                f"the quad grid was built for {self.grid.obs.shape[0]} steps, got ts of "
+                f"shape {jnp.shape(ts)}: build it from the steps to solve at"
+            )
+        x = model.input_value(jnp.asarray(1.0))
+        drive = jnp.where(jnp.asarray(net.inputs), x, 1.0)
+        shape = (grid.h.shape[0] + 1,)
+        levels: list = [None] * model.size  # levels and time derivatives, in topological order
+        slopes: list = [None] * model.size
+        for i in order:
+            G, dG = jax.jvp(lambda lv, i=i: net.node_regulation(i, lv), (levels,), (slopes,))
+            gain = kin.rho[i] * (1.0 - kin.b[i]) * drive[i]
+            r = jnp.broadcast_to(kin.rho[i] * kin.b[i] + gain * G, shape)
+            A = _node_levels(
+                r + kin.delta[i],
+                jnp.broadcast_to(gain * dG, shape),
+                kin.delta[i],
+                kin.A0[i],
+                grid.h,
+                scan,
+            )
+            levels[i] = A
+            slopes[i] = r * (1.0 - A) - kin.delta[i] * A
+        return finite_levels(jnp.stack(levels, axis=-1)[jnp.asarray(grid.obs)])

@@ -39,7 +39,7 @@ from simulate.spec import NetworkSpec
 
 from ._compare import ELPD_BAND, compare_pointwise, identified_structure
 from ._config import ConfigError, FitConfig
-from ._data import CurveData
+from ._curve_data import CurveData
 from ._fit import fit_model
 from ._kfold import kfold_pointwise
 from ._model import CurveModel, build_model

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import minimize
 
-from ._data import CurveData
+from ._curve_data import CurveData
 from ._density import batched_loglik, solver_error, unflatten
 from ._fit import _neg_value_and_grad, laplace
 from ._model import CurveModel

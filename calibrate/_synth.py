@@ -11,18 +11,21 @@ import numpy as np
 import pandas as pd
 
 import simulate
+from simulate import SolveOptions
 from simulate.spec import NetworkSpec
 
-from ._data import CurveData, DataError
-from ._model import solve_at
+from ._curve_data import CurveData, DataError
 from ._network import resolve_network
+from ._solvers import solve_at
 
 __all__ = ["synthetic_curves"]
+
+_TIGHT = SolveOptions(rtol=1e-9, atol=1e-11)
 
 
 @eqx.filter_jit
 def _solve(model, ts):
-    return solve_at(model, ts, rtol=1e-9, atol=1e-11)
+    return solve_at(model, ts, options=_TIGHT)
 
 
 def synthetic_curves(

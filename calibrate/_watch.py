@@ -340,7 +340,7 @@ def self_fit(
         key: PRNG key.
     """
     from ._config import FitConfig
-    from ._data import CurveData
+    from ._curve_data import CurveData
     from ._fit import fit
 
     key = jax.random.key(0) if key is None else key

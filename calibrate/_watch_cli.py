@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ._config import ConfigError
-from ._data import DataError
+from ._curve_data import DataError
 
 __all__ = ["ALERT_STATUS", "add_watch_parser", "watch"]
 

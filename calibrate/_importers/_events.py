@@ -19,7 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .._data import CurveData, DataError
+from .._curve_data import CurveData, DataError
 from ._mapping import KeyMapping, curves_from_scalars, scalar_frame
 
 __all__ = ["event_files", "is_event_input", "read_events", "text_summaries"]

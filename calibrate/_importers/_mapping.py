@@ -22,7 +22,7 @@ import pandas as pd
 
 from simulate.common import ConfigError
 
-from .._data import CurveData, DataError
+from .._curve_data import CurveData, DataError
 
 __all__ = [
     "KeyMapping",

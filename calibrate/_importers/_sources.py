@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._data import CurveData
+from .._curve_data import CurveData
 from ._events import is_event_input, read_events
 from ._mapping import KeyMapping
 from ._tracking import is_mlflow_input, is_wandb_csv, read_mlflow, read_wandb_csv

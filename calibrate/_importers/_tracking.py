@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._data import CurveData, DataError
+from .._curve_data import CurveData, DataError
 from ._mapping import KeyMapping, curves_from_scalars, parse_number, scalar_frame
 
 __all__ = [

@@ -25,7 +25,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from .._data import CurveData, DataError
+from .._curve_data import CurveData, DataError
 from ._mapping import KeyMapping, curves_from_scalars, scalar_frame
 
 __all__ = ["is_trl_folder", "read_training_args", "read_trl"]

@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .._data import CurveData, DataError, DataWarning
+from .._curve_data import CurveData, DataError, DataWarning
 from ._mapping import KeyMapping, curves_from_scalars, scalar_frame
 
 __all__ = ["VERL_SEED_KEYS", "is_verl_log", "read_verl"]

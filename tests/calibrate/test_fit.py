@@ -25,8 +25,8 @@ TRUTH = {
 STEPS = np.arange(0, 300, 10)
 
 
-def _true(name):
-    return TRUTH.get(name, TRUTH.get(name.split("[")[0]))
+def _true(name: str) -> float:
+    return TRUTH[name] if name in TRUTH else TRUTH[name.split("[")[0]]
 
 
 def test_config_json_roundtrip(tmp_path):
@@ -66,7 +66,7 @@ def test_solve_at_matches_simulate():
 
     model = simulate.make_model("C1", "competence", TRUTH)
     sol = simulate.solve(model, t1=290.0, options=simulate.SolveOptions(n_points=30))
-    A, ok = cal.solve_at(model, sol.t, rtol=1e-9, atol=1e-11)
+    A, ok = cal.solve_at(model, sol.t, options=simulate.SolveOptions(rtol=1e-9, atol=1e-11))
     assert bool(ok)
     np.testing.assert_allclose(np.asarray(A), np.asarray(sol.states), atol=1e-6)
 
@@ -75,16 +75,16 @@ def test_solve_at_matches_simulate():
 def test_rk4_solver_matches_adaptive_and_is_checked():
     """Fixed-step RK4 lands on every observation; error O(dt^4) against a tight Tsit5 solve."""
     import simulate
-    from calibrate._solvers import fixed_substeps, solve_rk4
+    from calibrate._solvers import RK4, fixed_substeps
 
     model = simulate.make_model("C1", "competence", {**TRUTH, "rho[X]": 0.1})
     ts = np.array([0.0, 3.0, 10.0, 25.0, 60.0, 150.0, 290.0])
-    ref, _ = cal.solve_at(model, ts, rtol=1e-10, atol=1e-12)
+    ref, _ = cal.solve_at(model, ts, options=simulate.SolveOptions(rtol=1e-10, atol=1e-12))
     errs = []
     for dt in (4.0, 2.0, 1.0):
         m = fixed_substeps(ts, dt)
         assert (np.diff(np.concatenate([[0], ts])) / m).max() <= dt
-        A, ok = solve_rk4(model, ts, substeps=m)
+        A, ok = cal.solve_at(model, ts, solver=RK4(m))
         assert bool(ok)
         errs.append(float(np.abs(np.asarray(A) - np.asarray(ref)).max()))
     assert errs[2] < 1e-6

@@ -25,7 +25,7 @@ from calibrate._predict import (
     curve_regimes,
     predict_arrays,
 )
-from calibrate._quad import QuadGrid, solve_quad
+from calibrate._quad import Quad, QuadGrid
 from calibrate._solvers import fixed_substeps
 
 LRS = [1e-4, 3e-4, 1e-3]
@@ -134,9 +134,10 @@ def test_quad_scan_recurrence_equals_segment_sums(rho, points, horizon):
     model = simulate.with_log_hill(simulate.make_model(simulate.as_network("I1"), "competence"))
     for node in "XYZ":
         model = simulate.set_param(model, f"rho[{node}]", 0.05 * rho)
-    grid = QuadGrid.build(np.linspace(0.0, horizon, points), 1.0)
-    seg, ok1 = solve_quad(model, grid)
-    scan, ok2 = solve_quad(model, grid, scan=True)
+    ts = np.linspace(0.0, horizon, points)
+    grid = QuadGrid.build(ts, 1.0)
+    seg, ok1 = cal.solve_at(model, ts, solver=Quad(grid))
+    scan, ok2 = cal.solve_at(model, ts, solver=Quad(grid, scan=True))
     assert bool(ok1) and bool(ok2)
     np.testing.assert_allclose(np.asarray(scan), np.asarray(seg), rtol=0, atol=1e-12)
     assert float(jnp.ptp(seg[:, 2])) > 0.1  # the curves move

@@ -8,8 +8,8 @@ from scipy.integrate import solve_ivp
 
 import calibrate as cal
 import simulate
-from calibrate._quad import QuadGrid, feedforward_order, solve_quad
-from calibrate._solvers import solve_rk4
+from calibrate._quad import Quad, QuadGrid, feedforward_order
+from calibrate._solvers import RK4, solve_at
 from simulate.spec import EdgeSpec, NetworkSpec
 
 TS = np.arange(0.0, 300.0, 5.0)
@@ -54,7 +54,7 @@ def test_constant_rate_node_is_exact():
         "C1", "competence", {"rho[X]": 0.07, "delta[X]": 0.01, "A0[X]": 0.2}
     )
     ts = np.array([0.0, 1.0, 7.5, 40.0, 41.0, 300.0, 5000.0])
-    A, ok = solve_quad(model, QuadGrid.build(ts, 5.0))
+    A, ok = solve_at(model, ts, solver=Quad.for_steps(ts, 5.0))
     c = 0.07 + 0.01
     inf = 0.07 / c
     exact = inf + (0.2 - inf) * np.exp(-c * ts)
@@ -74,11 +74,11 @@ def test_all_ffl_presets_match_scipy(gate):
         assert feedforward_order(model) == (0, 1, 2)
         for _ in range(3):
             m = _random_params(rng, model)
-            A, ok = solve_quad(m, QuadGrid.build(TS, 5.0))
+            A, ok = solve_at(m, TS, solver=Quad.for_steps(TS, 5.0))
             assert bool(ok)
             ref = _scipy(m, TS)
             worst = max(worst, float(np.abs(np.asarray(A) - ref).max()))
-            A4, _ = solve_rk4(m, jnp.asarray(TS), substeps=1)
+            A4, _ = solve_at(m, jnp.asarray(TS), solver=RK4(1))
             worst_rk4 = max(worst_rk4, float(np.abs(np.asarray(A4) - ref).max()))
     print(
         f"{gate}: max |error| over 8 motifs x 3 draws, steps of 5: quad {worst:.2e}, "
@@ -93,7 +93,7 @@ def test_fourth_order_convergence():
     )
     ref = _scipy(model, TS)
     errs = [
-        float(np.abs(np.asarray(solve_quad(model, QuadGrid.build(TS, dt))[0]) - ref).max())
+        float(np.abs(np.asarray(solve_at(model, TS, solver=Quad.for_steps(TS, dt))[0]) - ref).max())
         for dt in (5.0, 2.5, 1.25)
     ]
     print("max error at cells of 5, 2.5, 1.25 steps:", errs)
@@ -105,21 +105,21 @@ def test_stiff_and_long_horizons_stay_finite_and_accurate():
     """Rates far above 1/cell (RK4 at the same step diverges) and e-folds >> 709 (the
     cumulative integrating factor would overflow without segments)."""
     stiff = simulate.make_model("C1", "competence", {"rho": 3.0, "delta": 0.5, "A0": 0.0, "K": 0.5})
-    A, ok = solve_quad(stiff, QuadGrid.build(TS, 5.0))
+    A, ok = solve_at(stiff, TS, solver=Quad.for_steps(TS, 5.0))
     assert bool(ok)
     np.testing.assert_allclose(np.asarray(A)[1:], _scipy(stiff, TS)[1:], atol=1e-3)
-    A4, ok4 = solve_rk4(stiff, jnp.asarray(TS), substeps=1)
+    A4, ok4 = solve_at(stiff, jnp.asarray(TS), solver=RK4(1))
     assert not bool(ok4) or float(np.abs(np.asarray(A4) - _scipy(stiff, TS)).max()) > 0.1
     ts = np.linspace(0.0, 20_000.0, 201)  # rho x horizon = 4000 e-folds
     model = simulate.make_model("C1", "competence", {"rho": 0.2, "delta": 0.01, "n": 2.0})
-    A, ok = solve_quad(model, QuadGrid.build(ts, 5.0))
+    A, ok = solve_at(model, ts, solver=Quad.for_steps(ts, 5.0))
     assert bool(ok) and np.all(np.isfinite(np.asarray(A)))
     np.testing.assert_allclose(np.asarray(A), _scipy(model, ts), atol=1e-6)
 
 
 def test_gradient_matches_finite_differences():
     model = simulate.with_log_hill(simulate.make_model("C2", "competence"), fixed_structure=True)
-    grid = QuadGrid.build(TS[:20], 5.0)
+    quad = Quad.for_steps(TS[:20], 5.0)
     names = ["rho[Y]", "b[Z]", "K[X->Z]", "n[Y->Z]", "A0[Y]", "delta[Z]"]
     x0 = np.array([0.05, 0.1, 0.5, 2.0, 0.1, 0.01])
     w = np.random.default_rng(0).normal(size=(20, 3))
@@ -128,7 +128,7 @@ def test_gradient_matches_finite_differences():
         m = model
         for k, v in zip(names, x, strict=True):
             m = simulate.set_param(m, k, v)
-        return jnp.sum(w * solve_quad(m, grid)[0])
+        return jnp.sum(w * solve_at(m, TS[:20], solver=quad)[0])
 
     g = np.asarray(jax.grad(loss)(jnp.asarray(x0)))
     h = 1e-6 * np.maximum(np.abs(x0), 1e-3)
@@ -152,7 +152,7 @@ def test_grid_and_errors():
     assert feedforward_order(ring) is None
     assert feedforward_order(simulate.make_model("C1", "competence", delay_stages=2)) is None
     with pytest.raises(ValueError, match="acyclic"):
-        solve_quad(ring, QuadGrid.build(TS, 5.0))
+        solve_at(ring, TS, solver=Quad.for_steps(TS, 5.0))
     data = cal.synthetic_curves("C1", {"rho": 0.05}, key=jax.random.key(0), steps=TS)
     loop = NetworkSpec(
         ("X", "Y", "Z"),
@@ -201,12 +201,12 @@ def test_long_grids_join_segments_by_a_scan():
     ts = np.linspace(0.0, 3000.0, 301)
     model = simulate.make_model("C1", "competence", {"rho": 0.01, "delta": 0.001, "n": 2.0})
     grid = QuadGrid.build(ts, 1.0)  # 3002 cells, 126 segments
-    A_scan, ok = solve_quad(model, grid)
+    A_scan, ok = solve_at(model, ts, solver=Quad(grid))
     assert bool(ok) and -(-grid.h.shape[0] // q._SEGMENT) > q._JOIN_MATRIX_MAX
     old = q._JOIN_MATRIX_MAX
     try:
         q._JOIN_MATRIX_MAX = 10_000
-        A_mat, _ = solve_quad(model, grid)
+        A_mat, _ = solve_at(model, ts, solver=Quad(grid))
     finally:
         q._JOIN_MATRIX_MAX = old
     np.testing.assert_allclose(np.asarray(A_scan), np.asarray(A_mat), rtol=0, atol=1e-12)

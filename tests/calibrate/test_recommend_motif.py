@@ -28,10 +28,12 @@ from calibrate._recommend_seeds import new_run_draws
 from calibrate._solvers import solve_at
 from calibrate._space import SearchSpace
 from llm_runs.config import TrainConfig, load_config
+from simulate import SolveOptions
 from tests.calibrate.test_fit import TRUTH
 
 LRS = [1e-4, 3e-4, 1e-3, 3e-3]
 STEPS = np.arange(0, 300, 20)
+TIGHT = SolveOptions(rtol=1e-9, atol=1e-11)
 CFG = dict(method="laplace", chains=1, samples=200, map_starts=2, map_steps=150, dt=5.0)
 
 
@@ -197,9 +199,7 @@ def _oracle_new_runs(post, lr, reps, seed):
     )
     theta = lay.to_natural(jnp.asarray(u))
     ts = jnp.asarray([0.0, 300.0])
-    solve = eqx.filter_jit(
-        jax.vmap(lambda th: solve_at(cm.with_params(th), ts, rtol=1e-9, atol=1e-11))
-    )
+    solve = eqx.filter_jit(jax.vmap(lambda th: solve_at(cm.with_params(th), ts, options=TIGHT)))
     A, ok = solve(theta)
     assert bool(jnp.all(ok))
     mu = np.asarray(A[:, -1, -1]).reshape(g, reps)
