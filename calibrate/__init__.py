@@ -36,12 +36,13 @@ from ._knobs import default_links as default_links
 from ._model import CurveModel as CurveModel
 from ._model import Layout as Layout
 from ._model import build_model as build_model
-from ._model import solve_at as solve_at
 from ._new_run import crps_samples as crps_samples
 from ._posterior import Posterior as Posterior
 from ._posterior import load_fit as load_fit
 from ._predict import Prediction as Prediction
 from ._predict import predict as predict
+from ._quad import Quad as Quad
+from ._quad import QuadGrid as QuadGrid
 from ._recommend import recommend as recommend
 from ._recommend import recommend_space as recommend_space
 from ._recommend_motif import MotifFits as MotifFits
@@ -50,6 +51,10 @@ from ._reparam import draws_to_z as draws_to_z
 from ._select import Selection as Selection
 from ._select import candidates as candidates
 from ._select import select as select
+from ._solvers import RK4 as RK4
+from ._solvers import AbstractCurveSolver as AbstractCurveSolver
+from ._solvers import Adaptive as Adaptive
+from ._solvers import solve_at as solve_at
 from ._space import SearchSpace as SearchSpace
 from ._study import StageError as StageError
 from ._study import Study as Study

@@ -110,12 +110,6 @@ class SolveOptions:
         _check_names(changes)
         return dataclasses.replace(self, **changes)
 
-    def merged(self, **overrides: Any) -> SolveOptions:
-        """:meth:`replace` with the overrides that are not None (for a caller whose own
-        keywords are optional overrides: ``merged(rtol=None, atol=1e-9)`` changes ``atol``)."""
-        given = {k: v for k, v in overrides.items() if v is not None}
-        return self.replace(**given) if given else self
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (every field)."""
         return dataclasses.asdict(self)
@@ -145,22 +139,18 @@ def _check_names(data: Mapping[str, Any]) -> None:
 DEFAULT_OPTIONS = SolveOptions()
 
 
-def resolve(options: SolveOptions | None, **overrides: Any) -> SolveOptions:
-    """``options`` (default :data:`DEFAULT_OPTIONS`) with the non-None ``overrides``.
-
-    The solve entry points call it without overrides (``options=`` is their one way to set
-    how a solve is done); the overrides serve callers outside simulate that still take
-    optional keywords of their own.
+def resolve(options: SolveOptions | None) -> SolveOptions:
+    """``options``, or :data:`DEFAULT_OPTIONS` for None: every solve entry point's one way
+    to set how a solve is done.
 
     Raises:
-        OptionsError: If ``options`` is not a :class:`SolveOptions` or an override is
-            invalid.
+        OptionsError: If ``options`` is not a :class:`SolveOptions`.
     """
     if options is None:
         options = DEFAULT_OPTIONS
     elif not isinstance(options, SolveOptions):
         raise OptionsError(f"options must be a SolveOptions, got {type(options).__name__}")
-    return options.merged(**overrides)
+    return options
 
 
 #: The public name of :func:`resolve` (``simulate.resolve_options``).

@@ -81,7 +81,10 @@ def test_json_round_trip_and_replace():
         opts.replace(rtl=1.0)
     with pytest.raises(sim.OptionsError, match="n_points"):
         opts.replace(n_points=1)
-    assert opts.merged(rtol=None, atol=1e-9) == opts.replace(atol=1e-9)
+    # no optional-override path is left: options are given whole (issue 30 §3)
+    assert not hasattr(opts, "merged")
+    with pytest.raises(TypeError):
+        resolve(opts, rtol=1e-3)  # type: ignore[call-arg]
 
 
 #: The solve options that once were keywords of simulate's entry points too.
