@@ -62,9 +62,11 @@ def score_forecast(
 def boundary_error(
     labels: list[str], held: list[dict], pilots: list[dict], design: dict[str, Any]
 ) -> dict[str, Any]:
-    """Per staleness row, the log10 lr where the row first leaves ``converged`` (cells' modal
-    group over seeds; pilot cells take their observed groups) for ``labels`` and for the
-    observations; the mean |difference| in decades."""
+    """Per row of the grid (a cell's indices after the lr index: the staleness, and any
+    further knob), the log10 lr where the row first leaves ``converged`` (cells' modal group
+    over seeds; pilot cells take their observed groups) for ``labels`` and for the
+    observations; the mean |difference| in decades over the rows whose every cell is known
+    (None when none is)."""
     lrs, ks = np.asarray(design["lrs"], float), design["staleness"]
 
     def modal(rows: list[tuple[dict, str]]) -> dict[tuple, str]:
@@ -77,12 +79,16 @@ def boundary_error(
     pred = modal(pil + list(zip(held, labels, strict=True)))
     seen = modal(pil + [(r, r["group"]) for r in held])
     rows, errs = {}, []
-    for j, k in enumerate(ks):
-        p = _boundary(lrs, [pred[(i, j)] for i in range(len(lrs))])
-        o = _boundary(lrs, [seen[(i, j)] for i in range(len(lrs))])
-        rows[str(k)] = {"predicted_log10_lr": p, "observed_log10_lr": o}
+    for key in sorted({c[1:] for c in seen}):
+        cells = [(i, *key) for i in range(len(lrs))]
+        if not all(c in seen for c in cells):
+            continue
+        p = _boundary(lrs, [pred[c] for c in cells])
+        o = _boundary(lrs, [seen[c] for c in cells])
+        name = str(ks[key[0]]) + "".join(f"/{k}" for k in key[1:])
+        rows[name] = {"predicted_log10_lr": p, "observed_log10_lr": o}
         errs.append(abs(p - o))
-    return {"decades": float(np.mean(errs)), "rows": rows}
+    return {"decades": float(np.mean(errs)) if errs else None, "rows": rows}
 
 
 def score_all(
@@ -116,10 +122,11 @@ def score_all(
     }
 
 
-def _table(config: dict[str, Any], summary: dict[str, Any]) -> str:
-    s = {k: summary[k]["heldout"] for k in ("regime_accuracy", "boundary_error", *FINAL_METRICS)}
+def _table(config: dict[str, Any], summary: dict[str, Any], split: str = "heldout") -> str:
+    s = {k: summary[k][split] for k in ("regime_accuracy", "boundary_error", *FINAL_METRICS)}
+    n = summary.get("n_runs", {}).get(split, summary["n_heldout_runs"])
     lines = [
-        f"Forecasts of {summary['n_heldout_runs']} held-out runs from {summary['n_pilot_runs']} "
+        f"Forecasts of {n} held-out runs ({split}) from {summary['n_pilot_runs']} "
         f"pilot runs (`{config['command']}`). Final competence scores pooled over agents.",
         "",
         "| method | regime acc. [95 % CI] | cov. 50 % | cov. 90 % | CRPS | log score | "
@@ -128,8 +135,9 @@ def _table(config: dict[str, Any], summary: dict[str, Any]) -> str:
     ]
     for name, (acc, lo, hi) in s["regime_accuracy"].items():
         cells = [f"{s[m][name]['all']:.3f}" if name in s[m] else "–" for m in FINAL_METRICS]
+        b = s["boundary_error"][name]
         lines.append(f"| {name} | {acc:.3f} [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
-                     + f" | {s['boundary_error'][name]:.2f} |")  # fmt: skip
+                     + (f" | {b:.2f} |" if b is not None else " | – |"))  # fmt: skip
     agents = [a for a in next(iter(s["crps"].values())) if a != "all"]
     head = "| method | " + " | ".join(agents) + " |"
     lines += ["", "CRPS per agent (lower is better):", "", head, "|---" * (len(agents) + 1) + "|"]
@@ -138,7 +146,9 @@ def _table(config: dict[str, Any], summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _figure(path: Path, summary: dict[str, Any], forecasts: list[Forecast]) -> None:
+def _figure(
+    path: Path, summary: dict[str, Any], forecasts: list[Forecast], split: str = "heldout"
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -153,7 +163,7 @@ def _figure(path: Path, summary: dict[str, Any], forecasts: list[Forecast]) -> N
         ax.set_title(f.method, fontsize=8)
         ax.set_xlabel("PIT")
     axes[0].set_ylabel("density (1 = calibrated)")
-    crps = summary["crps"]["heldout"]
+    crps = summary["crps"][split]
     agents = [a for a in next(iter(crps.values())) if a != "all"]
     w = 0.8 / max(len(crps), 1)
     for i, (name, v) in enumerate(crps.items()):
@@ -167,7 +177,7 @@ def _figure(path: Path, summary: dict[str, Any], forecasts: list[Forecast]) -> N
 
 def write_outputs(
     out: Path, config: dict[str, Any], scores: dict[str, Any], forecasts: list[Forecast],
-    held: list[dict],
+    held: list[dict], splits: tuple[str, ...] = ("heldout",),
 ) -> None:  # fmt: skip
     """``scores.json`` (every method's per-run scores), ``summary.json`` (the metrics as
     ``{metric: {"heldout": {method: value}}}`` and each method's pooled scores), ``table.md``
@@ -181,5 +191,5 @@ def write_outputs(
         for n, s in scores["methods"].items()
     }
     write_json(out / "summary.json", summary)
-    write_text(out / "table.md", _table(config, summary))
-    _figure(out / "forecast_scores.png", summary, forecasts)
+    write_text(out / "table.md", "\n".join(_table(config, summary, sp) for sp in splits))
+    _figure(out / "forecast_scores.png", summary, forecasts, splits[-1])
