@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 
 import calibrate as cal  # noqa: E402
 from calibrate import _predict_fast  # noqa: E402
-from calibrate._predict import (  # noqa: E402
+from calibrate._predict._core import (  # noqa: E402
     BAND_LEVELS,
     _draw_arrays,
     _draw_index,

@@ -130,13 +130,13 @@ def _parser() -> argparse.ArgumentParser:
         "does not search: predict with the best fit (best, default) or the stacking-weighted "
         "mixture of the fits (stacking)",
     )
-    from ._predict_cli import add_predict_parser
+    from ._predict._cli import add_predict_parser
 
     add_predict_parser(sub)
     from ._watch_cli import add_watch_parser
 
     add_watch_parser(sub)
-    from ._demo_cli import add_demo_parser
+    from ._demo._cli import add_demo_parser
 
     add_demo_parser(sub)
     return p
@@ -213,7 +213,7 @@ def _fit(args: argparse.Namespace) -> int:
 
     jax.config.update("jax_enable_x64", True)
     from ._fit import fit
-    from ._select import candidates, select
+    from ._select._core import candidates, select
 
     data = load(args)
     cfg = _proposed_links(_config(args), args, data)
@@ -290,7 +290,7 @@ def _recommend(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid)  # before the work: "" is an error, not the default grid
     out = recommend_out(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
-    from ._recommend import recommend_from_dir
+    from ._recommend._core import recommend_from_dir
 
     rec = recommend_from_dir(
         args.fit_dir, param=args.param, grid=grid, steps=args.steps, key=jax.random.key(args.seed)
@@ -335,8 +335,8 @@ def _recommend_space(args: argparse.Namespace) -> int:
     space = SearchSpace.load(args.space)  # before the work, as the folder check
     out = recommend_out(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
-    from ._recommend import recommend_space_from_dir
-    from ._recommend_plot import plot_regime_map, space_table
+    from ._recommend._core import recommend_space_from_dir
+    from ._recommend._plot import plot_regime_map, space_table
 
     rec = recommend_space_from_dir(
         args.fit_dir,
@@ -377,8 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             warnings.showwarning = _show_warning  # one line, not the source line too
-            from ._demo_cli import demo_command
-            from ._predict_cli import predict_command
+            from ._demo._cli import demo_command
+            from ._predict._cli import predict_command
             from ._watch_cli import watch
 
             cmds = {"fit": _fit, "recommend": _recommend, "predict": predict_command,

@@ -12,7 +12,7 @@ from ._config import ConfigError
 
 if TYPE_CHECKING:
     from ._model import CurveModel
-    from ._prediction import Prediction
+    from ._predict._prediction import Prediction
 
 __all__ = ["FittedCurves", "plot_prediction", "plot_predictive", "plot_selection"]
 

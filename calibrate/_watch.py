@@ -36,7 +36,7 @@ import pandas as pd
 from ._config import ConfigError
 from ._new_run import band_note, draw_phi, evaluation_noise, fresh_effects, resolve_n_eval
 from ._posterior import Posterior
-from ._predict import REGIME_GROUPS, link_covariates, predict
+from ._predict._core import REGIME_GROUPS, link_covariates, predict
 
 __all__ = ["Forecast", "WatchDraws", "forecast", "prepare", "run_setting", "self_fit"]
 

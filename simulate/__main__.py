@@ -1,8 +1,8 @@
-"""``python -m simulate``: see :mod:`simulate._cli`."""
+"""``python -m simulate``: see :mod:`simulate._cli._core`."""
 
 import sys
 
-from ._cli import main
+from ._cli._core import main
 
 if __name__ == "__main__":
     sys.exit(main())

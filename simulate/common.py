@@ -2,7 +2,8 @@
 
 * errors: one root, :class:`AgentmotifsError` (a :class:`ValueError`), with
   :class:`ConfigError` and :class:`OutputError`;
-* file helpers: atomic JSON/text writes, the UTC time stamp :func:`utc_now`, validating readers, output-folder checks and claims;
+* file helpers: atomic JSON/text writes, the UTC time stamp :func:`utc_now`, validating
+  readers, output-folder checks and claims;
 * the regime vocabulary: :class:`Regime`, :data:`REGIME_NAMES`, :data:`REGIME_SEVERITY` and the
   groups forecasts report, :data:`REGIME_GROUPS`;
 * the forecast scores of sampled forecasts: :func:`crps_samples`, :func:`interval_hit`,

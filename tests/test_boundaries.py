@@ -194,7 +194,7 @@ SHOULD_FAIL = [
     ("llm_runs", "if TYPE_CHECKING:\n    import calibrate\n", ":2: upward import"),
     ("llm_runs", "def report():\n    from calibrate import crps_samples\n", "upward import"),
     ("simulate", "from llm_runs.runlog import read_run\n", "upward import"),
-    ("simulate", "import calibrate._predict\n", "upward import"),
+    ("simulate", "import calibrate._predict._core\n", "upward import"),
     ("llm_runs", "from simulate import _io\n", "private name _io"),
     ("calibrate", "from simulate.common import _umask\n", "private name _umask"),
     ("calibrate", "def f():\n    import torch.nn\n", "torch-free but imports torch.nn"),

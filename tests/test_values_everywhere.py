@@ -13,7 +13,7 @@ import pytest
 
 from calibrate import SearchSpace
 from calibrate._cli_args import check_train_fields, parse_setting
-from calibrate._demo_config import DemoConfig
+from calibrate._demo._config import DemoConfig
 from llm_runs.config import TrainConfig, load_config, read_config_file, set_from_text
 from simulate import AgentmotifsError, load_spec
 
@@ -152,7 +152,7 @@ def test_a_value_reads_as_written_through_every_channel(tmp_path, field, text, c
                        ("1_0", None), ("1_0e-3", None), ("yes", None), ("off", None)]
 )  # fmt: skip
 def test_simulate_param_reads_numbers_as_the_other_packages_do(text, want):
-    from simulate._phase_cli import parse_param as _parse_param
+    from simulate._cli._phase import parse_param as _parse_param
     from simulate.spec import SpecError
 
     if want is None:

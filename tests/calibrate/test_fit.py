@@ -289,7 +289,7 @@ def test_recommend_oscillation_is_simulates_classifier():
     """recommend's p_oscillation uses simulate.classify (one definition of oscillation):
     a decaying cosine about a level oscillates, a saturating rise or a single pulse does not."""
     import simulate
-    from calibrate._predict import curve_regimes
+    from calibrate._predict._core import curve_regimes
 
     osc = {int(simulate.Regime.DAMPED), int(simulate.Regime.SUSTAINED)}
 

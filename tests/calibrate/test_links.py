@@ -84,7 +84,7 @@ def test_predict_at_staleness_zero_is_the_link_applied_by_hand(stale_fit):
         np.testing.assert_allclose(pred.curves[0, g], np.asarray(same[0]), rtol=1e-10)
     # the reference value itself is the zero-term setting: the fit's own curves
     at_ref = cal.predict(post, [{"rl.staleness": ref}], max_draws=4, n_points=30)
-    from calibrate._predict import _setting_matrix
+    from calibrate._predict._core import _setting_matrix
 
     np.testing.assert_allclose(_setting_matrix(post, [{"rl.staleness": ref}]), 0.0, atol=1e-14)
     assert at_ref.final.shape == (1, 4, 3)
@@ -248,7 +248,7 @@ def test_links_are_stored_as_records_and_old_fits_still_load(stale_fit, tmp_path
     import shutil
 
     from calibrate._link_rows import read_link_rows
-    from calibrate._predict import _setting_matrix, link_covariates
+    from calibrate._predict._core import _setting_matrix, link_covariates
 
     _, folder = stale_fit
     rows = read_link_rows(folder)

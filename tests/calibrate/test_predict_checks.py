@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibrate._predict_checks import (
+from calibrate._predict._checks import (
     MAX_SOLVE_STEPS,
     check_size,
     extrapolation,
     failed_draws,
 )
-from calibrate._recommend import rank_candidates
+from calibrate._recommend._core import rank_candidates
 from simulate import ConfigError
 
 

@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from calibrate._predict_classify import classify_batch
-from calibrate._predict_fast import BAND_LEVELS, band_quantiles, curve_regimes
+from calibrate._predict._classify import classify_batch
+from calibrate._predict._fast import BAND_LEVELS, band_quantiles, curve_regimes
 
 T = 200
 NAMES = ("X", "Y", "Z")

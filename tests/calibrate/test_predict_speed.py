@@ -17,7 +17,7 @@ import pytest
 
 import calibrate as cal
 import simulate
-from calibrate._predict import (
+from calibrate._predict._core import (
     BAND_LEVELS,
     _draw_arrays,
     _draw_index,

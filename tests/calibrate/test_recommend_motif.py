@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 import calibrate as cal
-from calibrate._recommend import recommend_space, recommend_space_from_dir
-from calibrate._recommend_eval import weighted_quantile
-from calibrate._recommend_motif import MotifFits
-from calibrate._recommend_seeds import new_run_draws
+from calibrate._recommend._core import recommend_space, recommend_space_from_dir
+from calibrate._recommend._eval import weighted_quantile
+from calibrate._recommend._motif import MotifFits
+from calibrate._recommend._seeds import new_run_draws
 from calibrate._solvers import solve_at
 from calibrate._space import SearchSpace
 from llm_runs.config import TrainConfig, load_config

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 import calibrate as cal
-from calibrate._recommend import rank_candidates, recommend_space
+from calibrate._recommend._core import rank_candidates, recommend_space
 from calibrate._space import SearchSpace
 from llm_runs.config import TrainConfig, load_config
 from simulate import ConfigError
@@ -272,7 +272,7 @@ def test_cli_bad_space_files_exit_2_with_one_error_line(fit, tmp_path, capsys):
 
 def test_llm_runs_config_import_is_torch_free():
     code = (
-        "import sys; import calibrate._recommend, calibrate._space; "
+        "import sys; import calibrate._recommend._core, calibrate._space; "
         "from llm_runs.config import TrainConfig; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )

@@ -12,7 +12,7 @@ import pytest
 
 import calibrate as cal
 import simulate
-from calibrate._select_fit import psis
+from calibrate._select._fit import psis
 
 T = {
     "rho[X]": 0.03,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from calibrate._demo import STAGES, progress_of, run_demo
-from calibrate._demo_config import QUICK, DemoConfig
+from calibrate._demo._config import QUICK, DemoConfig
+from calibrate._demo._core import STAGES, progress_of, run_demo
 from simulate import ConfigError, OutputError
 
 

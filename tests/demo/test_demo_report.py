@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibrate._demo_report import BASELINE_SAMPLES, compare_confirmation, nearest_pilot
+from calibrate._demo._report import BASELINE_SAMPLES, compare_confirmation, nearest_pilot
 from llm_runs import runlog as rl
 
 STEPS = np.arange(0, 210, 10)

@@ -64,7 +64,7 @@ def test_a_yaml_config_file_reads_1e_3(tmp_path):
 
 
 def test_demo_config_pilot_lrs_read_as_floats(tmp_path):
-    from calibrate._demo_config import DemoConfig
+    from calibrate._demo._config import DemoConfig
     from llm_runs.config import read_config_file
 
     p = tmp_path / "demo.yaml"

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from simulate import MARK_FILE
-from simulate._cli import main
+from simulate._cli._core import main
 
 
 def _run(capsys, *argv):

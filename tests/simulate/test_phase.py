@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import simulate as sim
-from simulate._cli import main
-from simulate._phase_cli import parse_axis
+from simulate._cli._core import main
+from simulate._cli._phase import parse_axis
 from simulate._sweep import SweepOptions, run_cells
 
 

@@ -15,7 +15,8 @@ import jax
 import numpy as np
 import pytest
 
-from simulate._cli import main
+from simulate._cli._core import main
+from simulate._cli._population import population_summary
 from simulate._population import (
     fixation_probability,
     moran,
@@ -24,7 +25,6 @@ from simulate._population import (
     start_frequency,
     wright_fisher,
 )
-from simulate._population_cli import population_summary
 from simulate.spec import SpecError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import simulate as sim
-from simulate._cli import main
+from simulate._cli._core import main
 
 libsbml = pytest.importorskip("libsbml")
 roadrunner = pytest.importorskip("roadrunner")

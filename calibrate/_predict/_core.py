@@ -9,7 +9,7 @@ default forecast, one new run (``band="new_run"``), draws fresh ones and adds se
 and evaluation noise (:mod:`calibrate._new_run`). The competence curves of
 all settings × draws are solved by one compiled function (``lax.map`` over settings, each
 a vmap over draws; cached across calls and sharded over the devices, see
-:mod:`calibrate._predict_fast`) and reduced there to bands, final competences and the
+:mod:`calibrate._predict._fast`) and reduced there to bands, final competences and the
 regimes of :func:`simulate.classify`, so 10^4 settings × 200 draws never hold every curve
 in memory (``bands=False`` skips the per-step bands, the costliest part).
 """
@@ -23,20 +23,20 @@ from typing import Any
 import jax
 import numpy as np
 
-from ._config import ConfigError
-from ._knobs import check_value, transform_values
-from ._model import CurveModel
-from ._new_run import replicate_spread, resolve_n_eval
-from ._posterior import Posterior
-from ._predict_checks import check_size, extrapolation, failed_draws
-from ._predict_fast import BAND_LEVELS as BAND_LEVELS
-from ._predict_fast import curve_regimes as curve_regimes
-from ._predict_fast import predict_batch
-from ._predict_new_run import solve_new_run
+from .._config import ConfigError
+from .._knobs import check_value, transform_values
+from .._model import CurveModel
+from .._new_run import replicate_spread, resolve_n_eval
+from .._posterior import Posterior
+from .._solvers import fixed_substeps
+from ._checks import check_size, extrapolation, failed_draws
+from ._fast import BAND_LEVELS as BAND_LEVELS
+from ._fast import curve_regimes as curve_regimes
+from ._fast import predict_batch
+from ._new_run import solve_new_run
 from ._prediction import BANDS
 from ._prediction import REGIME_GROUPS as REGIME_GROUPS
 from ._prediction import Prediction as Prediction
-from ._solvers import fixed_substeps
 
 __all__ = ["Prediction", "curve_regimes", "link_covariates", "predict", "predict_arrays"]
 

@@ -53,13 +53,13 @@ def predict_command(args: argparse.Namespace) -> int:
 
     from simulate import jsonable, mark_output, write_json
 
-    from ._cli_args import check_train_fields, parse_setting, predict_outputs
+    from .._cli_args import check_train_fields, parse_setting, predict_outputs
 
     setting = parse_setting(args.set)
     out = predict_outputs(args)  # before the work: writable, a known figure type, not a user's
     jax.config.update("jax_enable_x64", True)
-    from ._posterior import load_fit
-    from ._predict import _setting_matrix, predict
+    from .._posterior import load_fit
+    from ._core import _setting_matrix, predict
 
     post = load_fit(args.fit_dir)
     _setting_matrix(post, [setting])  # the fit's own checks (links, domains) first
@@ -82,7 +82,7 @@ def predict_command(args: argparse.Namespace) -> int:
         mark_output(out, "calibrate predict", [path.name])
         print(f"prediction written to {path}", file=sys.stderr)
     if args.plot:
-        from ._fit_plot import plot_prediction
+        from .._fit_plot import plot_prediction
 
         print(f"figure written to {plot_prediction(pred, args.plot)}", file=sys.stderr)
     return 0

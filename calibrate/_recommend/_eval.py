@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ._predict import REGIME_GROUPS, predict
-from ._recommend_motif import Plan
-from ._recommend_seeds import new_run_draws
+from .._predict._core import REGIME_GROUPS, predict
+from ._motif import Plan
+from ._seeds import new_run_draws
 
 __all__ = ["Evaluation", "evaluate", "head_stats", "weighted_quantile"]
 
@@ -118,7 +118,7 @@ def head_stats(
     """Per top candidate: the final proxy's 90 % interval, steps to ``target`` (median over
     draws; None when most never reach it), P(reach), and the seed spread (``seed_sd`` and
     the 90 % interval of one new run's observed final score, see
-    :mod:`calibrate._recommend_seeds`)."""
+    :mod:`calibrate._recommend._seeds`)."""
     plan, kw = ev.plan, ev.kw
     firsts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     runs: dict[str, tuple[np.ndarray, np.ndarray]] = {}

@@ -20,16 +20,16 @@ import numpy as np
 
 import simulate
 
-from ._config import ConfigError
-from ._knobs import check_value, transform_values
-from ._new_run import band_note
-from ._posterior import Posterior, load_fit
-from ._predict import predict
-from ._recommend_eval import evaluate, head_stats
-from ._recommend_eval import rank_candidates as rank_candidates
-from ._recommend_motif import _NET, MotifFits, is_selection_folder, plan
-from ._recommend_seeds import seed_spread_note
-from ._space import SearchSpace
+from .._config import ConfigError
+from .._knobs import check_value, transform_values
+from .._new_run import band_note
+from .._posterior import Posterior, load_fit
+from .._predict._core import predict
+from .._space import SearchSpace
+from ._eval import evaluate, head_stats
+from ._eval import rank_candidates as rank_candidates
+from ._motif import _NET, MotifFits, is_selection_folder, plan
+from ._seeds import seed_spread_note
 
 __all__ = [
     "rank_candidates",
@@ -217,8 +217,8 @@ def recommend_space(
     seeds (``final.seed_sd`` and the 90 % interval of one new run's observed final score,
     ``new_run_q05``/``new_run_q95``; what it includes is stated under ``seed_spread``).
 
-    With a motif selection (:class:`~calibrate._recommend_motif.MotifFits`), each
-    candidate's fit follows :func:`~calibrate._recommend_motif.plan`: its motif's own fit
+    With a motif selection (:class:`~calibrate._recommend._motif.MotifFits`), each
+    candidate's fit follows :func:`~calibrate._recommend._motif.plan`: its motif's own fit
     when the space has ``network.motif``, else the best fit or (``motif_weights=
     "stacking"``) the stacking-weighted mixture; ``motif_source`` says which.
 
@@ -245,7 +245,7 @@ def recommend_space(
             transform's domain), a fixed field the training config does not have,
             ``top`` < 1, or a motif the fits cannot predict (see ``plan``).
     """
-    from ._predict import link_covariates
+    from .._predict._core import link_covariates
 
     if not (isinstance(top, int) and top >= 1):
         raise ConfigError(f"--top must be an integer >= 1, got {top!r}")

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._errors import ConfigError
-from ._io import jsonable
+from .._errors import ConfigError
+from .._io import jsonable
 
 __all__ = ["add_population_parser", "check_population_args", "population_summary"]
 
@@ -54,7 +54,7 @@ def population_summary(
         ``kimura_fixation``, and ``neutral_variance`` (closed form per generation; null
         when ``s != 0``).
     """
-    from ._population import fixation_probability, neutral_variance, start_frequency
+    from .._population import fixation_probability, neutral_variance, start_frequency
 
     paths = np.asarray(paths)
     R, T = paths.shape
@@ -82,7 +82,7 @@ def _plot(results: list[tuple[int, np.ndarray, dict[str, Any]]], args, path: str
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ._io import save_figure
+    from .._io import save_figure
 
     n = len(results)
     fig, axes = plt.subplots(1, n, figsize=(3.6 * n + 0.6, 3.4), sharey=True, squeeze=False)
@@ -112,12 +112,12 @@ def _plot(results: list[tuple[int, np.ndarray, dict[str, Any]]], args, path: str
 def _cmd_population(args: argparse.Namespace) -> int:
     check_population_args(args)
     if args.plot:
-        from ._outputs import PLOT_SUFFIXES, claim_file
+        from .._outputs import PLOT_SUFFIXES, claim_file
 
         claim_file(args.plot, overwrite=args.overwrite, what="--plot", suffixes=PLOT_SUFFIXES)
     import jax
 
-    from ._population import simulate_population
+    from .._population import simulate_population
 
     key = jax.random.key(args.seed)
     results = []

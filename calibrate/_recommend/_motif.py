@@ -27,8 +27,8 @@ from typing import Any
 
 import simulate
 
-from ._config import ConfigError
-from ._posterior import Posterior, load_fit
+from .._config import ConfigError
+from .._posterior import Posterior, load_fit
 
 __all__ = [
     "MIN_WEIGHT",

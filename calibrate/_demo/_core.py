@@ -19,9 +19,9 @@ import yaml
 
 from simulate.common import ConfigError, read_json_object, read_text, write_json, write_text
 
-from ._children import Bar, StageError, progress_of, run_command
-from ._demo_config import DemoConfig, pilot_name
-from ._study import Study, StudyInterrupted, python_m
+from .._children import Bar, StageError, progress_of, run_command
+from .._study import Study, StudyInterrupted, python_m
+from ._config import DemoConfig, pilot_name
 
 __all__ = ["STAGES", "DemoInterrupted", "StageError", "progress_of", "run_demo"]
 
@@ -116,7 +116,7 @@ class _Demo:
         return f"{self.cfg.budget_steps} steps at the recommended setting", kept
 
     def report(self) -> tuple[str, bool]:
-        from ._demo_report import write_report
+        from ._report import write_report
 
         report = self.out / "report.md"
         if report.is_file():

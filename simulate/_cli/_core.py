@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ._argparse import ArgumentParser
-from ._errors import AgentmotifsError
-from ._io import atomic_dir, jsonable
-from ._outputs import PLOT_SUFFIXES, claim_file, mark_output
-from ._phase_cli import parse_param
-from .spec import FFL_SIGNS, GATES, SpecError, resolve_spec
+from .._argparse import ArgumentParser
+from .._errors import AgentmotifsError
+from .._io import atomic_dir, jsonable
+from .._outputs import PLOT_SUFFIXES, claim_file, mark_output
+from ..spec import FFL_SIGNS, GATES, SpecError, resolve_spec
+from ._phase import parse_param
 
 __all__ = ["build_parser", "check_args", "main", "simulate_summary"]
 
@@ -39,7 +39,7 @@ def simulate_summary(
     model, sol, *, name: str = "network", include_trajectory: bool = True
 ) -> dict[str, Any]:
     """JSON-ready summary of one solution: regime, per-node metrics, stability."""
-    from ._analysis import REGIME_NAMES, Regime, classify, metrics, solution_stability
+    from .._analysis import REGIME_NAMES, Regime, classify, metrics, solution_stability
 
     regime, node_regimes = classify(sol, bounded=model.kinetics.bounded)
     mets = metrics(sol)
@@ -105,10 +105,10 @@ def _cmd_motifs(args: argparse.Namespace) -> int:
 def _cmd_trajectory(args: argparse.Namespace) -> int:
     import jax
 
-    from ._options import SolveOptions
-    from ._params import make_model
-    from ._solve import solve
-    from ._trajectory_plot import plot_trajectory
+    from .._options import SolveOptions
+    from .._params import make_model
+    from .._solve import solve
+    from .._trajectory_plot import plot_trajectory
 
     if args.plot:
         claim_file(args.plot, overwrite=args.overwrite, what="--plot", suffixes=PLOT_SUFFIXES)
@@ -162,8 +162,8 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from ._demo import run_demo
-    from ._phase import check_out_folder
+    from .._demo import run_demo
+    from .._phase import check_out_folder
 
     out = check_out_folder(args.out, overwrite=args.overwrite, command="simulate demo")
     with atomic_dir(out) as tmp:
@@ -173,8 +173,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from ._params import make_model
-    from ._sbml import write_sbml
+    from .._params import make_model
+    from .._sbml import write_sbml
 
     claim_file(args.out, overwrite=args.overwrite, what="--out")  # a user's file is kept
     spec = _network_spec(args)
@@ -271,10 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
     d.set_defaults(func=_cmd_demo)
 
-    from ._phase_cli import add_phase_parser
+    from ._phase import add_phase_parser
 
     add_phase_parser(sub)
-    from ._population_cli import add_population_parser
+    from ._population import add_population_parser
 
     add_population_parser(sub)
     _add_export_parser(sub)
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_args(args)
         if args.command != "motifs":
-            from ._jaxsetup import use_float64
+            from .._jaxsetup import use_float64
 
             previous = use_float64(not getattr(args, "float32", False))
         return int(args.func(args))
@@ -320,6 +320,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         if previous is not None:
-            from ._jaxsetup import use_float64
+            from .._jaxsetup import use_float64
 
             use_float64(previous)

@@ -11,9 +11,9 @@ import numpy as np
 
 from simulate.common import REGIME_GROUPS as REGIME_GROUPS
 
-from ._new_run import band_note
-from ._predict_checks import EXTRAPOLATION_FLAG
-from ._predict_fast import BAND_LEVELS
+from .._new_run import band_note
+from ._checks import EXTRAPOLATION_FLAG
+from ._fast import BAND_LEVELS
 
 #: The bands a prediction can headline.
 BANDS = ("new_run", "mean")
@@ -43,7 +43,7 @@ class Prediction:
         draw_index: The flat posterior draws used ``(G,)``.
         curves: Every draw's mean curves ``(S, G, T, N)`` when asked, else None.
         extrapolation: Per setting, each field's distance outside the pilots' range in
-            units of their spread (:func:`~calibrate._predict_checks.extrapolation`).
+            units of their spread (:func:`~calibrate._predict._checks.extrapolation`).
         band: ``new_run`` or ``mean``: the headline forecast.
         new_final: One new run's logged final competence per draw ``(S, G, N)`` (None
             for ``band="mean"``).

@@ -27,11 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import minimize
 
-from ._curve_data import CurveData
-from ._density import batched_loglik, solver_error, unflatten
-from ._fit import _neg_value_and_grad, laplace
-from ._model import CurveModel
-from ._posterior import Posterior, _az
+from .._curve_data import CurveData
+from .._density import batched_loglik, solver_error, unflatten
+from .._fit import _neg_value_and_grad, laplace
+from .._model import CurveModel
+from .._posterior import Posterior, _az
 
 __all__ = ["Bar", "LooResult", "default_workers", "laplace_candidate", "psis"]
 

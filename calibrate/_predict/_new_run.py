@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ._model import CurveModel
-from ._new_run import SeedSpread, draw_phi, evaluation_noise, fresh_effects
-from ._predict_checks import failed_draws
-from ._predict_fast import BAND_LEVELS
+from .._model import CurveModel
+from .._new_run import SeedSpread, draw_phi, evaluation_noise, fresh_effects
+from ._checks import failed_draws
+from ._fast import BAND_LEVELS
 
 __all__ = ["CHUNK_VALUES", "solve_new_run"]
 
@@ -46,7 +46,7 @@ def solve_new_run(
     """Mean-curve and new-run forecasts of every setting × draw.
 
     Args:
-        predict_arrays: :func:`calibrate._predict.predict_arrays` (passed in: no cycle).
+        predict_arrays: :func:`calibrate._predict._core.predict_arrays` (passed in: no cycle).
         cm: The fitted model.
         draws: The used draws' latent sites (``tau_z``, ``z_phi`` when the fit has them).
         u: Reference parameters per draw, transformed scale ``(G, D)``.

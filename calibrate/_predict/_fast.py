@@ -13,7 +13,7 @@ Measured (``benchmarks/bench_predict.py``, see docs/benchmarks.md): the per-step
 bands (XLA's CPU sort of every column) cost more than the solves; a host-side
 :func:`numpy.partition` (:func:`band_quantiles`) is there but off (see
 :data:`BAND_METHOD`). The regimes are classified by
-:func:`calibrate._predict_classify.classify_batch` (the batch as the last axis;
+:func:`calibrate._predict._classify.classify_batch` (the batch as the last axis;
 simulate.classify's labels). A call for thousands of settings that needs only final
 competences and regimes should still pass ``bands=False``.
 """
@@ -29,11 +29,11 @@ import numpy as np
 
 import simulate
 
-from ._config import ConfigError
-from ._model import CurveModel
-from ._predict_classify import classify_batch
-from ._quad import Quad
-from ._solvers import solve_at
+from .._config import ConfigError
+from .._model import CurveModel
+from .._quad import Quad
+from .._solvers import solve_at
+from ._classify import classify_batch
 
 __all__ = [
     "BAND_LEVELS",
@@ -46,7 +46,7 @@ __all__ = [
 #: Quantile levels of the bands (90 % and 50 % central intervals).
 BAND_LEVELS = (0.05, 0.25, 0.75, 0.95)
 
-#: The regime classifier compiled in: ``"batch"`` (:func:`calibrate._predict_classify.
+#: The regime classifier compiled in: ``"batch"`` (:func:`calibrate._predict._classify.
 #: classify_batch`, the batch as the last axis) or ``"vmap"`` (a vmap of
 #: :func:`curve_regimes`); the same labels, kept switchable for the benchmark.
 CLASSIFIER = "batch"
@@ -130,7 +130,7 @@ def predict_batch(
     shard: bool = True,
     dtype: str = "float64",
 ) -> dict[str, np.ndarray]:
-    """Solve and reduce every setting × draw (see :func:`calibrate._predict.predict_arrays`).
+    """Solve and reduce every setting × draw (see :func:`calibrate._predict._core.predict_arrays`).
 
     Args:
         cm: The fitted model.

@@ -34,8 +34,8 @@ def demo_command(args: argparse.Namespace) -> int:
     from llm_runs.config import read_config_file
     from simulate.common import ConfigError
 
-    from ._demo import DemoInterrupted, run_demo
-    from ._demo_config import QUICK, DemoConfig
+    from ._config import QUICK, DemoConfig
+    from ._core import DemoInterrupted, run_demo
 
     if args.config and args.quick:
         raise ConfigError("--config and --quick exclude each other")

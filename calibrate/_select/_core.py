@@ -37,14 +37,14 @@ from simulate import mark_output
 from simulate.common import atomic_dir, write_json
 from simulate.spec import NetworkSpec
 
-from ._compare import ELPD_BAND, compare_pointwise, identified_structure
-from ._config import ConfigError, FitConfig
-from ._curve_data import CurveData
-from ._fit import fit_model
-from ._kfold import kfold_pointwise
-from ._model import CurveModel, build_model
-from ._posterior import Posterior, _az
-from ._select_fit import Bar, default_workers, laplace_candidate
+from .._compare import ELPD_BAND, compare_pointwise, identified_structure
+from .._config import ConfigError, FitConfig
+from .._curve_data import CurveData
+from .._fit import fit_model
+from .._kfold import kfold_pointwise
+from .._model import CurveModel, build_model
+from .._posterior import Posterior, _az
+from ._fit import Bar, default_workers, laplace_candidate
 
 __all__ = ["FIGURES", "KHAT_MAX", "Selection", "candidates", "select"]
 
@@ -187,7 +187,7 @@ class Selection:
         out = Path(out)
         with atomic_dir(out) as tmp:
             if figures != "none":
-                from ._fit_plot import plot_selection
+                from .._fit_plot import plot_selection
 
                 rows = [{**r, "elpd_loo": r["elpd"]} for r in self.ranking]  # the ranked elpd
                 plot_selection(rows, tmp / "selection.png")

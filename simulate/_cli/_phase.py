@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._errors import ConfigError
-from ._options import SolveOptions
-from ._values import parse_number, parse_value
-from .spec import SpecError
+from .._errors import ConfigError
+from .._options import SolveOptions
+from .._values import parse_number, parse_value
+from ..spec import SpecError
 
 __all__ = ["add_phase_parser", "parse_axis", "parse_param"]
 
@@ -28,7 +28,7 @@ def parse_param(text: str) -> tuple[str, float]:
 def parse_axis(text: str):
     """``NAME=LO:HI:NUM[:SCALE]`` → :class:`~simulate.Axis`, e.g. ``tau=0.5:20:64:log``
     (``SCALE``: one of :data:`simulate.common.SCALES`, default ``linear``)."""
-    from ._sweep import grid
+    from .._sweep import grid
 
     if "=" not in text:
         raise SpecError(f"axis {text!r}: write NAME=LO:HI:NUM[:log], e.g. beta=0.5:10:64:log")
@@ -50,8 +50,8 @@ def parse_axis(text: str):
 
 
 def _cmd_phase(args: argparse.Namespace) -> int:
-    from ._jaxsetup import enable_compilation_cache
-    from ._phase import check_out_folder, phase_diagram
+    from .._jaxsetup import enable_compilation_cache
+    from .._phase import check_out_folder, phase_diagram
 
     check_out_folder(args.out, overwrite=args.overwrite)  # before any work
     if not args.no_cache:

@@ -27,7 +27,7 @@ from llm_runs.knobs import knob
 from llm_runs.runlog import read_run
 from simulate.common import read_json_object, save_figure, write_json, write_text
 
-from ._demo_config import DemoConfig, pilot_name
+from ._config import DemoConfig, pilot_name
 
 __all__ = ["compare_confirmation", "nearest_pilot", "write_report"]
 

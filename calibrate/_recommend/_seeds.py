@@ -19,15 +19,15 @@ from typing import Any
 import jax
 import numpy as np
 
-from ._new_run import (
+from .._new_run import (
     agent_n_eval,
     draw_phi,
     evaluation_noise,
     fresh_effects,
     replicate_spread,
 )
-from ._posterior import Posterior
-from ._predict import predict
+from .._posterior import Posterior
+from .._predict._core import predict
 
 __all__ = ["new_run_draws", "seed_spread_note"]
 

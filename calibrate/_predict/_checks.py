@@ -93,7 +93,7 @@ def check_size(t: np.ndarray, substeps: int, draws: int) -> None:
     Raises:
         ConfigError: more than :data:`MAX_SOLVE_STEPS` RK4 steps per draw.
     """
-    from ._config import ConfigError
+    from .._config import ConfigError
 
     n = int(t.size - 1) * int(substeps)
     if n > MAX_SOLVE_STEPS:

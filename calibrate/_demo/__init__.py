@@ -1,0 +1,3 @@
+"""calibrate's private subpackage:
+the main job (``python -m calibrate demo``): config, stages, report, CLI.
+"""

@@ -1,0 +1,3 @@
+"""calibrate's private subpackage:
+the recommendation: search spaces, candidates, ranking, plots.
+"""

@@ -1,0 +1,3 @@
+"""calibrate's private subpackage:
+motif selection: fits per candidate, comparison, identification.
+"""
