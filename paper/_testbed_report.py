@@ -44,7 +44,9 @@ def table(summary: dict[str, Any]) -> str:
     if ms and ms["tested_pairs"]:
         lines += ["", f"## The types differ: {ms['distinguishable_pairs']} of "
                   f"{ms['tested_pairs']} pairs distinguishable (permutation test, "
-                  f"{ms.get('correction', 'holm')}; omnibus p = {ms.get('omnibus_p')})", "",
+                  f"{ms.get('correction', 'holm')}; omnibus p = "
+                  f"{ms.get('omnibus_p') or float('nan'):.4f})",
+                  "",
                   "| type | seeds | final A_Z | steps to level (Z) | transient (Z) | final e2e |",
                   "|---|---|---|---|---|---|"]  # fmt: skip
         for m, v in ms["per_type"].items():
