@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import time
+from typing import Any
 
 N_DEV = int(os.environ.get("BENCH_DEVICES", os.cpu_count() or 1))
 os.environ.setdefault("JAX_ENABLE_X64", "1")
@@ -66,7 +67,7 @@ def _since(t0: tuple[float, float]) -> tuple[float, float]:
     return time.perf_counter() - t0[0], time.process_time() - t0[1]
 
 
-def best_of(repeat: int, fn, *args, **kw):
+def best_of(repeat: int, fn, *args, **kw) -> Any:
     """Run ``fn`` (returning ``((wall, cpu), *out)``) ``repeat`` times; keep the fastest."""
     best = None
     for _ in range(max(1, repeat)):
@@ -79,13 +80,12 @@ def best_of(repeat: int, fn, *args, **kw):
 def run_jax(ps, dtype, chunk, keep=True):
     models = jax_models(ps)
     t0 = _now()
-    sol = sim.solve_sharded(
+    sol = sim.solve(
         models,
         "on@0",
         t1=T1,
         options=sim.SolveOptions(n_points=N_POINTS, rtol=RTOL, atol=ATOL, dtype=dtype),
-        chunk_size=chunk,
-        keep_states=keep,
+        batch=sim.Sharded(chunk_size=chunk, keep_states=keep),
     )
     return _since(t0), (sol.states if keep else None), sol.code
 
@@ -140,7 +140,7 @@ def roadrunner_loop(ps, n, rtol=RTOL, atol=ATOL):
 
 def phase_timing(n_grid: int, dtype: str, chunk: int, n_points: int):
     opts = sim.SolveOptions(n_points=n_points, dtype=dtype)
-    kw = dict(options=opts, chunk_size=chunk, progress=False)
+    kw: dict[str, Any] = dict(options=opts, chunk_size=chunk, progress=False)
     x = sim.grid("beta", 0.5, 20.0, n_grid, "log")
     y = sim.grid("gamma", 0.1, 10.0, n_grid, "log")
     t0 = time.perf_counter()

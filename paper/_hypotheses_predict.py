@@ -51,7 +51,7 @@ def _proxy(models: Any, schedule: Any, t1: float, n_points: int) -> np.ndarray:
     import simulate
 
     opts = simulate.SolveOptions(n_points=n_points)
-    sol = simulate.solve_batch(models, schedule, t1=t1, options=opts)
+    sol = simulate.solve(models, schedule, t1=t1, options=opts, batch="vmap")
     return np.prod(np.asarray(sol.states), axis=-1)
 
 
@@ -91,11 +91,12 @@ def predict_task(cfg: Any, draws: list[dict[str, float]]) -> dict[str, Any]:
                 )
                 for d in draws
             ]
-            sol = simulate.solve_batch(
+            sol = simulate.solve(
                 simulate.stack_models(lagged),
                 None,
                 t1=float(cfg.steps),
                 options=simulate.SolveOptions(n_points=4 * n_points),
+                batch="vmap",
             )
             codes, _ = jax.vmap(simulate.classify)(sol)
             names = [simulate.REGIME_NAMES[simulate.Regime(int(c))] for c in np.asarray(codes)]

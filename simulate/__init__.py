@@ -76,7 +76,6 @@ if TYPE_CHECKING:
     from ._analysis import metrics as metrics
     from ._analysis import solution_stability as solution_stability
     from ._analysis import steady_state as steady_state
-    from ._batch import solve_batch as solve_batch
     from ._batch import stack_models as stack_models
     from ._boundary import Boundary as Boundary
     from ._boundary import find_boundaries as find_boundaries
@@ -97,6 +96,7 @@ if TYPE_CHECKING:
     from ._network import as_network as as_network
     from ._observed import classify_observed as classify_observed
     from ._options import OptionsError as OptionsError
+    from ._options import Sharded as Sharded
     from ._options import SolveOptions as SolveOptions
     from ._options import resolve_options as resolve_options
     from ._params import get_param as get_param
@@ -129,7 +129,6 @@ if TYPE_CHECKING:
     from ._regulation import network_regulation as network_regulation
     from ._sbml import to_sbml as to_sbml
     from ._sbml import write_sbml as write_sbml
-    from ._sharded import solve_sharded as solve_sharded
     from ._solve import FAILURE_MESSAGES as FAILURE_MESSAGES
     from ._solve import Solution as Solution
     from ._solve import diffrax_ode as diffrax_ode
@@ -145,7 +144,6 @@ _LAZY: dict[str, str] = {
     "metrics": "_analysis",
     "solution_stability": "_analysis",
     "steady_state": "_analysis",
-    "solve_batch": "_batch",
     "stack_models": "_batch",
     "Boundary": "_boundary",
     "find_boundaries": "_boundary",
@@ -163,6 +161,7 @@ _LAZY: dict[str, str] = {
     "as_network": "_network",
     "classify_observed": "_observed",
     "OptionsError": "_options",
+    "Sharded": "_options",
     "SolveOptions": "_options",
     "resolve_options": "_options",
     "get_param": "_params",
@@ -198,7 +197,6 @@ _LAZY: dict[str, str] = {
     "network_regulation": "_regulation",
     "to_sbml": "_sbml",
     "write_sbml": "_sbml",
-    "solve_sharded": "_sharded",
     "FAILURE_MESSAGES": "_solve",
     "Solution": "_solve",
     "diffrax_ode": "_solve",

@@ -1,13 +1,14 @@
 """Fast batched solves: many models of one wiring solved as one system.
 
-:func:`solve_batch` takes a *stacked* :class:`~simulate.Model` (every array leaf with a
-leading batch axis ``B``) and returns a batched :class:`~simulate.Solution`. For the ODE it
+:func:`_solve_batch` (``simulate.solve(models, batch="vmap")``) takes a *stacked*
+:class:`~simulate.Model` (every array leaf with a leading batch axis ``B``) and returns a
+batched :class:`~simulate.Solution`. For the ODE it
 integrates the ``B`` independent systems as one ``(S, B)`` system with one adaptive step
 (the error norm is the worst cell's, so every cell meets ``rtol``/``atol``), which removes
 the per-cell bookkeeping of a ``vmap`` over ``diffeqsolve``; cells that turn non-finite are
 frozen and masked (code 2) instead of stalling the others. If the shared solve itself fails
 (e.g. one stiff cell exhausts ``max_steps``), the batch is re-solved cell by cell with
-:func:`~simulate.solve`, so failures stay per-cell data.
+the single-model solver, so failures stay per-cell data.
 
 Two optional speed-ups, both exact up to rounding: integer Hill coefficients shared by the
 whole batch are raised by repeated multiplication (``lax.integer_pow``) instead of
@@ -31,18 +32,17 @@ from ._kinetics import Model, Schedule
 from ._options import DEFAULT_OPTIONS as _D
 from ._options import SolveOptions, resolve
 from ._rk import tsit5_shared
-from ._solve import STIFF, Solution, apply_dtype, cast_model, diffrax_ode, solve
+from ._solve_core import STIFF, Solution, apply_dtype, cast_model, diffrax_ode, solve_single
 from .spec import SpecError
 
 __all__ = [
     "batch_size",
-    "cast_model",  # re-exported from _solve
+    "cast_model",  # re-exported from _solve_core
     "integer_hill",
     "ode_per_cell",
     "ode_shared",
-    "solve_batch",
     "stack_models",
-    "with_integer_hill",  # re-exported from _hill (used by solve_batch)
+    "with_integer_hill",  # re-exported from _hill (used by _solve_batch)
 ]
 
 
@@ -193,7 +193,7 @@ def ode_per_cell(
     models, schedule, ts, solver=_D.solver, rtol=_D.rtol, atol=_D.atol, max_steps=_D.max_steps
 ):
     """Traceable fallback: ``vmap`` of the per-cell solver (failures stay per cell)."""
-    from ._solve import _solve_ode
+    from ._solve_core import _solve_ode
 
     sols = jax.vmap(lambda m: _solve_ode(m, schedule, ts, solver, rtol, atol, None, max_steps))(
         models
@@ -204,7 +204,7 @@ def ode_per_cell(
     )
 
 
-def solve_batch(
+def _solve_batch(
     models: Model,
     schedule: Schedule | str | None = None,
     *,
@@ -217,7 +217,8 @@ def solve_batch(
     fast_hill: bool = True,
     key: PRNGKeyArray | None = None,
 ) -> Solution:
-    """Solve a stacked batch of models (see module docstring).
+    """Solve a stacked batch of models (see module docstring); ``simulate.solve``'s
+    ``batch="vmap"``.
 
     Args:
         models: Stacked model, every array leaf with leading axis ``B``.
@@ -225,7 +226,7 @@ def solve_batch(
         t1: End time (time units of the kinetics).
         t0: Start time.
         options: How the ODE is solved; default :class:`~simulate.SolveOptions` ``()``, the
-            same default as :func:`~simulate.solve`. The solver must be explicit
+            same default as one model's solve. The solver must be explicit
             (``tsit5``, ``dopri5``, ``dopri8``); ``dt0`` and ``adjoint`` are not used (the
             shared-step solve is not for differentiation).
         method: ``"ode"`` (one shared adaptive solve), ``"sde"`` (vmapped Euler–Maruyama,
@@ -252,7 +253,9 @@ def solve_batch(
             etas = np.asarray(models.eta)
             steps = round((t1 - t0) / float(np.min(etas)))
         n_steps = int(steps)
-        return jax.vmap(lambda m: solve(m, schedule, t0=t0, method="map", steps=n_steps))(models)
+        return jax.vmap(lambda m: solve_single(m, schedule, t0=t0, method="map", steps=n_steps))(
+            models
+        )
     if not t1 > t0:
         raise SpecError(f"t1 must be > t0, got t0={t0}, t1={t1}")
     if method == "sde":
@@ -260,12 +263,16 @@ def solve_batch(
             raise SpecError("method='sde' needs a PRNG key: pass key=jax.random.key(0)")
         keys = jax.random.split(key, B)
         return jax.vmap(
-            lambda m, k: solve(m, schedule, t0=t0, t1=t1, options=opts, method="sde", dt=dt, key=k)
+            lambda m, k: solve_single(
+                m, schedule, t0=t0, t1=t1, options=opts, method="sde", dt=dt, key=k
+            )
         )(models, keys)
     if method != "ode":
         raise SpecError(f"unknown method {method!r}; choose ode, sde or map")
     if opts.solver in STIFF:
-        raise SpecError(f"solve_batch needs tsit5, dopri5 or dopri8, got {opts.solver!r}")
+        raise SpecError(
+            f"solve(..., batch='vmap') needs tsit5, dopri5 or dopri8, got {opts.solver!r}"
+        )
     ts = jnp.linspace(t0, t1, opts.n_points, dtype=opts.dtype)
     args = (opts.solver, opts.rtol, opts.atol, opts.max_steps)
     sols, ok = _ode_batch_jit(models, schedule, ts, *args)

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._analysis import linear_stability
-from ._batch import solve_batch
+from ._batch import _solve_batch
 from ._kinetics import Model, Schedule
 from ._options import SolveOptions
 from ._params import set_param
@@ -110,7 +110,9 @@ def critical_type(st, model: Model, method: str) -> tuple[str, float]:
 def _guesses(model: Model, name: str, values: np.ndarray, schedule: Schedule, t1: float):
     """Steady-state guesses from ODE solves at every grid value, shape ``(num, S)``."""
     models = jax.vmap(lambda v: set_param(model, name, v))(jnp.asarray(values, dtype=float))
-    sols = solve_batch(models, schedule, t1=t1, options=SolveOptions(n_points=201), fast_hill=False)
+    sols = _solve_batch(
+        models, schedule, t1=t1, options=SolveOptions(n_points=201), fast_hill=False
+    )
     T = sols.states.shape[1]
     A = np.nanmean(np.asarray(sols.states)[:, -max(T // 4, 1) :], axis=1)
     A = np.where(np.isfinite(A), A, 0.5)

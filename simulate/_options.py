@@ -1,9 +1,10 @@
 """How an ODE is solved: one options object for every solve entry point.
 
-:class:`SolveOptions` is plain Python (no JAX at import). :func:`~simulate.solve`,
-:func:`~simulate.solve_batch`, :func:`~simulate.solve_sharded`,
-:func:`~simulate.phase_diagram` and calibrate's adaptive likelihood all take one, and all
-start from the same default, :data:`DEFAULT_OPTIONS` (``SolveOptions()``).
+:class:`SolveOptions` is plain Python (no JAX at import). :func:`~simulate.solve` (one
+model or a stacked batch, ``batch=``), :func:`~simulate.phase_diagram` and calibrate's
+adaptive likelihood all take one, and all start from the same default,
+:data:`DEFAULT_OPTIONS` (``SolveOptions()``). :class:`Sharded` says how
+``solve(..., batch=Sharded(...))`` cuts a large batch.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "DTYPES",
     "SOLVER_NAMES",
     "OptionsError",
+    "Sharded",
     "SolveOptions",
     "resolve_options",
 ]
@@ -155,3 +157,38 @@ def resolve(options: SolveOptions | None) -> SolveOptions:
 
 #: The public name of :func:`resolve` (``simulate.resolve_options``).
 resolve_options = resolve
+
+
+@dataclasses.dataclass(frozen=True)
+class Sharded:
+    """How :func:`~simulate.solve` cuts a large stacked ODE batch (``batch=Sharded(...)``).
+
+    The batch is cut into compiled calls of at most ``call_size`` cells (bounds memory); in
+    each call the cells are split over all JAX devices and every device runs ``lax.map``
+    over sub-chunks of ``chunk_size`` cells, each solved as one shared-step system.
+    ``batch="sharded"`` is ``Sharded()``.
+
+    Attributes:
+        chunk_size: Cells per shared-step solve (>= 1; about 512-1024 is fastest on CPU).
+        call_size: Cells per compiled call (>= 1; the trajectories of all cells come back as
+            one array either way; a single call avoids copying them).
+        keep_states: Return the trajectories; False: only ``code`` ``(B,)`` is filled and
+            ``t``, ``states``, ``inputs``, ``y_final`` have a length-0 axis (throughput runs).
+    """
+
+    chunk_size: int = 1024
+    call_size: int = 16384
+    keep_states: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("chunk_size", "call_size"):
+            got = getattr(self, name)
+            try:
+                v = operator.index(got)
+            except TypeError:
+                v = None
+            if v is None or isinstance(got, bool) or v < 1:
+                raise OptionsError(f"{name} must be an integer >= 1, got {got!r}")
+            object.__setattr__(self, name, int(v))
+        if not isinstance(self.keep_states, bool):
+            raise OptionsError(f"keep_states must be True or False, got {self.keep_states!r}")

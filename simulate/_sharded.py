@@ -1,4 +1,5 @@
-"""Large ODE batches: sharded over all JAX devices and chunked (see :func:`solve_sharded`)."""
+"""Large ODE batches: sharded over all JAX devices and chunked (see :func:`_solve_sharded`,
+``simulate.solve(models, batch=simulate.Sharded(...))``)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ from ._batch import (
 )
 from ._kinetics import Model, Schedule
 from ._options import SolveOptions, resolve
-from ._solve import STIFF, Solution, apply_dtype
+from ._solve_core import STIFF, Solution, apply_dtype
 from .spec import SpecError
 
-__all__ = ["solve_sharded"]
+__all__: list[str] = []
 
 
 _SHARDED: dict[tuple, Any] = {}
@@ -68,7 +69,7 @@ def _sharded_fn(solver, rtol, atol, max_steps, sub: int, keep_states: bool):
     return _SHARDED[key]
 
 
-def solve_sharded(
+def _solve_sharded(
     models: Model,
     schedule: Schedule | str | None = None,
     *,
@@ -79,7 +80,8 @@ def solve_sharded(
     call_size: int = 16384,
     keep_states: bool = True,
 ) -> Solution:
-    """ODE solves of a large stacked batch: sharded over all JAX devices and chunked.
+    """ODE solves of a large stacked batch: sharded over all JAX devices and chunked;
+    ``simulate.solve``'s ``batch=Sharded(chunk_size, call_size, keep_states)``.
 
     The batch is cut into calls of at most ``call_size`` cells (bounds memory); in each
     call the cells are split over the devices with ``jax.shard_map`` and every device runs
@@ -92,21 +94,22 @@ def solve_sharded(
         t1: End time.
         t0: Start time.
         options: How the ODE is solved; default :class:`~simulate.SolveOptions` ``()``, the
-            same default as :func:`~simulate.solve` and :func:`~simulate.solve_batch`
-            (explicit solvers only).
+            same default as :func:`~simulate.solve` (explicit solvers only).
         chunk_size: Cells per shared-step solve (about 512-1024 is fastest on CPU).
         call_size: Cells per compiled call (the trajectories of all cells come back as one
             array either way; a single call avoids copying them).
         keep_states: Return the trajectories (else only codes; for throughput runs).
 
     Returns:
-        A batched :class:`~simulate.Solution` like :func:`~simulate.solve_batch`'s (leading
+        A batched :class:`~simulate.Solution` like ``batch="vmap"``'s (leading
         axis ``B``; its leaves are NumPy arrays). With ``keep_states=False`` only ``code``
         is filled: ``t``, ``states``, ``inputs`` and ``y_final`` have a length-0 axis.
     """
     opts = resolve(options)
     if opts.solver in STIFF:
-        raise SpecError(f"solve_sharded needs tsit5, dopri5 or dopri8, got {opts.solver!r}")
+        raise SpecError(
+            f"solve(..., batch=Sharded) needs tsit5, dopri5 or dopri8, got {opts.solver!r}"
+        )
     if not t1 > t0:
         raise SpecError(f"t1 must be > t0, got t0={t0}, t1={t1}")
     if isinstance(schedule, str):

@@ -1,237 +1,41 @@
-"""One ``solve`` for the ODE, the SDE (gradient noise) and the discrete learning-step map."""
+"""One ``solve`` for the ODE, the SDE (gradient noise) and the discrete learning-step map, of
+one model or of a stacked batch (``batch=``)."""
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Literal
 
-import diffrax
-import equinox as eqx
-import jax
-import jax.numpy as jnp
-import lineax as lx
-from jax.core import Tracer
-from jaxtyping import Array, PRNGKeyArray
+from jaxtyping import PRNGKeyArray
 
-from ._jaxsetup import use_float64
 from ._kinetics import Model, Schedule
-from ._options import SolveOptions, resolve
+from ._options import OptionsError, Sharded, SolveOptions
+from ._solve_core import (
+    ADJOINT_TYPES,
+    FAILURE_MESSAGES,
+    SOLVERS,
+    STIFF,
+    Solution,
+    apply_dtype,
+    cast_model,
+    diffrax_ode,
+    is_traced,
+    solve_single,
+)
 from .spec import SpecError
 
-__all__ = ["ADJOINT_TYPES", "FAILURE_MESSAGES", "SOLVERS", "Solution", "cast_model", "solve"]
-
-SOLVERS = {
-    "tsit5": diffrax.Tsit5,
-    "dopri5": diffrax.Dopri5,
-    "dopri8": diffrax.Dopri8,
-    "kvaerno5": diffrax.Kvaerno5,
-    "kvaerno3": diffrax.Kvaerno3,
-}
-STIFF = {"kvaerno5", "kvaerno3"}
-#: :attr:`SolveOptions.adjoint` names -> diffrax adjoints.
-ADJOINT_TYPES = {
-    "recursive": diffrax.RecursiveCheckpointAdjoint,
-    "forward": diffrax.ForwardMode,
-    "direct": diffrax.DirectAdjoint,
-}
-
-#: Meaning of :attr:`Solution.code`.
-FAILURE_MESSAGES = {
-    0: "ok",
-    1: "solver failed (max_steps reached or step size collapsed); the system may be stiff: "
-    "try solver='kvaerno5' or a larger max_steps",
-    2: "non-finite values (NaN/inf) in the trajectory; parameters out of range or the "
-    "discrete map diverged",
-}
-
-
-class Solution(eqx.Module):
-    """A solved trajectory.
-
-    Attributes:
-        t: Save times, shape ``(T,)``.
-        states: Node levels (competences), shape ``(T, N)``; algebraic inputs filled in.
-        inputs: Input value ``x(t)`` at the save times, shape ``(T,)``.
-        y_final: Full final state incl. delay stages, shape ``(S,)``.
-        code: 0 ok, 1 solver failure, 2 non-finite values (see :data:`FAILURE_MESSAGES`).
-        names: Node names.
-        method: ``"ode"``, ``"sde"`` or ``"map"``.
-    """
-
-    t: Array
-    states: Array
-    inputs: Array
-    y_final: Array
-    code: Array
-    names: tuple[str, ...] = eqx.field(static=True)
-    method: str = eqx.field(static=True)
-
-    @property
-    def ok(self) -> Array:
-        """True where the solve succeeded with finite values."""
-        return self.code == 0
-
-    def message(self) -> str:
-        """Human-readable status (for an unbatched solution)."""
-        return FAILURE_MESSAGES[int(self.code)]
-
-    def node(self, name: str) -> Array:
-        """Trajectory of one node."""
-        if name not in self.names:
-            raise SpecError(f"unknown node {name!r}; nodes are {list(self.names)}")
-        return self.states[..., self.names.index(name)]
-
-
-def _finish(model, schedule, ts, ys, code, method) -> Solution:
-    x = jax.vmap(lambda t: model.input_value(schedule(t)))(ts)
-    states = jax.vmap(model.levels)(ys, x)
-    if method == "sde":
-        states = jnp.clip(states, 0.0, 1.0)
-    finite = jnp.all(jnp.isfinite(states))
-    code = jnp.where(code != 0, code, jnp.where(finite, 0, 2))
-    return Solution(ts, states, x, ys[-1], code, model.network.names, method)
-
-
-def cast_model(model, dtype):
-    """Cast every floating array leaf of ``model`` (any pytree) to ``dtype``."""
-    dt = jnp.dtype(dtype)
-
-    def cast(x):
-        if eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.floating):
-            return x.astype(dt)
-        return x
-
-    return jax.tree.map(cast, model)
-
-
-def is_traced(tree) -> bool:
-    """True if any leaf of ``tree`` is a JAX tracer (called inside ``jit``/``vmap``/...)."""
-    return any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(tree))
-
-
-def apply_dtype(dtype: str, *trees):
-    """Enter ``dtype`` (64-bit mode on for ``float64``) and cast ``trees`` to it.
-
-    Only for top-level calls: inside a JAX transformation the caller's dtype rules.
-    """
-    if dtype == "float64":
-        use_float64(True)  # JAX computes in float32 unless 64-bit mode is on
-    return tuple(cast_model(t, dtype) for t in trees)
-
-
-def diffrax_ode(
-    vf,
-    y0,
-    ts,
-    solver,
-    rtol,
-    atol,
-    jump_ts,
-    max_steps,
-    dt0=None,
-    norm=None,
-    adjoint="recursive",
-    t0=None,
-):
-    """The one diffrax ODE set-up (adaptive PID steps clipped at the input's jump times).
-
-    Args:
-        vf: Vector field ``vf(t, y, args)``.
-        y0: Initial state (any shape).
-        ts: Save times, shape ``(T,)``; ``ts[0]`` and ``ts[-1]`` are the span.
-        solver: Name in :data:`SOLVERS`.
-        rtol: Relative tolerance.
-        atol: Absolute tolerance.
-        jump_ts: Times of discontinuities of ``vf`` in ``t``, shape ``(J,)``; None: no
-            jumps (plain PID controller).
-        max_steps: Step budget.
-        dt0: Initial step (None: diffrax chooses).
-        norm: Error norm (default diffrax's RMS norm).
-        adjoint: How the solve is differentiated, a key of :data:`ADJOINT_TYPES`.
-        t0: Start time (default ``ts[0]``); the solution is saved at ``ts`` only.
-
-    Returns:
-        (states at ``ts``, shape ``(T, *y0.shape)``; scalar success flag).
-    """
-    extra = {} if norm is None else {"norm": norm}
-    pid = diffrax.PIDController(rtol=rtol, atol=atol, **extra)
-    controller = pid if jump_ts is None else diffrax.ClipStepSizeController(pid, jump_ts=jump_ts)
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vf),
-        SOLVERS[solver](),
-        ts[0] if t0 is None else t0,
-        ts[-1],
-        dt0,
-        y0,
-        saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=controller,
-        max_steps=max_steps,
-        throw=False,
-        adjoint=ADJOINT_TYPES[adjoint](),
-    )
-    ys = cast(Array, sol.ys)  # not None: SaveAt(ts=...)
-    return ys, sol.result == diffrax.RESULTS.successful
-
-
-@eqx.filter_jit
-def _solve_ode(model, schedule, ts, solver, rtol, atol, dt0, max_steps, adjoint="recursive"):
-    def vf(t, y, args):
-        return model.rhs(y, model.input_value(schedule(t)))
-
-    ys, ok = diffrax_ode(
-        vf,
-        model.initial_state(),
-        ts,
-        solver,
-        rtol,
-        atol,
-        schedule.times,
-        max_steps,
-        dt0,
-        adjoint=adjoint,
-    )
-    code = jnp.where(ok, 0, 1)
-    ys = jnp.where(jnp.isfinite(ys), ys, jnp.nan)  # type: ignore[arg-type]
-    return _finish(model, schedule, ts, ys, code, "ode")
-
-
-@eqx.filter_jit
-def _solve_sde(model, schedule, ts, dt, max_steps, key):
-    def drift(t, y, args):
-        return model.rhs(y, model.input_value(schedule(t)), clip=True)
-
-    def diffusion(t, y, args):
-        return lx.DiagonalLinearOperator(model.diffusion(y))
-
-    bm = diffrax.UnsafeBrownianPath(shape=(model.state_size,), key=key)
-    terms = diffrax.MultiTerm(diffrax.ODETerm(drift), diffrax.ControlTerm(diffusion, bm))
-    sol = diffrax.diffeqsolve(
-        terms,
-        diffrax.Euler(),
-        ts[0],
-        ts[-1],
-        dt,
-        model.initial_state(),
-        saveat=diffrax.SaveAt(ts=ts),
-        adjoint=diffrax.ForwardMode(),
-        max_steps=max_steps,
-        throw=False,
-    )
-    code = jnp.where(sol.result == diffrax.RESULTS.successful, 0, 1)
-    return _finish(model, schedule, ts, sol.ys, code, "sde")
-
-
-@eqx.filter_jit
-def _solve_map(model, schedule, t0, steps):
-    def step(y, k):
-        t = t0 + k * model.eta
-        y_next = y + model.eta * model.rhs(y, model.input_value(schedule(t)))
-        return y_next, y_next
-
-    y0 = model.initial_state()
-    _, ys = jax.lax.scan(step, y0, jnp.arange(steps))
-    ys = jnp.concatenate([y0[None], ys])
-    ts = t0 + model.eta * jnp.arange(steps + 1)
-    return _finish(model, schedule, ts, ys, jnp.asarray(0), "map")
+__all__ = [
+    "ADJOINT_TYPES",
+    "FAILURE_MESSAGES",
+    "SOLVERS",
+    "STIFF",
+    "Schedule",
+    "Solution",
+    "apply_dtype",
+    "cast_model",
+    "diffrax_ode",
+    "is_traced",
+    "solve",
+]
 
 
 def solve(
@@ -245,72 +49,102 @@ def solve(
     dt: float = 0.01,
     steps: int | None = None,
     key: PRNGKeyArray | None = None,
+    batch: Literal["vmap", "sharded"] | Sharded | None = None,
 ) -> Solution:
-    """Solve the model's dynamics under an input schedule.
+    """Solve the model's dynamics under an input schedule: one model, or a stacked batch.
 
     Failures never raise inside the solver: they come back as ``Solution.code != 0``
     (so a vmapped sweep masks them). Inputs that are wrong before any solving raise
     :class:`~simulate.spec.SpecError`.
 
     Args:
-        model: The model (see :func:`~simulate.make_model`).
+        model: The model (see :func:`~simulate.make_model`); with ``batch`` set, a stacked
+            model of one wiring (:func:`~simulate.stack_models`: every array leaf with a
+            leading axis ``B``).
         schedule: Input schedule, a :class:`Schedule` or text like ``"on@0,off@10"``;
-            default: on from ``t0``.
+            default: on from ``t0``. A batch shares one schedule.
         t1: End time (time units of the kinetics; steps for competence).
         t0: Start time.
         options: How the ODE is solved (save points, tolerances, solver, step budget,
             dtype, adjoint); default :class:`~simulate.SolveOptions` ``()``, the one default
             of every solve entry point. ``n_points`` and ``max_steps`` also apply to the
             SDE, ``dtype`` to every method (applied when ``solve`` is called outside a JAX
-            transformation; inside one, the model's arrays set the dtype).
+            transformation; inside one, the model's arrays set the dtype). A batched ODE
+            needs an explicit solver (``tsit5``, ``dopri5``, ``dopri8``) and does not use
+            ``dt0`` or ``adjoint`` (the shared-step solve is not for differentiation).
         method: ``"ode"`` (diffrax, adaptive), ``"sde"`` (Euler–Maruyama with
             Wright–Fisher noise ``sigma sqrt(A(1-A))``; levels kept in [0, 1] by projection)
             or ``"map"`` (discrete learning steps ``A <- A + eta F(A)`` by ``lax.scan``).
         dt: Fixed step of the SDE.
-        steps: Number of map steps (default ``round((t1 - t0) / eta)``; give it in sweeps).
-        key: PRNG key, keyword-only, required for ``method="sde"``.
+        steps: Number of map steps (default ``round((t1 - t0) / eta)``, with a batch the
+            smallest ``eta``; give it in sweeps and under ``jit``).
+        key: PRNG key, keyword-only, required for ``method="sde"`` (a batch splits it into
+            one key per cell).
+        batch: How ``model`` is read. ``None`` (default): one model. ``"vmap"``: a stacked
+            batch solved in one call, as ``jax.vmap`` of ``solve`` would (the ODE's ``B``
+            systems integrated as one system with one adaptive step whose error norm is the
+            worst cell's, so every cell meets ``rtol``/``atol``; cells that turn non-finite
+            are frozen with code 2; if the shared solve fails, it is redone cell by cell;
+            integer Hill coefficients shared by the batch are raised by repeated
+            multiplication; the SDE and the map are ``vmap``-ed). ``"sharded"`` or a
+            :class:`~simulate.Sharded`: a large stacked ODE batch cut into chunks of shared-
+            step solves, sharded over all JAX devices (``"sharded"`` is ``Sharded()``;
+            ``method="ode"`` only; must be called outside ``jit``).
 
     Returns:
-        A :class:`Solution`.
+        A :class:`Solution`. One model: ``t`` ``(T,)``, ``states`` ``(T, N)``, ``inputs``
+        ``(T,)``, ``y_final`` ``(S,)``, ``code`` ``()`` (``T`` = ``options.n_points``, or
+        ``steps + 1`` for the map; ``S`` = state size incl. delay stages). A batch: the same
+        leaves with a leading axis ``B`` (``code`` ``(B,)``, one per cell); with
+        ``Sharded`` the leaves are NumPy arrays, and with ``keep_states=False`` only
+        ``code`` is filled (``t``, ``states``, ``inputs``, ``y_final`` have a length-0 axis).
+
+    Raises:
+        SpecError: On inputs that are wrong before any solving (also a stiff solver or a
+            method other than ``"ode"`` where the batch mode does not take it).
+        OptionsError: If ``batch`` is none of the above.
     """
-    opts = resolve(options)
-    if isinstance(schedule, str):
-        schedule = Schedule.parse(schedule)
-    elif schedule is None:
-        schedule = Schedule.step(t0)
-    top = not is_traced((model, schedule, key))
-    if top:
-        model, schedule = apply_dtype(opts.dtype, model, schedule)
-    if method == "map":
-        if steps is None:
-            eta = float(model.eta)
-            steps = round((t1 - t0) / eta)
-        if int(steps) < 1:
-            raise SpecError(f"the map needs >= 1 step, got steps={steps}")
-        t0_arr = jnp.asarray(t0, opts.dtype if top else float)
-        return _solve_map(model, schedule, t0_arr, int(steps))
-    if not t1 > t0:
-        raise SpecError(f"t1 must be > t0, got t0={t0}, t1={t1}")
-    ts = jnp.linspace(t0, t1, opts.n_points, dtype=opts.dtype if top else None)
-    if method == "ode":
-        return _solve_ode(
+    if batch is None:
+        return solve_single(
             model,
             schedule,
-            ts,
-            opts.solver,
-            opts.rtol,
-            opts.atol,
-            opts.dt0,
-            opts.max_steps,
-            opts.adjoint,
+            t1=t1,
+            t0=t0,
+            options=options,
+            method=method,
+            dt=dt,
+            steps=steps,
+            key=key,
         )
-    if method == "sde":
-        if key is None:
-            raise SpecError("method='sde' needs a PRNG key: solve(..., key=jax.random.key(0))")
-        if not model.kinetics.bounded:
-            raise SpecError("Wright–Fisher noise needs bounded competences: kinetics='competence'")
-        if not dt > 0:
-            raise SpecError(f"dt must be > 0, got {dt}")
-        budget = max(opts.max_steps, int((t1 - t0) / dt) + 10)
-        return _solve_sde(model, schedule, ts, float(dt), budget, key)
-    raise SpecError(f"unknown method {method!r}; choose ode, sde or map")
+    if batch == "vmap":
+        from ._batch import _solve_batch
+
+        return _solve_batch(
+            model,
+            schedule,
+            t1=t1,
+            t0=t0,
+            options=options,
+            method=method,
+            dt=dt,
+            steps=steps,
+            key=key,
+        )
+    if batch == "sharded":
+        batch = Sharded()
+    if not isinstance(batch, Sharded):
+        raise OptionsError(f"batch must be None, 'vmap', 'sharded' or a Sharded, got {batch!r}")
+    if method != "ode" or key is not None or steps is not None:
+        raise SpecError(f"batch=Sharded solves the ODE only (method='ode'), got {method!r}")
+    from ._sharded import _solve_sharded
+
+    return _solve_sharded(
+        model,
+        schedule,
+        t1=t1,
+        t0=t0,
+        options=options,
+        chunk_size=batch.chunk_size,
+        call_size=batch.call_size,
+        keep_states=batch.keep_states,
+    )

@@ -1,4 +1,4 @@
-"""The lean shared-step solver behind solve_batch / solve_sharded / sweeps.
+"""The lean shared-step solver behind solve(..., batch="vmap" / Sharded) and sweeps.
 
 Reference: scipy's DOP853 at rtol 1e-12 on an independently written FFL right-hand side;
 explicit tolerances. Failure masking: a blowing-up cell is flagged (code 2) and a stiff cell
@@ -88,11 +88,12 @@ def test_solve_batch_matches_dop853(dtype, rtol, atol, tol):
     models = _ffl_models(ps)
     sched = "on@0,off@10"
     ts = np.linspace(0.0, 20.0, 200)
-    sol = sim.solve_batch(
+    sol = sim.solve(
         models,
         sched,
         t1=20.0,
         options=sim.SolveOptions(n_points=200, rtol=rtol, atol=atol, dtype=dtype),
+        batch="vmap",
     )
     assert sol.states.dtype == jnp.dtype(dtype)
     assert np.all(np.asarray(sol.code) == 0)
@@ -113,7 +114,9 @@ def test_batched_rhs_equals_model_rhs():
         [sim.make_model(sim.ring_spec(4, n_repressors=k), "competence") for k in (0, 1, 2, 1)]
     )
     for models in (ffl, ffl_n, with_integer_hill(ffl, 2), ring):
-        prep, f, rows = batched_rhs(models)
+        fast = batched_rhs(models)
+        assert fast is not None
+        prep, f, rows = fast
         B = int(models.tau.shape[0])
         Y = jax.random.uniform(key, (models.state_size, B), minval=0.0, maxval=3.0)
         for level in (0.0, 0.5, 1.0):
@@ -129,7 +132,7 @@ def test_batched_rhs_declines_policy_lag():
     m = sim.make_model("C1-AND", "alon", delay_stages=2)
     assert batched_rhs(sim.stack_models([m, m])) is None
     opts = sim.SolveOptions(n_points=11)
-    sol = sim.solve_batch(sim.stack_models([m, m]), t1=5.0, options=opts)  # diffrax path
+    sol = sim.solve(sim.stack_models([m, m]), t1=5.0, options=opts, batch="vmap")  # diffrax path
     ref = sim.solve(m, t1=5.0, options=sim.SolveOptions(n_points=11, rtol=1e-6, atol=1e-8))
     np.testing.assert_allclose(sol.states[0], ref.states, atol=1e-5)
 
@@ -165,19 +168,31 @@ def test_blowing_up_cell_is_flagged_others_unaffected():
     ps = _ffl_sets(8, seed=5)
     good = _ffl_models(ps)
     bad = _with_cell(good, 3, -60.0)  # dz/dt = -60 (f - z): grows like e^(60 t), overflows
-    sol = sim.solve_batch(
-        bad, "on@0", t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-6, atol=1e-8)
+    sol = sim.solve(
+        bad,
+        "on@0",
+        t1=20.0,
+        options=sim.SolveOptions(n_points=101, rtol=1e-6, atol=1e-8),
+        batch="vmap",
     )
     code = np.asarray(sol.code)
     assert code[3] == 2 and not np.all(np.isfinite(np.asarray(sol.states[3])))
     keep = np.arange(8) != 3
     assert np.all(code[keep] == 0)
-    ref = sim.solve_batch(
-        good, "on@0", t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-6, atol=1e-8)
+    ref = sim.solve(
+        good,
+        "on@0",
+        t1=20.0,
+        options=sim.SolveOptions(n_points=101, rtol=1e-6, atol=1e-8),
+        batch="vmap",
     )
     np.testing.assert_allclose(sol.states[keep], ref.states[keep], atol=1e-5)
-    sh = sim.solve_sharded(
-        bad, "on@0", t1=20.0, options=sim.SolveOptions(n_points=101), chunk_size=4
+    sh = sim.solve(
+        bad,
+        "on@0",
+        t1=20.0,
+        options=sim.SolveOptions(n_points=101),
+        batch=sim.Sharded(chunk_size=4),
     )
     states, codes = sh.states, sh.code
     assert codes[3] == 2 and np.all(codes[keep] == 0)
@@ -189,10 +204,10 @@ def test_stiff_cell_fails_alone():
     ps = _ffl_sets(8, seed=6)
     models = _with_cell(_ffl_models(ps), 5, 1e6)
     opts = sim.SolveOptions(n_points=51, rtol=1e-6, atol=1e-8, max_steps=3_000)
-    sol = sim.solve_batch(models, "on@0", t1=20.0, options=opts)
+    sol = sim.solve(models, "on@0", t1=20.0, options=opts, batch="vmap")
     code = np.asarray(sol.code)
     assert code[5] == 1 and np.all(np.delete(code, 5) == 0)
-    sh = sim.solve_sharded(models, "on@0", t1=20.0, options=opts, chunk_size=4)
+    sh = sim.solve(models, "on@0", t1=20.0, options=opts, batch=sim.Sharded(chunk_size=4))
     states, codes = sh.states, sh.code
     np.testing.assert_array_equal(codes, code)
     np.testing.assert_array_equal(sh.t, np.asarray(sol.t))  # the same kind of result

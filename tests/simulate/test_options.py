@@ -89,7 +89,8 @@ def test_json_round_trip_and_replace():
 
 #: The solve options that once were keywords of simulate's entry points too.
 OPTION_KEYWORDS = {"n_points", "solver", "rtol", "atol", "dt0", "max_steps", "dtype"}
-ENTRY_POINTS = (sim.solve, sim.solve_batch, sim.solve_sharded, sim.phase_diagram)
+#: One solve entry point (``batch=`` for stacked models) and the phase diagram.
+ENTRY_POINTS = (sim.solve, sim.phase_diagram)
 
 
 def test_one_default_everywhere():
@@ -106,8 +107,8 @@ def test_one_default_everywhere():
     stacked = sim.stack_models(models)
     n = DEFAULT_OPTIONS.n_points
     assert sim.solve(models[0]).t.shape == (n,)
-    assert sim.solve_batch(stacked).t.shape == (2, n)
-    assert sim.solve_sharded(stacked).states.shape == (2, n, 3)
+    assert sim.solve(stacked, batch="vmap").t.shape == (2, n)
+    assert sim.solve(stacked, batch="sharded").states.shape == (2, n, 3)
     res = sim.phase_diagram(
         "C1", "AND", sim.grid("beta", 1.0, 2.0, 2), boundaries=False, progress=False
     )
@@ -119,8 +120,8 @@ def test_entry_points_agree_with_each_other_and_scipy():
     stacked = sim.stack_models(models)
     ts = np.linspace(0.0, 20.0, TIGHT.n_points)
     single = np.stack([np.asarray(sim.solve(m, "on@0", options=TIGHT).states) for m in models])
-    batch = sim.solve_batch(stacked, "on@0", options=TIGHT)
-    sharded = sim.solve_sharded(stacked, "on@0", options=TIGHT, chunk_size=2)
+    batch = sim.solve(stacked, "on@0", options=TIGHT, batch="vmap")
+    sharded = sim.solve(stacked, "on@0", options=TIGHT, batch=sim.Sharded(chunk_size=2))
     assert isinstance(sharded, sim.Solution) and isinstance(batch, sim.Solution)
     assert np.all(np.asarray(batch.code) == 0) and np.all(sharded.code == 0)
     for leaf in ("t", "inputs", "code"):
@@ -146,17 +147,78 @@ def test_options_is_the_one_way():
     with pytest.raises(sim.SpecError, match="solver"):
         sim.SolveOptions(solver="rk4")
     with pytest.raises(sim.SpecError, match="kvaerno5"):
-        sim.solve_batch(sim.stack_models([m]), options=sim.SolveOptions(solver="kvaerno5"))
+        sim.solve(sim.stack_models([m]), options=sim.SolveOptions(solver="kvaerno5"), batch="vmap")
+    with pytest.raises(sim.SpecError, match="kvaerno5"):
+        sim.solve(
+            sim.stack_models([m]), options=sim.SolveOptions(solver="kvaerno5"), batch="sharded"
+        )
+    # the batched solvers' settings are one object too, validated where it is made
+    with pytest.raises(sim.OptionsError, match="chunk_size"):
+        sim.Sharded(chunk_size=0)
+    with pytest.raises(sim.OptionsError, match="call_size"):
+        sim.Sharded(call_size=2.5)  # type: ignore[arg-type]
+    with pytest.raises(sim.OptionsError, match="batch"):
+        sim.solve(m, batch="pmap")  # type: ignore[arg-type]
+    with pytest.raises(sim.SpecError, match="ODE only"):
+        sim.solve(sim.stack_models([m]), method="map", batch="sharded")
+
+
+def _assert_identical(got: sim.Solution, want: sim.Solution) -> None:
+    assert (got.names, got.method) == (want.names, want.method)
+    leaves = zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True)
+    for a, b in leaves:
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_solve_is_the_one_entry_point():
+    """Issue 30 §3: ``solve_batch``/``solve_sharded`` left simulate's API; ``solve(...,
+    batch=...)`` gives exactly what the (now private) batched solvers give."""
+    from simulate._batch import _solve_batch
+    from simulate._sharded import _solve_sharded
+
+    for gone in ("solve_batch", "solve_sharded"):
+        assert gone not in dir(sim)
+        with pytest.raises(AttributeError):
+            getattr(sim, gone)
+    assert set(inspect.signature(sim.solve).parameters) >= {"options", "batch"}
+    stacked = sim.stack_models(_models())
+    opts = sim.SolveOptions(n_points=21)
+    _assert_identical(
+        sim.solve(stacked, "on@0", t1=10.0, options=opts, batch="vmap"),
+        _solve_batch(stacked, "on@0", t1=10.0, options=opts),
+    )
+    _assert_identical(
+        sim.solve(stacked, "on@0", t1=10.0, options=opts, batch="sharded"),
+        _solve_sharded(stacked, "on@0", t1=10.0, options=opts),
+    )
+    how = sim.Sharded(chunk_size=2, call_size=2, keep_states=False)
+    _assert_identical(
+        sim.solve(stacked, "on@0", t1=10.0, options=opts, batch=how),
+        _solve_sharded(
+            stacked, "on@0", t1=10.0, options=opts, chunk_size=2, call_size=2, keep_states=False
+        ),
+    )
+    comp = sim.stack_models([sim.make_model("C1", "competence", {"sigma": s}) for s in (0.05, 0.2)])
+    key = jax.random.key(3)
+    for kw in ({"method": "map", "steps": 12}, {"method": "sde", "key": key, "dt": 0.5}):
+        _assert_identical(
+            sim.solve(comp, t1=6.0, options=opts, batch="vmap", **kw),  # type: ignore[arg-type]
+            _solve_batch(comp, t1=6.0, options=opts, **kw),  # type: ignore[arg-type]
+        )
+    # one model: batch=None is the single-model solver, unchanged
+    one = _models((2.0,))[0]
+    _assert_identical(sim.solve(one, options=opts, batch=None), sim.solve(one, options=opts))
 
 
 def test_float32_option_and_lean_sharded_result():
     stacked = sim.stack_models(_models((2.0, 5.0)))
     f32 = sim.SolveOptions(n_points=21, rtol=1e-6, atol=1e-8, dtype="float32")
-    sol = sim.solve_batch(stacked, options=f32)
+    sol = sim.solve(stacked, options=f32, batch="vmap")
     assert sol.states.dtype == jnp.float32
-    ref = sim.solve_batch(stacked, options=f32.replace(dtype="float64"))
+    ref = sim.solve(stacked, options=f32.replace(dtype="float64"), batch="vmap")
     np.testing.assert_allclose(sol.states, ref.states, atol=1e-5)
-    lean = sim.solve_sharded(stacked, options=f32, keep_states=False)
+    lean = sim.solve(stacked, options=f32, batch=sim.Sharded(keep_states=False))
     assert lean.states.shape == (2, 0, 3) and np.all(lean.code == 0)
 
 

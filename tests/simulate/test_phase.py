@@ -38,8 +38,12 @@ def _ffl_batch(n_hill: float = 2.0):
 def test_solve_batch_matches_per_cell_solve(n_hill):
     batch = _ffl_batch(n_hill)
     sched = "on@0,off@10"
-    fast = sim.solve_batch(
-        batch, sched, t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-9, atol=1e-11)
+    fast = sim.solve(
+        batch,
+        sched,
+        t1=20.0,
+        options=sim.SolveOptions(n_points=101, rtol=1e-9, atol=1e-11),
+        batch="vmap",
     )
     ref = jax.vmap(
         lambda m: sim.solve(
@@ -54,13 +58,14 @@ def test_solve_batch_matches_per_cell_solve(n_hill):
 @pytest.mark.slow
 def test_solve_batch_float32_close_to_float64():
     batch = _ffl_batch()
-    f64 = sim.solve_batch(
-        batch, t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-8, atol=1e-10)
+    f64 = sim.solve(
+        batch, t1=20.0, options=sim.SolveOptions(n_points=101, rtol=1e-8, atol=1e-10), batch="vmap"
     )
-    f32 = sim.solve_batch(
+    f32 = sim.solve(
         batch,
         t1=20.0,
         options=sim.SolveOptions(n_points=101, rtol=1e-6, atol=1e-8, dtype="float32"),
+        batch="vmap",
     )
     assert f32.states.dtype == jnp.float32
     np.testing.assert_allclose(f32.states, f64.states, atol=2e-5)
@@ -229,10 +234,14 @@ def test_cli_phase_writes_folder(tmp_path, capsys):
 
 def test_solve_sharded_matches_solve_batch():
     batch = _ffl_batch()
-    sh = sim.solve_sharded(
-        batch, "on@0", t1=20.0, options=sim.SolveOptions(n_points=51), chunk_size=8, call_size=8
+    sh = sim.solve(
+        batch,
+        "on@0",
+        t1=20.0,
+        options=sim.SolveOptions(n_points=51),
+        batch=sim.Sharded(chunk_size=8, call_size=8),
     )
     states, codes = sh.states, sh.code
-    ref = sim.solve_batch(batch, "on@0", t1=20.0, options=sim.SolveOptions(n_points=51))
+    ref = sim.solve(batch, "on@0", t1=20.0, options=sim.SolveOptions(n_points=51), batch="vmap")
     assert states.shape == (16, 51, 3) and np.all(codes == 0)
     np.testing.assert_allclose(states, ref.states, atol=1e-5)  # different shared steps
