@@ -336,6 +336,7 @@ def _recommend_space(args: argparse.Namespace) -> int:
     out = recommend_out(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
     from ._recommend._core import recommend_space_from_dir
+    from ._recommend._explain import explain_lines
     from ._recommend._plot import plot_regime_map, space_table
 
     rec = recommend_space_from_dir(
@@ -352,7 +353,7 @@ def _recommend_space(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(jsonable(rec), allow_nan=False))
     else:
-        print("\n".join(space_table(rec)))
+        print("\n".join(space_table(rec) + explain_lines(rec["explanation"])))
     print(f"recommendation written to {path}", file=sys.stderr)
     fig = plot_regime_map(rec, arrays, out / "regime_map.png")
     mark_output(out, "calibrate recommend", [fig.name])

@@ -27,6 +27,7 @@ from llm_runs.knobs import knob
 from llm_runs.runlog import read_run
 from simulate.common import read_json_object, save_figure, write_json, write_text
 
+from .._recommend._explain import explain_lines
 from ._config import DemoConfig, pilot_name
 
 __all__ = ["compare_confirmation", "nearest_pilot", "write_report"]
@@ -281,8 +282,11 @@ def write_report(out: Path, cfg: DemoConfig, fit_dir: Path) -> Path:
         lines.append(f"| {r['rank']} | {st} | {f['mean']:.3f} [{f['q05']:.3f}, {f['q95']:.3f}] "
                      f"| {r['p_converged']:.2f} | {r['p_oscillating']:.2f} "
                      f"| {r['p_collapse']:.2f} |")  # fmt: skip
+    why = explain_lines(rec["explanation"]) if "explanation" in rec else []
     lines += ["", f"Recommended: {best} → `rec/best.yaml` (`python -m llm_runs train --config "
-              "rec/best.yaml --out ...` runs it as is).", "", "![regime map](regime_map.png)",
+              "rec/best.yaml --out ...` runs it as is).", "",
+              *(f"- {w.strip().removeprefix('why: ')}" for w in why), "",
+              "![regime map](regime_map.png)",
               "", "## Confirmation run: forecast vs observed", "",
               _band_sentence(pred_all, cmp["baseline_pilot"]), "",
               "| agent | model: one new run [90 %] | inside | CRPS | nearest pilot [90 %] "

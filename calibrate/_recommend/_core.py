@@ -8,7 +8,6 @@ node (the end-to-end proxy) among values whose P(oscillation) is below ``max_p_o
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Sequence
@@ -28,7 +27,9 @@ from .._predict._core import predict
 from .._space import SearchSpace
 from ._eval import evaluate, head_stats
 from ._eval import rank_candidates as rank_candidates
+from ._explain import explain
 from ._motif import _NET, MotifFits, is_selection_folder, plan
+from ._pilots import base_pilot, next_run_config, pilot_values, space_config
 from ._seeds import seed_spread_note
 
 __all__ = [
@@ -127,7 +128,7 @@ def recommend(
     for p in parts[:-1]:
         node = node.setdefault(p, {})
     node[parts[-1]] = best["value"]
-    train_config = _next_run_config(post, param, best["value"])
+    train_config = next_run_config(post, param, best["value"])
     return {
         "param": param,
         "value": best["value"],
@@ -140,45 +141,6 @@ def recommend(
         "base_run": None if train_config is None else train_config[0],
         "train_config": None if train_config is None else train_config[1],
     }
-
-
-def _next_run_config(post: Posterior, param: str, value: float) -> tuple[str, dict] | None:
-    """The next run's complete llm_runs config: the pilot run whose ``param`` is nearest to
-    ``value`` (in log), with ``param`` set to ``value``, validated by ``llm_runs.config``.
-
-    Returns:
-        ``(pilot run, config dict)``, or None when the fit's data carry no run configs
-        (tables and TensorBoard inputs).
-
-    Raises:
-        ConfigError: The pilot's config with the new value is not a valid training config.
-    """
-    if not post.run_configs:
-        return None
-    from llm_runs.config import TrainConfig, set_dotted
-
-    def distance(run: str) -> float:
-        h = _dotted(post.run_configs[run], param)
-        return abs(math.log(h / value)) if isinstance(h, int | float) and h > 0 else math.inf
-
-    base = min(sorted(post.run_configs), key=distance)
-    data = json.loads(json.dumps(post.run_configs[base]))
-    set_dotted(data, param, value)
-    data["name"] = None
-    try:
-        cfg = TrainConfig.from_dict(data)
-    except ConfigError as err:
-        msg = f"the recommended {param}={value:g} is not a valid training config: {err}"
-        raise ConfigError(msg) from None
-    return base, cfg.to_dict()
-
-
-def _dotted(data: Any, key: str) -> Any:
-    for part in key.split("."):
-        if not isinstance(data, dict) or part not in data:
-            return None
-        data = data[part]
-    return data
 
 
 def _hyper(post: Posterior, param: str) -> np.ndarray:
@@ -267,7 +229,7 @@ def recommend_space(
             vals = f.choices if f.choices is not None else (f.low, f.high)
             for v in vals:
                 check_value(transforms[f.name], v, f"space: fields.{f.name} value")
-    base, held = _base_pilot(first, refs, {f.name for f in space.fields})
+    base, held = base_pilot(first, refs, {f.name for f in space.fields})
     settings = [{k: v for k, v in c.items() if k in refs} | held for c in cands]
     steps = space.budget_steps
     ev = evaluate(pl, settings, objective_index(first, space.objective), steps=steps,
@@ -306,8 +268,9 @@ def recommend_space(
         raise ConfigError("every candidate's forecast failed (competence left [0, 1]): "
                           "the space lies too far outside the pilots' range")  # fmt: skip
     best = cands[order[0]]
-    train = _space_config(first, base, best | pl.network_fields(order[0]), steps)
-    pilots = {f.name: _pilot_values(first, f.name) for f in space.fields}
+    train = space_config(first, base, best | pl.network_fields(order[0]), steps)
+    pilots = {f.name: pilot_values(first, f.name) for f in space.fields}
+    runs = list(first.model.runs)
     return simulate.jsonable(
         {
             "space": space.to_dict(),
@@ -325,6 +288,18 @@ def recommend_space(
             "best": best,
             "base_run": base,
             "train_config": train,
+            "explanation": explain(
+                cands,
+                mean,
+                risk,
+                order,
+                tolerance=space.risk,
+                agent=ev.proxy_agent,
+                chosen_row=rows[0],
+                runs=runs,
+                pilots=pilots,
+                transforms=transforms,
+            ),
         }
     ) | {"_arrays": {"settings": cands, "utility": mean, "risk": risk, "pilots": pilots}}
 
@@ -338,55 +313,6 @@ def objective_index(post: Posterior, objective: str) -> int:
         raise ConfigError(f"space: objective {objective!r} is not an agent of the fit {names}"
                           " (or 'last')")  # fmt: skip
     return names.index(objective)
-
-
-def _pilot_values(post: Posterior, name: str) -> list[Any]:
-    """Per pilot run, its value of a field (run configs first, then the fit's columns)."""
-    runs = list(post.model.runs)
-    if post.run_configs:
-        return [_dotted(post.run_configs.get(r, {}), name) for r in runs]
-    hv = post.hyper or {}
-    return [float(v) for v in hv[name]] if name in hv else []
-
-
-def _base_pilot(
-    post: Posterior, refs: dict[str, float], spaced: set[str]
-) -> tuple[str | None, dict[str, float]]:
-    """The pilot whose linked fields lie nearest the pilots' centre (sum of squared
-    transformed distances over each field's pilot spread), and its values of the linked
-    fields the space leaves out (the reference values when the fit has no run configs)."""
-    transforms = post.model.config.hierarchy.transforms
-    hv = post.hyper or {}
-    if not post.run_configs:
-        return None, {f: v for f, v in refs.items() if f not in spaced}
-    runs = list(post.model.runs)
-    dist = np.zeros(len(runs))
-    for f in refs:
-        x = transform_values(transforms[f], hv[f])
-        sd = float(np.std(x)) or 1.0
-        dist += ((x - x.mean()) / sd) ** 2
-    i = int(np.argmin(dist))
-    return runs[i], {f: float(hv[f][i]) for f in refs if f not in spaced}
-
-
-def _space_config(
-    post: Posterior, base: str | None, setting: dict[str, Any], steps: int
-) -> dict[str, Any] | None:
-    """The base pilot's config with the setting and ``steps`` set, validated by
-    ``llm_runs.config`` (None without run configs)."""
-    if base is None:
-        return None
-    from llm_runs.config import TrainConfig, set_dotted
-
-    data = json.loads(json.dumps(post.run_configs[base]))
-    for name, value in setting.items():
-        set_dotted(data, name, value)
-    data["steps"], data["name"] = steps, None
-    try:
-        return TrainConfig.from_dict(data).to_dict()
-    except ConfigError as err:
-        msg = f"the recommended setting {setting} is not a valid training config: {err}"
-        raise ConfigError(msg) from None
 
 
 def recommend_space_from_dir(

@@ -80,6 +80,15 @@ def test_risk_bound_excludes_higher_but_collapsing_candidates(fit):
     assert best["within_risk"] and best["risk"] <= SPACE["risk"]
     assert best["setting"] == {"rl.lr": 3e-3} == rec["best"]
     assert rec["n_within_risk"] == 4 and "among the 4 candidate(s)" in rec["ranked_by"]
+    # the explanation: the bound binds exactly when a collapsing high-lr candidate has a
+    # (finite) forecast above the chosen one's
+    ex = rec["explanation"]
+    above = [lr for lr in HIGH if rows[lr]["final"]["mean"] is not None]
+    assert ex["chosen"]["setting"] == rec["best"]
+    assert ex["risk_bound"]["binding"] is bool(above)
+    if above:
+        assert ex["risk_bound"]["best_excluded"]["setting"]["rl.lr"] in above
+    assert ex["runner_up"]["setting"] != rec["best"]
     assert [r["rank"] for r in rec["top"]] == list(range(1, 7))
     assert best["final"]["q05"] <= best["final"]["mean"] <= best["final"]["q95"]
     # steps to target: earlier for faster learning; probabilities sum to 1
@@ -216,6 +225,7 @@ def test_cli_writes_best_yaml_table_and_regime_map(fit, tmp_path, capsys):
     assert "64 candidate(s) (sobol)" in cap.out and "steps to target" not in cap.err
     assert len([ln for ln in cap.out.splitlines() if re.match(r" *\d+  \S", ln)]) == 3
     assert "python -m llm_runs train --config" in cap.err
+    assert "why: " in cap.out and "nearest pilot" in cap.out and "risk tolerance" in cap.out
     rec = json.loads((out / "recommendation.json").read_text())
     assert len(rec["top"]) == 3 and rec["space"] == SearchSpace.from_dict(space).to_dict()
     best = load_config(out / "best.yaml")
