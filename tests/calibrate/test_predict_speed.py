@@ -160,7 +160,7 @@ def test_sharded_over_two_cpu_devices_matches_one_device(fit):
         post = load_fit({str(folder)!r})
         s = {SETTINGS[:3]!r}
         a = cal.predict(post, s, max_draws=16, n_points=40)
-        from calibrate import _predict
+        from calibrate._predict import _core as _predict
         orig = _predict.predict_batch
         _predict.predict_batch = lambda *p, **k: orig(*p, **(k | dict(shard=False)))
         b = cal.predict(post, s, max_draws=16, n_points=40)
