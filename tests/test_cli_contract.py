@@ -97,7 +97,7 @@ CASES = [
     ("simulate-demo-overwrite-user-folder", "keep_dir",
      [*SIM, "demo", "--out", "{t}/dir", "--overwrite"], ["--out", "never"]),
     ("demo-overwrite-user-folder", "keep_dir",
-     [*LLM, "demo", "--quick", "--out", "{t}/dir", "--overwrite"], ["--out", "never"]),
+     [*CAL, "demo", "--quick", "--out", "{t}/dir", "--overwrite"], ["--out", "never"]),
     ("regime-map-out-user-folder", "keep_dir",
      [*REGIME_MAP, "--out", "{t}/dir", "--runs", "{t}/runs"], ["--out", "other files"]),
     ("regime-map-out-a-file", "bad_config",
