@@ -104,32 +104,14 @@ def solve(
             method other than ``"ode"`` where the batch mode does not take it).
         OptionsError: If ``batch`` is none of the above.
     """
+    kw = {"t1": t1, "t0": t0, "options": options, "method": method, "dt": dt, "steps": steps,
+          "key": key}  # fmt: skip
     if batch is None:
-        return solve_single(
-            model,
-            schedule,
-            t1=t1,
-            t0=t0,
-            options=options,
-            method=method,
-            dt=dt,
-            steps=steps,
-            key=key,
-        )
+        return solve_single(model, schedule, **kw)
     if batch == "vmap":
         from ._batch import _solve_batch
 
-        return _solve_batch(
-            model,
-            schedule,
-            t1=t1,
-            t0=t0,
-            options=options,
-            method=method,
-            dt=dt,
-            steps=steps,
-            key=key,
-        )
+        return _solve_batch(model, schedule, **kw)
     if batch == "sharded":
         batch = Sharded()
     if not isinstance(batch, Sharded):
