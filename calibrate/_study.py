@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from llm_runs import LOCK_FILE, RunLock
+from llm_runs import CKPT_FILE, LOCK_FILE, RunLock
 from llm_runs.runlog import git_revision, is_terminal, read_manifest
 from simulate.common import (
     ConfigError,
@@ -89,7 +89,8 @@ def train_run(
     Args:
         folder: The run folder.
         new: Arguments of ``python -m llm_runs train`` for a new run, besides ``--out``
-            (a run already started is resumed with ``--resume``).
+            (a run already started is resumed with ``--resume``; one stopped before its
+            first checkpoint has nothing to resume from and is started again).
         log: Log file of the child (appended to).
         code: Train with the llm_runs of this source tree (None: the installed one).
         bar: Progress bar the child's own bar (named after the folder) advances.
@@ -105,7 +106,12 @@ def train_run(
     if is_terminal(status):
         return True
     args = python_m("llm_runs", "train", "--out", str(folder))
-    args += ["--resume"] if status is not None else list(new)
+    if status is None:
+        args += list(new)
+    elif (folder / CKPT_FILE).is_file():
+        args += ["--resume"]
+    else:  # stopped before its first checkpoint: nothing to resume, nothing kept to lose
+        args += [*new, "--overwrite"]
     run_command(args, log, bar, tag=folder.name, cwd=code)
     return False
 

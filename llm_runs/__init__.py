@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 from . import config as config
 from . import runlog as runlog
 from ._regime import observed_regime as observed_regime
+from ._runfolder import CKPT_FILE as CKPT_FILE
 from ._runfolder import LOCK_FILE as LOCK_FILE
 from ._runfolder import RunLock as RunLock
 from .config import ConfigError as ConfigError

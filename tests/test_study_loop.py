@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT / "paper"))
 import _study  # noqa: E402
 
 from calibrate import StageError, Study, StudyInterrupted, train_run, train_runs  # noqa: E402
+from llm_runs import CKPT_FILE  # noqa: E402
 from llm_runs.runlog import make_manifest  # noqa: E402
 from simulate.common import ConfigError, OutputError, write_json  # noqa: E402
 
@@ -158,15 +159,20 @@ def test_runs_are_trained_resumed_or_kept_by_their_status(tmp_path):
     _manifest(runs / "done", "finished")
     _manifest(runs / "blown", "diverged")
     _manifest(runs / "half", "running")
+    (runs / "half" / CKPT_FILE).parent.mkdir()
+    (runs / "half" / CKPT_FILE).write_bytes(b"state")
+    _manifest(runs / "early", "running")  # killed before its first checkpoint
     new = ["--config", "c.json"]
     assert train_run(runs / "done", new, log=tmp_path / "log", code=code) is True
     assert train_run(runs / "blown", new, log=tmp_path / "log", code=code) is True
     assert _calls(tmp_path / "code") == []  # an ended run is kept: nothing was started
     assert train_run(runs / "half", new, log=tmp_path / "log", code=code) is False
     assert train_run(runs / "fresh", new, log=tmp_path / "log", code=code) is False
+    assert train_run(runs / "early", new, log=tmp_path / "log", code=code) is False
     calls = _calls(tmp_path / "code")
     assert calls[0] == ["train", "--out", str((runs / "half").resolve()), "--resume"]
     assert calls[1] == ["train", "--out", str((runs / "fresh").resolve()), *new]
+    assert calls[2] == ["train", "--out", str((runs / "early").resolve()), *new, "--overwrite"]
 
 
 def test_train_runs_reports_each_run_and_a_failure_names_its_log(tmp_path):
