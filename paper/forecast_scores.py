@@ -87,26 +87,36 @@ def refit(source: Path, out: Path) -> Path:
     return fit
 
 
-def model_forecasts(fit: Path, held: list[dict], horizon: float, n_eval: int, draws: int):
-    """The motif model's new-run and mean-curve forecasts of every held-out run."""
+def model_forecasts(
+    post: Any,
+    held: list[dict],
+    horizon: float,
+    n_eval: int,
+    draws: int,
+    *,
+    name: str = "motif model",
+    bands: tuple[str, ...] = ("new_run", "mean"),
+):
+    """A fit's forecasts of every held-out run: one new run's (``new_run``) and the mean
+    curve's (``mean``, plus evaluation noise), each a :class:`fb.Forecast` named
+    ``<name> (new run)`` or ``<name> (mean curve)``; and the fit's seed-spread note."""
     import calibrate
 
-    post = calibrate.load_fit(fit)
     settings = [r["setting"] for r in held]
     pred = calibrate.predict(post, settings, steps=horizon, max_draws=draws, bands=False,
                              n_eval=n_eval)  # fmt: skip
     agents = tuple(pred.agents)
     rng = np.random.default_rng(0)
     out = []
-    for band in ("new_run", "mean"):
+    for band in bands:
         p = dataclasses.replace(pred, band=band)
         finals = np.transpose(np.asarray(p.headline()[0], dtype=float), (0, 2, 1))  # (H, N, M)
         if band == "mean":  # as the study stored it: the mean curve's final + evaluation noise
             finals = rng.binomial(n_eval, np.clip(np.nan_to_num(finals, nan=0.5), 0, 1)) / n_eval
         _, net = p.groups()
         probs = np.stack([net[g] for g in fb.GROUPS], axis=1)
-        name = "new run" if band == "new_run" else "mean curve"
-        out.append(fb.Forecast(f"motif model ({name})", agents, finals, probs))
+        label = "new run" if band == "new_run" else "mean curve"
+        out.append(fb.Forecast(f"{name} ({label})", agents, finals, probs))
     return out, pred.seed_spread
 
 
@@ -147,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  fit ready ({time.time() - t0:.0f} s)", flush=True)
     rng = np.random.default_rng(a.seed)
     targets = [r["setting"] for r in held]
-    forecasts, spread = model_forecasts(fit, held, float(design["steps"]), n_eval, a.draws)
+    import calibrate
+
+    post = calibrate.load_fit(fit)
+    forecasts, spread = model_forecasts(post, held, float(design["steps"]), n_eval, a.draws)
     kw = {"n_eval": n_eval, "draws": a.draws, "rng": rng}
     forecasts += [
         fb.nearest_pilot(pilots, targets, KNOBS, **kw),
