@@ -16,7 +16,6 @@ Subcommands:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
@@ -100,36 +99,9 @@ def _parser() -> argparse.ArgumentParser:
         "log-likelihood). The other fits are saved without both; their elpd is in "
         "selection.json",
     )
-    r = sub.add_parser("recommend", help="choose a hyperparameter for the next run from a fit")
-    r.add_argument(
-        "fit_dir",
-        help="a folder written by `fit` (with a link in its hierarchy); with --space also a "
-        "selection folder (fit --motif auto or a motif list)",
-    )
-    r.add_argument("--param", default=None, help="linked hyperparameter (default: the first)")
-    r.add_argument("--grid", default=None, help="comma list of values (default: log grid)")
-    r.add_argument("--steps", type=int, default=None, help="horizon in steps")
-    r.add_argument(
-        "--out", default=None, help="folder for recommendation.json (default: the fit folder)"
-    )
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument(
-        "--space",
-        default=None,
-        help="search-space file (YAML/JSON: fields, budget_steps, risk, target, n_candidates):"
-        " rank every candidate instead of sweeping one --param",
-    )
-    r.add_argument("--top", type=int, default=5, help="with --space: candidates reported")
-    r.add_argument("--draws", type=int, default=200, help="with --space: posterior draws used")
-    r.add_argument("--json", action="store_true", help="with --space: print one JSON object")
-    r.add_argument(
-        "--motif-weights",
-        choices=["best", "stacking"],
-        default=None,
-        help="with --space and a selection folder (fit --motif auto) whose motif the space "
-        "does not search: predict with the best fit (best, default) or the stacking-weighted "
-        "mixture of the fits (stacking)",
-    )
+    from ._recommend._cli import add_recommend_parser
+
+    add_recommend_parser(sub)
     from ._predict._cli import add_predict_parser
 
     add_predict_parser(sub)
@@ -274,94 +246,6 @@ def _fit(args: argparse.Namespace) -> int:
     return 1 if args.strict and diag["warnings"] and cfg.method == "nuts" else 0
 
 
-def _recommend(args: argparse.Namespace) -> int:
-    import jax
-
-    from simulate import mark_output, write_json
-
-    from ._config import ConfigError
-
-    if args.space is not None:
-        return _recommend_space(args)
-    if args.json or args.top != 5 or args.draws != 200 or args.motif_weights is not None:
-        raise ConfigError("--json, --top, --draws and --motif-weights go with --space")
-    from ._cli_args import parse_grid, recommend_out
-
-    grid = parse_grid(args.grid)  # before the work: "" is an error, not the default grid
-    out = recommend_out(args.out or args.fit_dir)
-    jax.config.update("jax_enable_x64", True)
-    from ._recommend._core import recommend_from_dir
-
-    rec = recommend_from_dir(
-        args.fit_dir, param=args.param, grid=grid, steps=args.steps, key=jax.random.key(args.seed)
-    )
-    path = write_json(out / "recommendation.json", rec)
-    mark_output(out, "calibrate recommend", [path.name])
-    print(path.read_text(encoding="utf-8"), end="")
-    print(f"recommendation written to {path}", file=sys.stderr)
-    _write_best(rec, out, f"with {rec['param']}={rec['value']:.4g}")
-    return 0
-
-
-def _write_best(rec: dict, out: Path, what: str) -> None:
-    """Write the recommendation's training config as ``out/best.yaml`` (when the fit's data
-    came from run folders) and say how to train it."""
-    if rec["train_config"] is None:
-        print("no best.yaml: the fit's data came from tables, not run folders", file=sys.stderr)
-        return
-    from llm_runs.config import TrainConfig, save_config
-    from simulate import mark_output
-
-    best = save_config(TrainConfig.from_dict(rec["train_config"]), out / "best.yaml")
-    mark_output(out, "calibrate recommend", [best.name])
-    print(
-        f"next run's config (run {rec['base_run']}'s {what}) written to {best}; train it "
-        f"with: python -m llm_runs train --config {best} --out RUN_FOLDER",
-        file=sys.stderr,
-    )
-
-
-def _recommend_space(args: argparse.Namespace) -> int:
-    import jax
-
-    from simulate import jsonable, mark_output, write_json
-
-    from ._cli_args import recommend_out
-    from ._config import ConfigError
-    from ._space import SearchSpace
-
-    if args.param is not None or args.grid is not None or args.steps is not None:
-        raise ConfigError("--space replaces --param, --grid and --steps (budget_steps)")
-    space = SearchSpace.load(args.space)  # before the work, as the folder check
-    out = recommend_out(args.out or args.fit_dir)
-    jax.config.update("jax_enable_x64", True)
-    from ._recommend._core import recommend_space_from_dir
-    from ._recommend._explain import explain_lines
-    from ._recommend._plot import plot_regime_map, space_table
-
-    rec = recommend_space_from_dir(
-        args.fit_dir,
-        space,
-        max_draws=args.draws,
-        top=args.top,
-        key=jax.random.key(args.seed),
-        motif_weights=args.motif_weights or "best",
-    )
-    arrays = rec.pop("_arrays")
-    path = write_json(out / "recommendation.json", rec)
-    mark_output(out, "calibrate recommend", [path.name])
-    if args.json:
-        print(json.dumps(jsonable(rec), allow_nan=False))
-    else:
-        print("\n".join(space_table(rec) + explain_lines(rec["explanation"])))
-    print(f"recommendation written to {path}", file=sys.stderr)
-    fig = plot_regime_map(rec, arrays, out / "regime_map.png")
-    mark_output(out, "calibrate recommend", [fig.name])
-    print(f"regime map written to {fig}", file=sys.stderr)
-    _write_best(rec, out, f"with the recommended setting, steps={space.budget_steps}")
-    return 0
-
-
 def _show_warning(message: object, category: object, *args: object, **kwargs: object) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
@@ -380,9 +264,10 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = _show_warning  # one line, not the source line too
             from ._demo._cli import demo_command
             from ._predict._cli import predict_command
+            from ._recommend._cli import recommend_command
             from ._watch_cli import watch
 
-            cmds = {"fit": _fit, "recommend": _recommend, "predict": predict_command,
+            cmds = {"fit": _fit, "recommend": recommend_command, "predict": predict_command,
                     "watch": watch, "demo": demo_command}  # fmt: skip
             run = cmds[args.cmd]
             return run(args)

@@ -12,6 +12,7 @@ each a range or a list of choices, and the terms of the next run::
     target: 0.8           # competence level for "steps to target"
     n_candidates: 1024    # settings predicted
     seed: 0               # of the scrambled Sobol sequence
+    objective: last       # the utility: last (output node), an agent's name, or e2e
 
 The candidates are the full grid when every field lists choices and the grid has at most
 ``n_candidates`` points, else ``n_candidates`` points of a scrambled Sobol sequence
@@ -41,6 +42,7 @@ from llm_runs.knobs import knob
 from simulate.common import SCALE_DOMAINS, ConfigError, from_scale, in_scale_domain, scale_name
 
 from ._knobs import check_value
+from ._objective import check_objective
 
 __all__ = ["SearchSpace", "SpaceField"]
 
@@ -205,8 +207,10 @@ class SearchSpace:
         target: Competence level of "steps to target", in (0, 1).
         n_candidates: Settings predicted (the grid when it is at most this large).
         seed: Seed of the scrambled Sobol sequence.
-        objective: The agent whose final competence is the utility (the end-to-end
-            proxy): ``last`` (the output node, default) or an agent's name.
+        objective: What the ranking maximises (the utility): ``last`` (the output node's
+            final competence, default), an agent's name (that agent's), or ``e2e`` (the
+            end-to-end accuracy, forecast as the product of the agents' final
+            competences; see :mod:`calibrate._objective`).
     """
 
     fields: tuple[SpaceField, ...]
@@ -218,9 +222,7 @@ class SearchSpace:
     objective: str = "last"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.objective, str) and self.objective):
-            raise ConfigError(f"space: objective must be an agent name or 'last', got "
-                              f"{self.objective!r}")  # fmt: skip
+        check_objective(self.objective, "space")
         if not isinstance(self.fields, tuple) or not self.fields:
             raise ConfigError("space: fields must name at least one training-config field")
         names = [f.name for f in self.fields]

@@ -16,6 +16,8 @@ from llm_runs.knobs import hierarchy_links
 from simulate.common import ConfigError
 from simulate.spec import MOTIFS
 
+from .._objective import check_objective
+
 __all__ = ["QUICK", "DemoConfig", "pilot_name"]
 
 
@@ -37,12 +39,14 @@ class DemoConfig:
         staleness_choices: Searched policy lags.
         budget_steps: Steps of the recommended (confirmation) run: the forecast horizon.
         risk: Largest acceptable P(oscillating or collapse) of a recommendation.
-        target: Competence of the objective agent for "steps to target".
-        objective: The agent whose forecast final competence ranks the candidates
-            (recommend's ``objective``): ``last`` (the output node Z, default: on the
-            three-step tasks every role learns and the end-to-end answer is Z's) or an
-            agent's name (the first testbed ranked by the solver ``X``, since its critic
-            never learned).
+        target: Level of the objective for "steps to target".
+        objective: What ranks the candidates (recommend's ``objective``): ``e2e``
+            (default: the end-to-end accuracy, the user's usual target, forecast as the
+            product of the agents' final competences; on the testbed's logs that product
+            tracks the logged end-to-end accuracy with r = 0.97, see
+            :mod:`calibrate._objective`), ``last`` (the output node Z's final competence)
+            or an agent's name (the first testbed ranked by the solver ``X``, since its
+            critic never learned).
         n_candidates: Candidates predicted by ``recommend`` (Sobol points and choices).
         draws: Posterior draws per prediction.
         workers: Pilot runs trained at once (one CPU thread each).
@@ -62,7 +66,7 @@ class DemoConfig:
     budget_steps: int = 200
     risk: float = 0.1
     target: float = 0.8
-    objective: str = "last"
+    objective: str = "e2e"
     n_candidates: int = 256
     draws: int = 200
     workers: int = 2
@@ -108,9 +112,7 @@ class DemoConfig:
                     f"demo: {name} must be an integer >= 4 x eval_every "
                     f"({4 * self.eval_every}) so that a regime can be judged, got {v!r}"
                 )
-        if not (isinstance(self.objective, str) and self.objective):
-            raise ConfigError(f"demo: objective must be an agent name or 'last', got "
-                              f"{self.objective!r}")  # fmt: skip
+        check_objective(self.objective, "demo")
         if not (_pos(self.risk) and self.risk <= 1) or not (0 < self.target < 1):
             raise ConfigError("demo: risk must lie in (0, 1] and target in (0, 1)")
 

@@ -27,10 +27,11 @@ from llm_runs.knobs import knob
 from llm_runs.runlog import read_run
 from simulate.common import read_json_object, save_figure, write_json, write_text
 
+from .._objective import E2E, E2E_LABEL
 from .._recommend._explain import explain_lines
 from ._config import DemoConfig, pilot_name
 
-__all__ = ["compare_confirmation", "nearest_pilot", "write_report"]
+__all__ = ["compare_confirmation", "nearest_pilot", "objective_sentence", "write_report"]
 
 #: Samples of the nearest-pilot baseline's binomial forecast (seeded: the report is stable).
 BASELINE_SAMPLES = 4000
@@ -216,6 +217,18 @@ def _band_sentence(pred_all: dict[str, Any], pilot: str | None) -> str:
             "competence (lower is better).")  # fmt: skip
 
 
+def objective_sentence(rec: dict[str, Any], objective: str) -> str:
+    """One sentence: what the recommendation ranked the candidates by (``objective``: the
+    space's, ``e2e``, ``last`` or an agent's name; ``rec``: the recommendation)."""
+    label = (rec.get("objective") or {}).get("label")
+    if objective == E2E:
+        return (f"Ranked by the forecast {E2E_LABEL} at the horizon (`objective: e2e`), the "
+                "model's forecast of the end-to-end accuracy: on the testbed's logs the "
+                "product tracks the logged end-to-end accuracy with r = 0.97.")  # fmt: skip
+    label = label or f"final competence of {rec.get('proxy_agent', objective)!r}"
+    return f"Ranked by the forecast {label} at the horizon (`objective: {objective}`)."
+
+
 def write_report(out: Path, cfg: DemoConfig, fit_dir: Path) -> Path:
     """Write ``out/report.md`` (and its figures) from the stages' outputs; returns its path."""
     rec = read_json_object(out / "rec" / "recommendation.json", what="recommendation")
@@ -271,6 +284,8 @@ def write_report(out: Path, cfg: DemoConfig, fit_dir: Path) -> Path:
         f"{rec['n_candidates']} candidates, {rec['draws']} posterior draws each, horizon "
         f"{rec['horizon_steps']:g} steps; ranked by {rec['ranked_by']}. Model: "
         f"{rec.get('motif_source', fit_dir.name)}.",
+        "",
+        objective_sentence(rec, str(rec.get("space", {}).get("objective", cfg.objective))),
         "",
         "| rank | setting | final (mean [q05, q95]) | P(converged) | P(oscillating) "
         "| P(collapse) |",

@@ -4,6 +4,8 @@ With a link ``log theta = a + c (T(h) - mean T(h_pilots))`` in the fit, each can
 maps every posterior draw to parameters; simulate's competence kinetics then predict the curves
 over the horizon. The recommendation maximises the posterior mean final competence of the output
 node (the end-to-end proxy) among values whose P(oscillation) is below ``max_p_osc``.
+:func:`recommend_space` maximises the space's ``objective``: an agent's final competence, or
+the end-to-end accuracy (``e2e``, the product of the agents'; :mod:`calibrate._objective`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import simulate
 from .._config import ConfigError
 from .._knobs import check_value, transform_values
 from .._new_run import band_note
+from .._objective import objective_index, objective_label
 from .._posterior import Posterior, load_fit
 from .._predict._core import predict
 from .._space import SearchSpace
@@ -170,12 +173,15 @@ def recommend_space(
     """Predict every candidate of a search space and rank them for the next run.
 
     All candidates go through one batched :func:`calibrate.predict` call per fit at the
-    horizon ``space.budget_steps``. Per candidate: the end-to-end proxy (the last agent's
-    final competence: posterior mean and 90 % interval of the mean run) and the network's
-    regime probabilities. The risk is P(oscillating or collapse), a failed solve counted
+    horizon ``space.budget_steps``. Per candidate: the objective (``space.objective``: the
+    last agent's final competence by default, another agent's, or with ``e2e`` the
+    end-to-end accuracy, forecast as the product of the agents' final competences, see
+    :mod:`calibrate._objective`; posterior mean and 90 % interval of the mean run) and the
+    network's regime probabilities. The risk is P(oscillating or collapse), a failed solve counted
     as a collapse. The ranking puts the candidates with risk <= ``space.risk`` first, by
-    mean proxy (highest first), then the others by risk (lowest first). The top ``top``
-    get the steps to reach ``space.target`` (median over draws) and the spread across
+    mean objective (highest first), then the others by risk (lowest first). The top ``top``
+    get the steps for the objective to reach ``space.target`` (median over draws) and the
+    spread across
     seeds (``final.seed_sd`` and the 90 % interval of one new run's observed final score,
     ``new_run_q05``/``new_run_q95``; what it includes is stated under ``seed_spread``).
 
@@ -214,6 +220,8 @@ def recommend_space(
     cands = space.candidates()
     pl = plan(post, space, cands, motif_weights)
     first = pl.primary
+    names = list(first.model.network.names)
+    agent = objective_index(names, space.objective)  # None: e2e (before any solve)
     refs = link_covariates(first)
     transforms = first.model.config.hierarchy.transforms
     unlinked = [
@@ -232,8 +240,7 @@ def recommend_space(
     base, held = base_pilot(first, refs, {f.name for f in space.fields})
     settings = [{k: v for k, v in c.items() if k in refs} | held for c in cands]
     steps = space.budget_steps
-    ev = evaluate(pl, settings, objective_index(first, space.objective), steps=steps,
-                  max_draws=max_draws, key=key)  # fmt: skip
+    ev = evaluate(pl, settings, agent, steps=steps, max_draws=max_draws, key=key)
     mean, risk, net = ev.mean, ev.risk, ev.net
     order = rank_candidates(mean, risk, space.risk)
     n_ok = int(np.sum((risk <= space.risk) & np.isfinite(mean)))
@@ -258,7 +265,7 @@ def recommend_space(
         if pl.selection:
             rows[-1]["fits"] = dict(pl.components[i])
     ranked_by = (
-        f"mean final competence of {ev.proxy_agent!r} among the {n_ok} candidate(s) with "
+        f"mean {objective_label(names, agent)} among the {n_ok} candidate(s) with "
         f"P(oscillating or collapse) <= {space.risk:g}"
         if n_ok
         else f"no candidate has P(oscillating or collapse) <= {space.risk:g}: ranked by the "
@@ -280,9 +287,10 @@ def recommend_space(
             "draws": min(ev.draws.values()),
             "horizon_steps": float(steps),
             "proxy_agent": ev.proxy_agent,
+            "objective": {"name": space.objective, "label": objective_label(names, agent)},
             "motif_source": pl.motif_source,
             "ranked_by": ranked_by,
-            "seed_spread": seed_spread_note(first),
+            "seed_spread": seed_spread_note(first, agent),
             "held": held,
             "top": rows,
             "best": best,
@@ -302,17 +310,6 @@ def recommend_space(
             ),
         }
     ) | {"_arrays": {"settings": cands, "utility": mean, "risk": risk, "pilots": pilots}}
-
-
-def objective_index(post: Posterior, objective: str) -> int:
-    """Index of the space's ``objective`` agent (``last``: the output node) in the fit."""
-    names = list(post.model.network.names)
-    if objective == "last":
-        return len(names) - 1
-    if objective not in names:
-        raise ConfigError(f"space: objective {objective!r} is not an agent of the fit {names}"
-                          " (or 'last')")  # fmt: skip
-    return names.index(objective)
 
 
 def recommend_space_from_dir(

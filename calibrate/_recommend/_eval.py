@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .._objective import E2E_LABEL, objective_values
 from .._predict._core import REGIME_GROUPS, predict
 from ._motif import Plan
 from ._seeds import new_run_draws
@@ -50,16 +51,17 @@ class Evaluation:
     """Per-candidate predictions combined over the plan's fits.
 
     Attributes:
-        mean: Posterior mean final competence of the proxy agent ``(S,)`` (NaN when a
-            draw's solve failed).
+        mean: Posterior mean final objective ``(S,)``: the proxy agent's competence, or
+            for ``e2e`` the product of the agents' (NaN when a draw's solve failed).
         net: Grouped network regime probabilities, group -> ``(S,)``.
         risk: P(oscillating or collapse or failed) ``(S,)``.
         draws: Posterior draws per fit.
-        proxy_agent: The proxy agent's name (``agent``: its index, default the last).
+        proxy_agent: The proxy agent's name (``agent``: its index, default the last), or
+            for ``agent=None`` (the ``e2e`` objective) :data:`calibrate._objective.E2E_LABEL`.
     """
 
     def __init__(
-        self, plan: Plan, settings: list[dict[str, Any]], agent: int = -1, **kw: Any
+        self, plan: Plan, settings: list[dict[str, Any]], agent: int | None = -1, **kw: Any
     ) -> None:
         s = len(settings)
         self.plan, self.settings, self.kw, self.agent = plan, settings, kw, agent
@@ -75,7 +77,7 @@ class Evaluation:
                 continue
             w = np.asarray([dict(plan.components[i])[label] for i in pos])
             pred = predict(post, [settings[i] for i in pos], bands=False, band="mean", **kw)
-            final = pred.final[:, :, agent]  # (n, G): the end-to-end proxy
+            final = objective_values(pred.final, agent)  # (n, G): the objective
             ok = np.all(np.isfinite(final), axis=1)
             # a candidate with a failed draw has no mean (NaN), and no numpy warning says so
             m = np.where(ok, np.where(ok[:, None], final, 0.0).mean(1), np.nan)
@@ -85,7 +87,7 @@ class Evaluation:
                 self.net[g][pos] += w * net[g]
             self.finals[label] = (pos, final)
             self.draws[label] = int(pred.draw_index.size)
-            self.proxy_agent = pred.agents[agent]
+            self.proxy_agent = E2E_LABEL if agent is None else pred.agents[agent]
         self.risk = self.net["oscillating"] + self.net["collapse"] + self.net["failed"]
 
     def _pooled(self, i: int, per: dict[str, tuple[np.ndarray, np.ndarray]]):
@@ -99,24 +101,27 @@ class Evaluation:
         return vals, wts
 
     def quantiles(self, i: int, q: Sequence[float]) -> np.ndarray:
-        """Quantiles of candidate ``i``'s final proxy over its (pooled) draws."""
+        """Quantiles of candidate ``i``'s final objective over its (pooled) draws."""
         vals, wts = self._pooled(i, self.finals)
         if len(vals) == 1:
             return np.quantile(vals[0], q)
         return weighted_quantile(np.concatenate(vals), np.concatenate(wts), q)
 
 
-def evaluate(plan: Plan, settings: list[dict[str, Any]], agent: int = -1, **kw: Any) -> Evaluation:
-    """Predict every candidate (``agent``: index of the proxy agent; ``kw``:
-    :func:`calibrate.predict`'s ``steps``, ``max_draws``, ``key``)."""
+def evaluate(
+    plan: Plan, settings: list[dict[str, Any]], agent: int | None = -1, **kw: Any
+) -> Evaluation:
+    """Predict every candidate (``agent``: index of the proxy agent, None for ``e2e``;
+    ``kw``: :func:`calibrate.predict`'s ``steps``, ``max_draws``, ``key``)."""
     return Evaluation(plan, settings, agent, **kw)
 
 
 def head_stats(
     ev: Evaluation, head: Sequence[int], *, steps: int, target: float, replicates: int = 8
 ) -> list[dict[str, Any]]:
-    """Per top candidate: the final proxy's 90 % interval, steps to ``target`` (median over
-    draws; None when most never reach it), P(reach), and the seed spread (``seed_sd`` and
+    """Per top candidate: the final objective's 90 % interval, steps to ``target`` (median
+    over draws, on the objective's curve: for ``e2e`` the product of the agents' curves;
+    None when most never reach it), P(reach), and the seed spread (``seed_sd`` and
     the 90 % interval of one new run's observed final score, see
     :mod:`calibrate._recommend._seeds`)."""
     plan, kw = ev.plan, ev.kw
@@ -133,7 +138,7 @@ def head_stats(
             band="mean", **kw,
         )  # fmt: skip
         assert pred.curves is not None  # keep_curves=True
-        hit = pred.curves[..., ev.agent] >= target  # (n, G, T)
+        hit = objective_values(pred.curves, ev.agent) >= target  # (n, G, T)
         firsts[label] = (pos, np.where(hit.any(-1), pred.t[np.argmax(hit, axis=-1)], np.inf))
         nr = new_run_draws(post, sets, replicates=replicates, agent=ev.agent, **kw)
         runs[label], var[label] = (pos, nr["y"]), (pos, nr["var"])

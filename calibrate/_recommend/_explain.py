@@ -69,11 +69,13 @@ def explain(
 
     Args:
         cands: The candidate settings ``(C,)``.
-        mean: Forecast mean final competence of the objective agent per candidate ``(C,)``.
+        mean: Forecast mean final objective per candidate ``(C,)`` (an agent's competence,
+            or the end-to-end accuracy: the product of the agents').
         risk: P(oscillating or collapse) per candidate ``(C,)``.
         order: The ranking (best first).
         tolerance: The space's risk tolerance.
-        agent: The objective agent's name.
+        agent: The objective agent's name, or for ``e2e``
+            :data:`calibrate._objective.E2E_LABEL`.
         chosen_row: The chosen setting's row of ``top`` (its ``final`` forecast).
         runs: The pilot runs' names ``(P,)``.
         pilots: Per field, the pilot runs' values ``(P,)``.

@@ -94,7 +94,7 @@ def influence(
 def plot_regime_map(rec: dict[str, Any], arrays: dict[str, Any], path: str | Path) -> Path:
     """The predicted P(oscillating or collapse) over the two most influential fields
     (averaged over the other fields within each cell), pilots (x) and the recommendation
-    (star) marked. With one searched field: the mean end-to-end proxy against it."""
+    (star) marked. With one searched field: the mean objective against it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -128,7 +128,8 @@ def plot_regime_map(rec: dict[str, Any], arrays: dict[str, Any], path: str | Pat
         xa, xt = _coords([s[n] for s in settings], fields[n])
         sc = ax.scatter(xa, utility, c=risk, **kw)
         _axis(ax, "x", n, fields[n], xt)
-        ax.set_ylabel(f"mean final competence of {rec['proxy_agent']}")
+        what = rec.get("objective", {}).get("label") or f"final competence of {rec['proxy_agent']}"
+        ax.set_ylabel(f"mean {what}")
         pilots = []
         for k, v in enumerate(arrays["pilots"].get(n, [])):
             if isinstance(v, int | float) and not isinstance(v, bool):

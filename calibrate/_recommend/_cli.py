@@ -1,0 +1,150 @@
+"""The ``recommend`` command: sweep one linked ``--param`` of a saved fit, or rank a search
+space (``--space``, optionally with ``--objective``), and write ``recommendation.json`` and,
+for run-folder data, ``best.yaml``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_recommend_parser", "recommend_command"]
+
+
+def add_recommend_parser(sub: Any) -> None:
+    """Add ``recommend`` to the subcommands ``sub``."""
+    r = sub.add_parser("recommend", help="choose a hyperparameter for the next run from a fit")
+    r.add_argument(
+        "fit_dir",
+        help="a folder written by `fit` (with a link in its hierarchy); with --space also a "
+        "selection folder (fit --motif auto or a motif list)",
+    )
+    r.add_argument("--param", default=None, help="linked hyperparameter (default: the first)")
+    r.add_argument("--grid", default=None, help="comma list of values (default: log grid)")
+    r.add_argument("--steps", type=int, default=None, help="horizon in steps")
+    r.add_argument(
+        "--out", default=None, help="folder for recommendation.json (default: the fit folder)"
+    )
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument(
+        "--space",
+        default=None,
+        help="search-space file (YAML/JSON: fields, budget_steps, risk, target, n_candidates):"
+        " rank every candidate instead of sweeping one --param",
+    )
+    r.add_argument("--top", type=int, default=5, help="with --space: candidates reported")
+    r.add_argument("--draws", type=int, default=200, help="with --space: posterior draws used")
+    r.add_argument("--json", action="store_true", help="with --space: print one JSON object")
+    r.add_argument(
+        "--motif-weights",
+        choices=["best", "stacking"],
+        default=None,
+        help="with --space and a selection folder (fit --motif auto) whose motif the space "
+        "does not search: predict with the best fit (best, default) or the stacking-weighted "
+        "mixture of the fits (stacking)",
+    )
+    r.add_argument(
+        "--objective",
+        default=None,
+        help="with --space: what the ranking maximises, replacing the space file's "
+        "objective: last (the output node's final competence), an agent's name, or e2e "
+        "(the end-to-end accuracy, forecast as the product of the agents' competences)",
+    )
+
+
+def recommend_command(args: argparse.Namespace) -> int:
+    """Run ``recommend`` (``--space``: rank a search space; else sweep one ``--param``)."""
+    import jax
+
+    from simulate import mark_output, write_json
+
+    from .._config import ConfigError
+
+    if args.space is not None:
+        return _recommend_space(args)
+    if (args.json or args.top != 5 or args.draws != 200 or args.motif_weights is not None
+            or args.objective is not None):  # fmt: skip
+        raise ConfigError("--json, --top, --draws, --motif-weights and --objective go with "
+                          "--space")  # fmt: skip
+    from .._cli_args import parse_grid, recommend_out
+
+    grid = parse_grid(args.grid)  # before the work: "" is an error, not the default grid
+    out = recommend_out(args.out or args.fit_dir)
+    jax.config.update("jax_enable_x64", True)
+    from ._core import recommend_from_dir
+
+    rec = recommend_from_dir(
+        args.fit_dir, param=args.param, grid=grid, steps=args.steps, key=jax.random.key(args.seed)
+    )
+    path = write_json(out / "recommendation.json", rec)
+    mark_output(out, "calibrate recommend", [path.name])
+    print(path.read_text(encoding="utf-8"), end="")
+    print(f"recommendation written to {path}", file=sys.stderr)
+    _write_best(rec, out, f"with {rec['param']}={rec['value']:.4g}")
+    return 0
+
+
+def _write_best(rec: dict, out: Path, what: str) -> None:
+    """Write the recommendation's training config as ``out/best.yaml`` (when the fit's data
+    came from run folders) and say how to train it."""
+    if rec["train_config"] is None:
+        print("no best.yaml: the fit's data came from tables, not run folders", file=sys.stderr)
+        return
+    from llm_runs.config import TrainConfig, save_config
+    from simulate import mark_output
+
+    best = save_config(TrainConfig.from_dict(rec["train_config"]), out / "best.yaml")
+    mark_output(out, "calibrate recommend", [best.name])
+    print(
+        f"next run's config (run {rec['base_run']}'s {what}) written to {best}; train it "
+        f"with: python -m llm_runs train --config {best} --out RUN_FOLDER",
+        file=sys.stderr,
+    )
+
+
+def _recommend_space(args: argparse.Namespace) -> int:
+    import jax
+
+    from simulate import jsonable, mark_output, write_json
+
+    from .._cli_args import recommend_out
+    from .._config import ConfigError
+    from .._objective import check_objective
+    from .._space import SearchSpace
+
+    if args.param is not None or args.grid is not None or args.steps is not None:
+        raise ConfigError("--space replaces --param, --grid and --steps (budget_steps)")
+    space = SearchSpace.load(args.space)  # before the work, as the folder check
+    if args.objective is not None:  # a bad value: exit 2 with one error: line
+        objective = check_objective(args.objective, "--objective")
+        space = dataclasses.replace(space, objective=objective)
+    out = recommend_out(args.out or args.fit_dir)
+    jax.config.update("jax_enable_x64", True)
+    from ._core import recommend_space_from_dir
+    from ._explain import explain_lines
+    from ._plot import plot_regime_map, space_table
+
+    rec = recommend_space_from_dir(
+        args.fit_dir,
+        space,
+        max_draws=args.draws,
+        top=args.top,
+        key=jax.random.key(args.seed),
+        motif_weights=args.motif_weights or "best",
+    )
+    arrays = rec.pop("_arrays")
+    path = write_json(out / "recommendation.json", rec)
+    mark_output(out, "calibrate recommend", [path.name])
+    if args.json:
+        print(json.dumps(jsonable(rec), allow_nan=False))
+    else:
+        print("\n".join(space_table(rec) + explain_lines(rec["explanation"])))
+    print(f"recommendation written to {path}", file=sys.stderr)
+    fig = plot_regime_map(rec, arrays, out / "regime_map.png")
+    mark_output(out, "calibrate recommend", [fig.name])
+    print(f"regime map written to {fig}", file=sys.stderr)
+    _write_best(rec, out, f"with the recommended setting, steps={space.budget_steps}")
+    return 0
