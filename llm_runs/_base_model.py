@@ -2,7 +2,9 @@
 built from its config with a character or a BPE tokenizer, pretrained from scratch on the
 task family's text and cached as a local transformers checkpoint.
 
-No hub download anywhere: ``--base PATH`` loads any local checkpoint instead.
+No hub download anywhere: ``--base PATH`` loads any local checkpoint instead. The tiny
+GPT-2 base of ``math`` (the default) ships with the package (:data:`SHIPPED_BASES`), so a
+fresh install trains without pretraining it first.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "get_base",
     "load_base",
     "pretrain_base",
+    "shipped_base",
 ]
 
 
@@ -53,6 +56,35 @@ class Base:
 
 #: CPU threads of base pretraining (fixed: the weights must not depend on the machine's).
 PRETRAIN_THREADS = 1
+
+#: Bases shipped with the package, one folder per cache entry (``bases/<cache folder>/``):
+#: the tiny GPT-2 + char base of ``math`` (3.2 MB), which is what :func:`pretrain_base`
+#: makes for its cache key on one CPU thread (a slow test pretrains it again and compares
+#: every weight). A cache without the entry gets a copy instead of 6-16 min of pretraining.
+SHIPPED_BASES = Path(__file__).resolve().parent / "bases"
+
+
+def shipped_base(name: str) -> Path | None:
+    """The shipped base of the cache folder ``name`` (see :func:`cache_path`), or None."""
+    path = SHIPPED_BASES / name
+    return path if (path / "agentmotifs_base.json").is_file() else None
+
+
+def _temp(out: Path) -> Path:
+    """An empty temp folder beside ``out`` (this process's)."""
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return tmp
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    """Rename the finished folder ``tmp`` to ``out`` (atomic), unless another process
+    finished ``out`` first: then its copy is kept and ``tmp`` dropped."""
+    if out.exists():
+        shutil.rmtree(tmp)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, out)
 
 
 def default_cache() -> Path:
@@ -183,8 +215,7 @@ def _pretrain(
     if bar is not None:
         bar.close()
     out = Path(out)
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = _temp(out)
     model.eval().cpu().save_pretrained(str(tmp))
     tok.save(tmp)
     meta = {
@@ -202,11 +233,7 @@ def _pretrain(
         "threads": torch.get_num_threads() if device == "cpu" else None,
     }
     write_json(tmp / "agentmotifs_base.json", meta)  # strict JSON: a NaN loss is null
-    if out.exists():
-        shutil.rmtree(tmp)  # another process finished first; keep its copy
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, out)
+    _publish(tmp, out)
     return out
 
 
@@ -265,7 +292,8 @@ def get_base(
     device: str = "cpu",
     progress: bool = False,
 ) -> Base:
-    """The base for ``task``: ``base`` if given, else the cached pretrained one (built once).
+    """The base for ``task``: ``base`` if given, else the cached pretrained one (built once,
+    or copied from :data:`SHIPPED_BASES` when the package ships it).
 
     The cache entry is keyed by preset, architecture, tokenizer, task, task seed and
     pretraining settings (:func:`cache_path`).
@@ -276,6 +304,11 @@ def get_base(
     steps = int(steps or BASE_PRESETS[preset]["steps"])
     folder = Path(cache) if cache is not None else default_cache()
     path = cache_path(task, folder, preset, steps, batch, lr, arch, tokenizer)
+    shipped = shipped_base(path.name)
+    if not (path / "agentmotifs_base.json").exists() and shipped is not None:
+        tmp = _temp(path)
+        shutil.copytree(shipped, tmp)
+        _publish(tmp, path)
     if not (path / "agentmotifs_base.json").exists():
         pretrain_base(
             task,
