@@ -258,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     from simulate import AgentmotifsError
 
     args = _parser().parse_args(argv)
+    if args.cmd != "demo":  # the demo's stages are these commands, each caching its own
+        from simulate import enable_compilation_cache
+
+        enable_compilation_cache()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)

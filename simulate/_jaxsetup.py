@@ -34,14 +34,24 @@ def float_dtype() -> str:
     return str(jnp.dtype(jnp.result_type(float)))
 
 
-def enable_compilation_cache(path: str | Path | None = None) -> Path:
-    """Turn on JAX's persistent compilation cache (default ``~/.cache/agentmotifs/jax``)."""
+def enable_compilation_cache(path: str | Path | None = None) -> Path | None:
+    """Turn on JAX's persistent compilation cache, so that a command run again loads its
+    compiled programs instead of compiling them (``python -m simulate phase``, and
+    ``python -m calibrate``'s fit, predict, recommend and watch).
+
+    Args:
+        path: The cache folder (default ``$AGENTMOTIFS_JAX_CACHE``, else
+            ``~/.cache/agentmotifs/jax``; ``AGENTMOTIFS_JAX_CACHE=off`` turns the cache off).
+
+    Returns:
+        The folder, or None when the cache is off.
+    """
     import jax
 
-    path = Path(
-        path
-        or os.environ.get("AGENTMOTIFS_JAX_CACHE", Path.home() / ".cache" / "agentmotifs" / "jax")
-    )
+    env = os.environ.get("AGENTMOTIFS_JAX_CACHE", "")
+    if path is None and env.lower() == "off":
+        return None
+    path = Path(path or env or Path.home() / ".cache" / "agentmotifs" / "jax")
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
