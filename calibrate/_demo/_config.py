@@ -127,7 +127,7 @@ class DemoConfig:
         """The search space handed to ``python -m calibrate recommend --space``."""
         return {
             "fields": {
-                "rl.lr": {"low": self.lr_range[0], "high": self.lr_range[1], "scale": "log"},
+                "rl.lr": {"low": self.lr_range[0], "high": self.lr_range[1]},  # the knob's scale
                 "rl.staleness": {"choices": list(self.staleness_choices)},
             },
             "budget_steps": self.budget_steps,

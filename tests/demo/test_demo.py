@@ -57,13 +57,16 @@ def test_pilots_are_the_corners_and_the_space_covers_them() -> None:
         {"rl.lr": 1.5e-2, "rl.staleness": 8},
     ]
     sp = cfg.space()
-    assert sp["fields"]["rl.lr"] == {"low": 1e-3, "high": 1.5e-2, "scale": "log"}
+    assert sp["fields"]["rl.lr"] == {"low": 1e-3, "high": 1.5e-2}  # scale: the knob schema's
     assert sp["budget_steps"] == cfg.budget_steps
     # the space is one calibrate accepts
     from calibrate import SearchSpace
+    from llm_runs.knobs import knob
 
     space = SearchSpace.from_dict(sp)
     assert {f.name for f in space.fields} == {"rl.lr", "rl.staleness"}
+    lr = knob("rl.lr")
+    assert lr is not None and space.fields[0].scale == lr.scale == "log"
 
 
 def test_progress_follows_only_the_named_bar() -> None:
