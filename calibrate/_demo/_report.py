@@ -222,9 +222,9 @@ def objective_sentence(rec: dict[str, Any], objective: str) -> str:
     space's, ``e2e``, ``last`` or an agent's name; ``rec``: the recommendation)."""
     label = (rec.get("objective") or {}).get("label")
     if objective == E2E:
-        return (f"Ranked by the forecast {E2E_LABEL} at the horizon (`objective: e2e`), the "
-                "model's forecast of the end-to-end accuracy: on the testbed's logs the "
-                "product tracks the logged end-to-end accuracy with r = 0.97.")  # fmt: skip
+        return (f"Objective `e2e`: the forecast {E2E_LABEL} at the horizon, the model's "
+                "forecast of the end-to-end accuracy (on the testbed's logs the product tracks "
+                "the logged end-to-end accuracy with r = 0.97; docs/cli.md).")  # fmt: skip
     label = label or f"final competence of {rec.get('proxy_agent', objective)!r}"
     return f"Ranked by the forecast {label} at the horizon (`objective: {objective}`)."
 

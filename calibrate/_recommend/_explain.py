@@ -128,7 +128,7 @@ def explain_lines(ex: Mapping[str, Any]) -> list[str]:
     c = ex["chosen"]
     lo, hi = c["new_run_90"]
     lines = [f"why: {fmt(c['setting'])}: one new run's final {c['agent']} "
-             f"[{lo}, {hi}] (90 %), mean {c['forecast_mean']:.3f}, "
+             f"[{lo:.3f}, {hi:.3f}] (90 %), mean {c['forecast_mean']:.3f}, "
              f"P(oscillating or collapse) {c['p_oscillating_or_collapse']:.2f}"]  # fmt: skip
     near = ex.get("nearest_pilot")
     if near:

@@ -156,7 +156,7 @@ def test_space_and_demo_config_round_trip_e2e():
     assert DemoConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
     assert DemoConfig(objective="last").objective == "last"
     text = objective_sentence({"objective": {"label": f"final {E2E_LABEL}"}}, "e2e")
-    assert text.startswith(f"Ranked by the forecast {E2E_LABEL}") and "r = 0.97" in text
+    assert text.startswith(f"Objective `e2e`: the forecast {E2E_LABEL}") and "r = 0.97" in text
     z = {"proxy_agent": "Z", "objective": {"label": "final competence of 'Z'"}}
     assert objective_sentence(z, "last") == (
         "Ranked by the forecast final competence of 'Z' at the horizon (`objective: last`)."

@@ -65,5 +65,6 @@ def test_nearest_pilot_and_extrapolation_in_units_of_the_pilots_range():
     assert far["extrapolates"] is True
     assert far["beyond"] == {"rl.lr": pytest.approx(math.log(3) / math.log(10))}
     lines = explain_lines(_explain(tolerance=0.6))
+    assert "[0.750, 0.920] (90 %), mean 0.850" in explain_lines(_explain())[0]
     assert "beyond the pilots' range on rl.lr by 0.48 range(s)" in lines[1]
     assert "did not bind" in lines[-1]
