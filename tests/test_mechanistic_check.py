@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))
 
-import mechanistic_check as mc  # noqa: E402
+import mechanistic_check as mc
 
 
 @pytest.mark.parametrize("method", ["nuts", "laplace"])
