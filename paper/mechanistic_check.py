@@ -128,10 +128,6 @@ def main(argv: list[str] | None = None) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    import pandas as pd
-
-    import calibrate as cal
-    from simulate.spec import NetworkSpec
 
     out = Path(a.out)
     n_eval = int(json.loads((REGIME / "predictions.json").read_text())["n_eval"])
@@ -150,6 +146,21 @@ def main(argv: list[str] | None = None) -> int:
         ),
     }
     compare = {k: v for k, v in stored.items() if k != "command"}
+    try:
+        return _run(a, out, stored, compare, cfgs, design, pilots, held, n_eval)
+    except simulate.AgentmotifsError as err:  # another design in --out, a folder in use...
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _run(a, out, stored, compare, cfgs, design, pilots, held, n_eval) -> int:
+    import jax
+    import pandas as pd
+
+    import calibrate as cal
+    import simulate
+    from simulate.spec import NetworkSpec
+
     with cal.Study(out, {"compare": compare, "command": stored["command"]},
                    design_file="config.json", compare_key="compare", overwrite=a.overwrite,
                    kind="mechanistic check"):  # fmt: skip

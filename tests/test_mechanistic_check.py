@@ -45,3 +45,12 @@ def test_by_staleness_pools_agents_then_runs_per_row():
     assert got["regime_accuracy"] == {"0": 0.5, "8": 1.0}
     assert got["crps"]["0"] == pytest.approx((0.2 + 0.2) / 2)
     assert got["crps"]["8"] == pytest.approx(0.6)
+
+
+def test_another_design_in_out_is_refused_with_one_error_line(tmp_path, capsys):
+    (tmp_path / "config.json").write_text('{"compare": {"method": "other"}}')
+    assert mc.main(["--out", str(tmp_path), "--method", "laplace"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "another design" in err[0]
+    assert (tmp_path / "config.json").read_text() == '{"compare": {"method": "other"}}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]
