@@ -30,3 +30,13 @@ def _free_compiled_programs():
 
     jax.clear_caches()
     gc.collect()
+
+
+@pytest.fixture
+def restore_cache_dir():
+    """JAX's compilation-cache folder as it was before the test (the cache tests change it)."""
+    import jax
+
+    before = jax.config.jax_compilation_cache_dir
+    yield
+    jax.config.update("jax_compilation_cache_dir", before)

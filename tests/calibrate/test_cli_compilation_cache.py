@@ -5,14 +5,6 @@ warm, 2026-12-03, loaded machine)."""
 from __future__ import annotations
 
 import jax
-import pytest
-
-
-@pytest.fixture
-def restore_cache_dir():
-    before = jax.config.jax_compilation_cache_dir
-    yield
-    jax.config.update("jax_compilation_cache_dir", before)
 
 
 def test_a_calibrate_command_turns_the_cache_on(tmp_path, monkeypatch, restore_cache_dir):

@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 import jax
-import pytest
 
 import simulate
-
-
-@pytest.fixture
-def restore_cache_dir():
-    before = jax.config.jax_compilation_cache_dir
-    yield
-    jax.config.update("jax_compilation_cache_dir", before)
 
 
 def test_the_cache_goes_where_the_environment_says(tmp_path, monkeypatch, restore_cache_dir):
