@@ -2,13 +2,17 @@
 
 For each ``pool.update`` (``grad``, ``es``) and K (``--K``, default 1,2,4,8; ES needs an
 even K), a joint 3-role run (``llm_runs`` math task, the same 32 rollouts per step split
-among the members) is set up on one shared base; the runs take turns, one RL step each per
-round, so that a load change on a shared machine hits every run alike. Prints per run the
-median seconds per step and its ratio to single-agent (grad, K = 1) training, and the
-memory the pool adds: exact bytes of adapter parameters, gradients and AdamW state (and the
-ES centres), with its ratio to K = 1. One base plus K adapters per role: the base is
-counted once whatever K is. Goal (issue 20): memory grows as the adapters only (K x the
-adapter bytes, base shared); step time at matched rollouts within 1.5x of K = 1 for grad.
+among the members) is set up on one shared base, for K > 1 twice: ``per-member`` (one
+batch per member, ``pool.batched: false``, the implementation before issue 33) and
+``batched`` (all members' rows in one mixed batch, the default). The runs take turns, one
+RL step each per round, so that a load change on a shared machine hits every run alike.
+Prints per run the median seconds per step, its ratio to single-agent (grad, K = 1)
+training and, for ``batched``, to ``per-member`` at the same K; and the memory the pool
+adds: exact bytes of adapter parameters, gradients and AdamW state (and the ES centres),
+with its ratio to K = 1. One base plus K adapters per role: the base is counted once
+whatever K is. Goals: memory grows as the adapters only (K x the adapter bytes, base
+shared; issue 20); a grad pool's step at K = 8 within 1.5x of K = 1 at matched rollouts
+(issue 33 §5).
 
 Usage: python benchmarks/bench_pool.py [--K 1,2,4,8] [--steps 8] [--preset tiny]
        [--batch 8 --group 4] [--cache DIR]
@@ -45,7 +49,7 @@ def _bytes(st) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--K", default="1,2,4,8")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--preset", default="tiny")
@@ -70,35 +74,41 @@ def main() -> int:
         for k in ks:
             if update == "es" and (k < 2 or k % 2):
                 continue
-            cfg = TrainConfig.from_dict(
-                {
-                    "model": {"preset": a.preset, "base_cache": a.cache},
-                    "rl": {"algo": "grpo", "batch": a.batch, "group": a.group},
-                    "pool_size": k,
-                    "pool": {"update": update, "init_noise": 0.01 if k > 1 else 0.0},
-                    "threads": 1,
-                }
-            )
-            st, _ = setup_training(cfg, progress=False)
-            rl_step(st, 0, pulse=False, pulse_mode="flip", log_kl=False)  # warm up
-            runs[(update, k)] = st
-    wall: dict[tuple[str, int], list[float]] = {r: [] for r in runs}
+            for path in ("per-member", "batched") if k > 1 else ("single",):
+                pool = {"update": update, "init_noise": 0.01 if k > 1 else 0.0}
+                cfg = TrainConfig.from_dict(
+                    {
+                        "model": {"preset": a.preset, "base_cache": a.cache},
+                        "rl": {"algo": "grpo", "batch": a.batch, "group": a.group},
+                        "pool_size": k,
+                        "pool": {**pool, "batched": path == "batched"},
+                        "threads": 1,
+                    }
+                )
+                st, _ = setup_training(cfg, progress=False)
+                rl_step(st, 0, pulse=False, pulse_mode="flip", log_kl=False)  # warm up
+                runs[(update, k, path)] = st
+    wall: dict[tuple[str, int, str], list[float]] = {r: [] for r in runs}
     for r in range(a.steps):
         for key, st in runs.items():
             t0 = time.perf_counter()
             rl_step(st, 1 + r, pulse=False, pulse_mode="flip", log_kl=False)
             wall[key].append(time.perf_counter() - t0)
-    ref_t = statistics.median(wall[("grad", 1)]) if ("grad", 1) in wall else None
-    ref_m = _bytes(runs[("grad", 1)]) if ("grad", 1) in runs else None
+    single = ("grad", 1, "single")
+    ref_t = statistics.median(wall[single]) if single in wall else None
+    ref_m = _bytes(runs[single]) if single in runs else None
     print(f"pool step time and memory, {a.preset} base, {a.batch * a.group} rollouts/step, "
           f"{a.steps} interleaved steps, load {load_average()}")  # fmt: skip
-    print(f"{'update':>6} {'K':>3} {'s/step':>8} {'x K=1':>7} {'pool MiB':>9} {'x K=1':>7}")
-    for (update, k), st in runs.items():
-        t = statistics.median(wall[(update, k)])
+    print(f"{'update':>6} {'K':>3} {'path':>10} {'s/step':>8} {'x K=1':>7} {'x per-m':>8} "
+          f"{'pool bytes':>11} {'x K=1':>7}")  # fmt: skip
+    for (update, k, path), st in runs.items():
+        t = statistics.median(wall[(update, k, path)])
         m = _bytes(st)
         rt = f"{t / ref_t:7.2f}" if ref_t else "      –"
+        old = wall.get((update, k, "per-member"))
+        ro = f"{t / statistics.median(old):8.2f}" if path == "batched" and old else "       –"
         rm = f"{m / ref_m:7.2f}" if ref_m else "      –"
-        print(f"{update:>6} {k:>3} {t:8.3f} {rt} {m / 2**20:9.3f} {rm}")
+        print(f"{update:>6} {k:>3} {path:>10} {t:8.3f} {rt} {ro} {m:>11} {rm}")
     return 0
 
 

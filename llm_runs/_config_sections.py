@@ -329,6 +329,9 @@ class PoolConfig:
             perturb their LoRA B by ``explore_noise``.
         exploit_frac: Quantile of members replaced (at least one when K >= 2).
         explore_noise: Standard deviation of the explore perturbation.
+        batched: Run a role's K members in one mixed batch (one forward per sampled token,
+            one forward and backward per update), each row through its member's adapter;
+            false: one batch per member. Same maths and random draws; float rounding differs.
     """
 
     init_noise: float = 0.0
@@ -340,8 +343,10 @@ class PoolConfig:
     exploit_every: int = 0
     exploit_frac: float = 0.25
     explore_noise: float = 0.01
+    batched: bool = True
 
     def validate(self, p: str) -> None:
+        _check(isinstance(self.batched, bool), f"{p}.batched", "must be true or false")
         _check(self.sampling in POOL_SAMPLINGS, f"{p}.sampling", f"must be one of {POOL_SAMPLINGS}")
         _check(self.update in POOL_UPDATES, f"{p}.update", f"must be one of {POOL_UPDATES}")
         for name in ("init_noise", "explore_noise"):

@@ -60,6 +60,7 @@ class MultiAdapter:
         device: str = "cpu",
     ) -> None:
         from peft import LoraConfig, get_peft_model
+        from peft.tuners.lora import LoraLayer
 
         if len(set(agents)) != len(agents) or not agents:
             raise ValueError(f"agent names must be unique and non-empty, got {list(agents)}")
@@ -88,6 +89,8 @@ class MultiAdapter:
             a: [p for n, p in self.model.named_parameters() if f".{a}." in n and "lora_" in n]
             for a in self.agents
         }
+        #: The model's LoRA layers (where :mod:`llm_runs._mixed` routes rows to members).
+        self.lora_layers = [m for m in self.model.modules() if isinstance(m, LoraLayer)]
         for a, ps in self.params.items():
             if not ps:
                 raise RuntimeError(f"adapter {a!r} has no LoRA parameters")
@@ -143,6 +146,7 @@ class MultiAdapter:
         temperature: float = 1.0,
         generator: torch.Generator | None = None,
         with_logp: Literal[False] = False,
+        noise: torch.Tensor | None = None,
     ) -> torch.Tensor: ...
 
     @overload
@@ -156,6 +160,7 @@ class MultiAdapter:
         temperature: float = 1.0,
         generator: torch.Generator | None = None,
         with_logp: Literal[True],
+        noise: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
     @torch.no_grad()
@@ -169,6 +174,7 @@ class MultiAdapter:
         temperature: float = 1.0,
         generator: torch.Generator | None = None,
         with_logp: bool = False,
+        noise: torch.Tensor | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Sample ``n_new`` tokens per prompt with ``agent``'s adapter (KV cache).
 
@@ -183,6 +189,10 @@ class MultiAdapter:
                 sampling policy, ``log_softmax(logits / temperature)`` of the very logits it
                 was drawn from (what :meth:`token_logprobs` computes for these tokens with a
                 separate forward, without one).
+            noise: Pre-drawn Exp(1) noise (n_new, N, V) to sample with instead of
+                ``generator``: token t of row i is ``argmax(p / noise[t, i])``, the very
+                draw ``torch.multinomial(p, 1)`` makes from its own noise (an exponential
+                race), so noise drawn in another order reproduces another batching's tokens.
 
         Returns:
             Completion token ids, shape (N, n_new); with ``with_logp`` the pair
@@ -202,7 +212,10 @@ class MultiAdapter:
                     nxt = logits.argmax(-1)
                 else:
                     probs = torch.softmax(logits / temperature, -1)
-                    nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+                    if noise is None:
+                        nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+                    else:
+                        nxt = (probs / noise[t]).argmax(-1)
                 out_tokens.append(nxt)
                 if with_logp:
                     logsm = torch.log_softmax(logits / temperature, -1)

@@ -10,9 +10,11 @@ import numpy as np
 import torch
 
 from ._edges import EdgeController
-from ._policy import Encoded, MultiAdapter
+from ._member_update import mixed, targets, update_role, warmup_role
+from ._mixed import generate_mixed
+from ._policy import MultiAdapter
 from ._pool import Pool
-from ._rl import advantages, assign_credit, corrupt, policy_loss
+from ._rl import advantages, assign_credit, corrupt
 from ._staleness import AdapterRing, Snapshot, use_snapshot
 from ._tasks import Probe, Problem, Task
 from .config import TrainConfig
@@ -85,6 +87,22 @@ def _generate(
         assign = np.full(len(prompts), member)
     elif assign is None:
         assign = _assign(len(prompts), len(names))
+    if member is None and mixed(st, role):  # all members in one batch
+        enc = st.policy.encode(prompts)
+        comp, logp = generate_mixed(
+            st.policy,
+            names,
+            enc,
+            assign,
+            n_new,
+            greedy=greedy,
+            temperature=st.cfg.rl.temperature,
+            generator=st.gen,
+            stale=stale,
+        )
+        if behaviour is not None:
+            behaviour[role] = (comp, logp)
+        return [t[:n_new] for t in st.policy.decode(comp)]
     texts: list[str] = [""] * len(prompts)
     dev = st.policy.device
     if behaviour is not None:
@@ -116,38 +134,6 @@ def _generate(
     return texts
 
 
-def _behaviour_logp(
-    st: State,
-    name: str,
-    stale: Snapshot,
-    enc: Encoded,
-    comp: torch.Tensor,
-    sampled: tuple[torch.Tensor, torch.Tensor],
-    idx: np.ndarray,
-) -> torch.Tensor:
-    """Log-probs of ``comp`` (N, T) under adapter ``name`` of the snapshot ``stale``.
-
-    Taken from the sampling pass (``sampled``: the role's sampled ids and log-probs, rows
-    ``idx``) for every row whose scored tokens are the sampled ones; the rare rows that
-    decoding and re-encoding changed (a special token sampled mid-output, a tokenizer that
-    does not round-trip) get a no-grad forward under the snapshot. Call it before any
-    differentiable forward of ``name`` in the step.
-    """
-    rows = torch.as_tensor(idx, device=comp.device)
-    width = comp.shape[1]
-    ids, logp = sampled[0][rows, :width], sampled[1][rows, :width]
-    same = (ids == comp).all(1)
-    if bool(same.all()):
-        return logp
-    bad = torch.nonzero(~same).squeeze(1)
-    sub = Encoded(enc.ids[bad], enc.mask[bad], enc.pos[bad])
-    with torch.no_grad(), use_snapshot(st.policy, name, stale):
-        fix = st.policy.token_logprobs(sub, comp[bad], temperature=st.cfg.rl.temperature)[0]
-    logp = logp.clone()
-    logp[bad] = fix
-    return logp
-
-
 def _lr(st: State, step: int, role: str, factors: dict[str, dict[str, float]]) -> float:
     """Learning rate of ``role`` at ``step``: ramp x per-role scale (``rl.lr_scale``, else
     the task's default) x coupling factor."""
@@ -163,7 +149,7 @@ def _set_lr(st: State, step: int, factors: dict[str, dict[str, float]]) -> None:
 
 def _clip_and_step(st: State) -> None:
     for _, params in st.pool.trainable():
-        torch.nn.utils.clip_grad_norm_(params, st.cfg.rl.grad_clip)
+        torch.nn.utils.clip_grad_norm_(params, st.cfg.rl.grad_clip, foreach=True)
     st.opt.step()
     st.opt.zero_grad(set_to_none=True)
 
@@ -180,22 +166,10 @@ def warmup_step(st: State, step: int) -> None:
         n = max(1, round(factors[role]["budget"] * len(probs)))
         sub = probs[:n]
         prompts = [task.prompt(role, p, task.gold_upstream(role, p)) for p in sub]
+        golds = [p.gold[role] for p in sub]
         assign = _assign(len(sub), len(st.members[role]))
-        ok_all, losses, ents = [], [], []
-        for k, name in enumerate(st.members[role]):
-            idx = np.nonzero(assign == k)[0]
-            if idx.size == 0:
-                continue
-            enc = pol.encode([prompts[i] for i in idx])
-            tgt = _targets(pol, [sub[i].gold[role] for i in idx], task.out_len[role])
-            pol.activate(name)
-            logp, ent, ok = pol.token_logprobs(enc, tgt)
-            loss = -logp.mean()
-            pol.backward(name, loss)
-            ok_all.append(ok.all(1).float())
-            losses.append(float(loss.detach()))
-            ents.append(float(ent.mean().detach()))
-        acc = float(torch.cat(ok_all).mean())
+        ok_all, losses, ents = warmup_role(st, role, prompts, golds, assign)
+        acc = float(ok_all.mean())
         measured[role] = acc
         st.record(
             role,
@@ -206,15 +180,6 @@ def warmup_step(st: State, step: int) -> None:
         )
     _clip_and_step(st)
     st.edges.update(measured)
-
-
-def _targets(pol: MultiAdapter, texts: list[str], n: int) -> torch.Tensor:
-    seqs = [pol.tok.encode(t)[:n] for t in texts]
-    width = max(len(s) for s in seqs)
-    out = torch.full((len(seqs), width), pol.tok.eos_id, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return out.to(pol.device)
 
 
 def _shifted(cfg: TrainConfig, step: int) -> bool:
@@ -295,7 +260,7 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
             st.record(role, reward=float(r.mean()), reward_std=float(r.std()), lr=lr_role)
             st.record(role, budget_share=n / len(probs))
             continue
-        comp = _targets(pol, [o[role] for o in outs[:n]], task.out_len[role])
+        comp = targets(pol, [o[role] for o in outs[:n]], task.out_len[role])
         work.append(
             (
                 role,
@@ -313,40 +278,20 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
     old: dict[tuple[str, int], torch.Tensor] = {}
     for epoch in range(epochs):
         for role, pr, comp, adv, r, n in work:
-            member_of = assign[role][:n]
-            losses, ents, kls = [], [], []
-            for k, name in enumerate(st.members[role]):
-                idx = np.nonzero(member_of == k)[0]
-                if idx.size == 0:
-                    continue
-                enc = pol.encode([pr[i] for i in idx])
-                c = comp[torch.as_tensor(idx, device=comp.device)]
-                pol.activate(name)
-                if epoch == 0 and stale is not None and sampled is not None:
-                    old[(role, k)] = _behaviour_logp(st, name, stale, enc, c, sampled[role], idx)
-                logp, ent, _ = pol.token_logprobs(enc, c, temperature=rl.temperature)
-                if epoch == 0 and stale is None:
-                    old[(role, k)] = logp.detach()
-                ref = None
-                if rl.kl_coef > 0 or (log_kl and epoch == epochs - 1):
-                    with torch.no_grad(), pol.base_only():
-                        ref, _, _ = pol.token_logprobs(enc, c, temperature=rl.temperature)
-                loss, kl = policy_loss(
-                    logp,
-                    old[(role, k)],
-                    adv[torch.as_tensor(idx, device=adv.device)],
-                    clip=rl.clip if rl.algo == "ppo" else None,
-                    entropy=ent,
-                    entropy_coef=rl.entropy_coef,
-                    ref_logp=ref,
-                    kl_coef=rl.kl_coef,
-                    is_cap=rl.is_cap if rl.staleness > 0 else None,
-                )
-                pol.backward(name, loss)
-                losses.append(float(loss.detach()))
-                ents.append(float(ent.mean().detach()))
-                if kl is not None:
-                    kls.append(float(kl.detach()))
+            losses, ents, kls = update_role(
+                st,
+                role,
+                pr,
+                comp,
+                adv,
+                assign[role][:n],
+                old,
+                epoch=epoch,
+                last=epoch == epochs - 1,
+                log_kl=log_kl,
+                stale=stale,
+                sampled=sampled,
+            )
             if epoch == epochs - 1:
                 st.record(
                     role,

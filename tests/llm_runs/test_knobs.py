@@ -168,11 +168,12 @@ def test_staleness_samples_from_the_adapter_k_steps_old(micro_cfg, monkeypatch):
     )
 
 
-def _moved_state(micro_cfg, k=2, steps=3, pool=1):
+def _moved_state(micro_cfg, k=2, steps=3, pool=1, batched=True):
     """A lagged state after a few steps: snapshots in the ring differ from the adapters."""
     from llm_runs._steps import rl_step
 
     micro_cfg["pool_size"] = pool
+    micro_cfg["pool"] = {"batched": batched}
     st = _state(micro_cfg, staleness=k, lr=0.05, entropy_coef=0.5, temperature=0.7)
     for s in range(steps):
         rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
@@ -209,16 +210,16 @@ def test_sampling_pass_logp_equals_a_separate_forward_under_the_snapshot(micro_c
     assert _same(pol.adapter_state(), before)  # the swap restored the adapters bit for bit
 
 
-@pytest.mark.parametrize("pool", [1, 2])
-def test_rl_step_behaviour_logp_match_the_snapshot_forward(micro_cfg, monkeypatch, pool):
+@pytest.mark.parametrize(("pool", "batched"), [(1, True), (2, True), (2, False)])
+def test_rl_step_behaviour_logp_match_the_snapshot_forward(micro_cfg, monkeypatch, pool, batched):
     """Every behaviour log-prob the loss gets, on sampled rows and re-encoded ones alike."""
     torch = _torch()
-    from llm_runs import _steps
+    from llm_runs import _member_update, _steps
     from llm_runs._staleness import use_snapshot
 
-    st = _moved_state(micro_cfg, pool=pool)
+    st = _moved_state(micro_cfg, pool=pool, batched=batched)
     pol = st.policy
-    orig = _steps._behaviour_logp
+    orig = _member_update._behaviour_logp
     checked = []
 
     def check(st_, name, stale, enc, comp, sampled, idx):
@@ -238,7 +239,7 @@ def test_rl_step_behaviour_logp_match_the_snapshot_forward(micro_cfg, monkeypatc
         assert torch.equal(got2[1:], got[1:])
         return got
 
-    monkeypatch.setattr(_steps, "_behaviour_logp", check)
+    monkeypatch.setattr(_member_update, "_behaviour_logp", check)
     for s in range(3, 6):
         _steps.rl_step(st, s, pulse=False, pulse_mode="flip", log_kl=False)
     names = [n for ns in st.members.values() for n in ns]
