@@ -12,9 +12,10 @@ import numpy as np
 from _forecast_report import score_all, write_outputs
 from _regime_report import group_of, probe_size
 from _study import store_once
+from _testbed_analysis import archive_runs
 
 import simulate
-from calibrate import fit_runs
+from calibrate import fit_runs, load_fit
 from llm_runs.knobs import hierarchy_links
 from simulate.common import write_json
 
@@ -102,7 +103,7 @@ def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
         targets = _targets(cfg)
         settings = [t["setting"] for t in targets]
         rng = np.random.default_rng(0)
-        forecasts, spread = model_forecasts(fit, [{"setting": s} for s in settings],
+        forecasts, spread = model_forecasts(load_fit(fit), [{"setting": s} for s in settings],
                                             float(cfg.steps), n_eval, cfg.draws)  # fmt: skip
         kw = {"n_eval": n_eval, "draws": cfg.draws, "rng": rng}
         knobs = _knobs(cfg)
@@ -117,6 +118,7 @@ def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
                 "forecasts": [_encode(f) for f in forecasts]}  # fmt: skip
 
     doc = store_once(out / "predictions.json", make)
+    archive_runs(runs, out)
     print(f"  predictions stored {doc['created']} ({len(doc['targets'])} settings)", flush=True)
 
 
@@ -143,6 +145,7 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> None:
     done = [f for f, _ in _folders(cfg, runs, "heldout") if (f / "manifest.json").is_file()]
     if len(done) < len(cfg.jobs("heldout")):
         raise RuntimeError(f"{len(cfg.jobs('heldout')) - len(done)} held-out runs missing")
+    archive_runs(runs, out)
     pilots = observe(cfg, runs, "pilots", n_eval)
     held = observe(cfg, runs, "heldout", n_eval)
     write_json(out / "observed.json", {r["name"]: r for r in pilots + held})

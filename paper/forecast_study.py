@@ -23,10 +23,12 @@ lag 8, so the grid spans 4e-3 to 6.25e-2 and the pilots never see lag 8 or the t
   intervals, 50/90 % coverage, CRPS, log score, PIT, collapse-boundary error), plus ScaleRL's
   sigmoid fitted to each held-out run's own first ``prefix`` steps (it sees part of the run).
 
-Phases (each resumable): ``pilots``, ``fit``, ``predict``, ``heldout`` (refused until
-``predictions.json`` exists), ``summary``.
+Phases (each resumable): ``restore`` (copies the archived logs of finished runs from
+``<out>/runs`` into ``--runs`` where missing), ``pilots``, ``fit``, ``predict``, ``heldout``
+(refused until ``predictions.json`` exists), ``summary``; ``predict`` and ``summary`` archive
+every finished run's log under ``<out>/runs``.
 
-Usage: python paper/forecast_study.py [--phase pilots|fit|predict|heldout|summary|all]
+Usage: python paper/forecast_study.py [--phase restore|pilots|fit|predict|heldout|summary|all]
        [--runs runs/forecast] [--out paper/results/forecast] [--workers 2] [--quick]
 """
 
@@ -158,11 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         design=ForecastDesign,
         quick=QUICK,
         run_name=run_name,
-        phases=["pilots", "fit", "predict", "heldout", "summary"],
+        phases=["restore", "pilots", "fit", "predict", "heldout", "summary"],
         gated="heldout",
         default_runs="runs/forecast",
         default_out="paper/results/forecast",
         steps={
+            "restore": "_testbed_analysis:restore_phase",
             "fit": "_forecast_study:fit_phase",
             "predict": "_forecast_study:predict_phase",
             "summary": "_forecast_study:summary_phase",
