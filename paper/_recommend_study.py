@@ -1,0 +1,106 @@
+"""Phases of the recommendation benchmark on the testbed (driver and design:
+paper/recommend_study.py): the check that the best cell is inside the grid and not a pilot,
+made on the trained cells before any method runs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _pool_analysis import run_curves
+from _study import store_once
+
+__all__ = ["best_cell_check", "cell_finals", "check_phase", "welch_interval"]
+
+
+def cell_finals(cfg: Any, runs: Path) -> tuple[dict[tuple[int, int, int], list[float]], int]:
+    """Every finished run's final end-to-end accuracy, by cell; and how many runs of the
+    design have not finished."""
+    from recommend_study import run_name
+
+    finals: dict[tuple[int, int, int], list[float]] = {}
+    missing = 0
+    for job in cfg.jobs("cells"):
+        path = runs / run_name(*job)
+        c = run_curves(path) if (path / "manifest.json").is_file() else None
+        if c is None:
+            missing += 1
+            continue
+        finals.setdefault(cfg.cell_of(job), []).append(float(c["e2e"][-1]))
+    return finals, missing
+
+
+def welch_interval(a: Any, b: Any) -> list[float]:
+    """95 % Welch interval of ``mean(a) - mean(b)`` (each at least 2 values)."""
+    from scipy import stats
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    d = float(a.mean() - b.mean())
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        return [d, d]
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = float(stats.t.ppf(0.975, df)) * se
+    return [d - half, d + half]
+
+
+def best_cell_check(cfg: Any, finals: dict[tuple[int, int, int], list[float]]) -> dict[str, Any]:
+    """The best cell by mean final end-to-end accuracy, whether it is inside the grid and not
+    a pilot, and its lead over the best cell on the grid's edge (95 % Welch interval).
+
+    Args:
+        cfg: The design (``cells``, ``interior``, ``is_pilot``, ``lrs``, ``knob``,
+            ``knob_values``, ``motifs``).
+        finals: Final end-to-end accuracies per cell (index triples), every cell present
+            with at least 2 seeds.
+
+    Raises:
+        ValueError: A cell of the design is missing or has fewer than 2 seeds.
+    """
+    thin = [c for c in cfg.cells() if len(finals.get(c, [])) < 2]
+    if thin:
+        raise ValueError(f"{len(thin)} cells have fewer than 2 finished seeds, e.g. {thin[0]}")
+    mean = {c: float(np.mean(finals[c])) for c in cfg.cells()}
+    best = max(cfg.cells(), key=lambda c: mean[c])
+    edge = [c for c in cfg.cells() if not cfg.interior(c)]
+    best_edge = max(edge, key=lambda c: mean[c]) if edge else None
+
+    def name(c: tuple[int, int, int]) -> dict[str, Any]:
+        i, j, m = c
+        return {"rl.lr": cfg.lrs[i], cfg.knob: cfg.knob_values[j], "network.motif": cfg.motifs[m]}
+
+    lead = None
+    if best_edge is not None and best_edge != best:
+        lead = {"over": name(best_edge), "difference": mean[best] - mean[best_edge],
+                "ci95": welch_interval(finals[best], finals[best_edge])}  # fmt: skip
+    table = [{**name(c), "mean": mean[c], "sd": float(np.std(finals[c], ddof=1)),
+              "n": len(finals[c]), "pilot": cfg.is_pilot(c), "interior": cfg.interior(c)}
+             for c in cfg.cells()]  # fmt: skip
+    by_motif = {m: max(mean[c] for c in cfg.cells() if c[2] == k) for k, m in enumerate(cfg.motifs)}
+    return {
+        "best": {**name(best), "mean": mean[best]},
+        "best_cell_interior": cfg.interior(best),
+        "best_is_pilot": cfg.is_pilot(best),
+        "passed": cfg.interior(best) and not cfg.is_pilot(best),
+        "lead_over_best_edge_cell": lead,
+        "best_per_wiring": by_motif,
+        "cells": table,
+    }
+
+
+def check_phase(cfg: Any, runs: Path, out: Path) -> None:
+    """Write ``check.json`` once (refused if it exists): :func:`best_cell_check` on every
+    cell's trained runs."""
+    finals, missing = cell_finals(cfg, runs)
+    if missing:
+        raise RuntimeError(f"{missing} runs of the grid have not finished: run --phase cells")
+    try:
+        res = store_once(out / "check.json", lambda: best_cell_check(cfg, finals))
+    except ValueError as err:
+        raise RuntimeError(str(err)) from err
+    b = res["best"]
+    print(f"  best cell {b} (mean final e2e {b['mean']:.3f}): inside the grid "
+          f"{res['best_cell_interior']}, a pilot {res['best_is_pilot']}")  # fmt: skip

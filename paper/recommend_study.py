@@ -1,0 +1,159 @@
+"""The recommendation benchmark on the testbed (issue 32 §1): a tabular benchmark of real runs
+whose best cell is inside the grid and not a pilot, with the wiring as a choice.
+
+Design (fixed before any run; stored in ``<out>/config.json``; placed from the runs already
+made on the testbed: the forecast experiment's pilots, C1-AND at seeds 0-1, reached a final
+end-to-end accuracy of 0.71-0.80 at ``rl.lr`` 4e-3 and 1e-2 without lag, and X collapsed at
+2.5e-2 with ``rl.lr_scale.X`` 0.3 (lag 0) or 0.15 (lag 4); the testbed's wiring runs showed
+C2 behind C1 at low learning rates (final end-to-end 0.20-0.25 against 0.67-0.69 at 5e-4)
+and level with it at 2e-3):
+
+- The testbed's default run (``math``, tiny base, 200 steps, evaluation every 10, AND
+  gates) over ``rl.lr`` (``lrs``) x ``knob`` (``rl.lr_scale.X``, the input role's
+  learning-rate multiplier; ``knob_values``) x the wiring (``motifs``), every cell at
+  ``seeds``. The learning rates reach past the collapse boundary at every ``knob`` value,
+  so that the best cell should lie inside the grid.
+- A cell's true value: its mean final end-to-end accuracy over ``seeds``.
+- ``pilots`` (grid index triples ``(lr, knob, motif)``, <= 25 % of the cells): what the motif
+  model and the pilot-based baselines start from in every repetition.
+- ``check`` (after every cell is trained, before any method runs): the best cell, whether it
+  is inside the grid (every ordered knob strictly inside its range) and not a pilot, and its
+  lead over the best cell on the grid's edge with a 95 % Welch interval, written once to
+  ``check.json``. A failed check is a result: the design is revised (recorded in
+  ``revisions``) before any method runs.
+
+Phases (each resumable): ``cells`` (trains every cell at every seed), ``check``.
+
+Usage: python paper/recommend_study.py [--phase cells|check|all]
+       [--runs runs/recommend] [--out paper/results/recommend_testbed] [--workers 2] [--quick]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "paper"))
+
+from _study import study_main  # noqa: E402
+
+#: (lr, knob value, motif, seed)
+Job = tuple[float, float, str, int]
+#: A cell as grid indices (lr, knob value, motif).
+Cell = tuple[int, int, int]
+
+
+@dataclasses.dataclass
+class RecommendDesign:
+    """The benchmark's fixed design (see the module docstring)."""
+
+    design: int = 1
+    task: str = "math"
+    gate: str = "AND"
+    preset: str = "tiny"
+    steps: int = 200
+    eval_every: int = 10
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0, 1, 2])
+    lrs: list[float] = dataclasses.field(
+        default_factory=lambda: [2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2, 6.4e-2]
+    )
+    knob: str = "rl.lr_scale.X"
+    knob_values: list[float] = dataclasses.field(default_factory=lambda: [0.075, 0.15, 0.3])
+    motifs: list[str] = dataclasses.field(default_factory=lambda: ["C1", "C2"])
+    pilots: list[list[int]] = dataclasses.field(
+        default_factory=lambda: [[i, j, m] for m in (0, 1) for i in (1, 4) for j in (0, 2)]
+    )
+    budget_steps: int = 2000
+    repetitions: int = 10
+    revisions: list[str] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for name, vals in (("lrs", self.lrs), ("knob_values", self.knob_values)):
+            if list(vals) != sorted(vals) or len(set(vals)) != len(vals) or min(vals) <= 0:
+                raise ValueError(f"{name} must be ascending, distinct and > 0")
+        if len(set(self.motifs)) != len(self.motifs) or not self.motifs:
+            raise ValueError("motifs must be distinct and not empty")
+        section, _, role = self.knob.partition(".lr_scale.")
+        if section != "rl" or not role:
+            raise ValueError(f"knob must be rl.lr_scale.ROLE, got {self.knob!r}")
+        cells = set(self.cells())
+        pil = [tuple(p) for p in self.pilots]
+        if not set(pil) <= cells or len(set(pil)) != len(pil) or 4 * len(pil) > len(cells):
+            raise ValueError("pilots must be distinct grid cells, at most 25 % of the grid")
+
+    def cells(self) -> list[Cell]:
+        """Every grid cell as index triples (lr, knob value, motif)."""
+        dims = (len(self.lrs), len(self.knob_values), len(self.motifs))
+        return [tuple(c) for c in itertools.product(*(range(d) for d in dims))]  # type: ignore[misc]
+
+    def is_pilot(self, cell: Cell) -> bool:
+        return list(cell) in [list(p) for p in self.pilots]
+
+    def interior(self, cell: Cell) -> bool:
+        """Every ordered knob (lr, knob value) strictly inside its range (the wiring is a
+        choice without an order)."""
+        i, j, _ = cell
+        return 0 < i < len(self.lrs) - 1 and 0 < j < len(self.knob_values) - 1
+
+    def cell_of(self, job: Job) -> Cell:
+        lr, x, motif, _ = job
+        return (self.lrs.index(lr), self.knob_values.index(x), self.motifs.index(motif))
+
+    def jobs(self, phase: str) -> list[Job]:
+        """The runs of the ``cells`` phase: seed by seed, pilots first within a seed (an
+        interrupted phase leaves whole seeds and the pilots of the next)."""
+        if phase != "cells":
+            raise ValueError(f"not a training phase: {phase!r}")
+        order = sorted(self.cells(), key=lambda c: not self.is_pilot(c))
+        return [(self.lrs[i], self.knob_values[j], self.motifs[m], s)
+                for s in self.seeds for (i, j, m) in order]  # fmt: skip
+
+    def train_config(self, lr: float, x: float, motif: str, seed: int) -> dict[str, Any]:
+        """The llm_runs config of one run."""
+        role = self.knob.partition(".lr_scale.")[2]
+        return {
+            "task": {"name": self.task},
+            "model": {"preset": self.preset},
+            "network": {"motif": motif, "gate": self.gate},
+            "rl": {"lr": lr, "lr_scale": {role: x}},
+            "steps": self.steps,
+            "eval_every": self.eval_every,
+            "ckpt_every": 50 if self.steps >= 100 else self.eval_every,
+            "seed": seed,
+            "threads": 1,
+            "name": run_name(lr, x, motif, seed),
+        }
+
+
+def run_name(lr: float, x: float, motif: str, seed: int) -> str:
+    """A run's folder name."""
+    return f"{motif}_lr{lr:g}_x{x:g}_s{seed}"
+
+
+QUICK = {"seeds": [0, 1], "lrs": [1e-3, 4e-3, 1.6e-2], "knob_values": [0.15, 0.3, 0.6],
+         "motifs": ["C1"], "pilots": [[0, 0, 0], [2, 2, 0]],
+         "preset": "micro", "steps": 8, "eval_every": 2, "budget_steps": 40}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    return study_main(
+        argv,
+        description="The recommendation benchmark on the testbed (issue 32 §1).",
+        design=RecommendDesign,
+        quick=QUICK,
+        run_name=run_name,
+        phases=["cells", "check"],
+        gated=None,
+        default_runs="runs/recommend",
+        default_out="paper/results/recommend_testbed",
+        steps={"check": "_recommend_study:check_phase"},
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

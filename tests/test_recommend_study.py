@@ -1,0 +1,112 @@
+"""The recommendation benchmark's design on the testbed (paper/recommend_study.py): the grid,
+the pilots, the runs' configs, and the check that the best cell is inside the grid and not a
+pilot (against hand-computed cases and scipy's Welch test); (slow) the quick pipeline."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "paper"))
+
+import _recommend_study as rs  # noqa: E402
+import recommend_study as study  # noqa: E402
+
+from llm_runs.config import TrainConfig  # noqa: E402
+
+
+def test_the_default_grid_its_pilots_and_the_interior():
+    d = study.RecommendDesign()
+    cells = d.cells()
+    assert len(cells) == 6 * 3 * 2 and len(d.pilots) == 8
+    assert 4 * len(d.pilots) <= len(cells)
+    # interior: lr index 1..4 and the middle knob value, whatever the wiring
+    inside = [c for c in cells if d.interior(c)]
+    assert sorted(inside) == sorted((i, 1, m) for i in range(1, 5) for m in range(2))
+    # no interior cell is a pilot, so an interior best is never a pilot
+    assert not any(d.is_pilot(c) for c in inside)
+    jobs = d.jobs("cells")
+    assert len(jobs) == len(cells) * len(d.seeds)
+    assert len({study.run_name(*j) for j in jobs}) == len(jobs)
+    # pilots come first within the first seed
+    assert all(d.is_pilot(d.cell_of(j)) for j in jobs[: len(d.pilots)])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"lrs": [4e-3, 2e-3]},
+        {"knob_values": [0.1, 0.1]},
+        {"motifs": []},
+        {"knob": "rl.lr"},
+        {"pilots": [[0, 0, 0]] * 2},
+        {"pilots": [[i, 0, 0] for i in range(6)] + [[i, 1, 0] for i in range(4)]},
+    ],
+)
+def test_a_bad_design_is_refused(bad):
+    with pytest.raises(ValueError):
+        study.RecommendDesign(**bad)
+
+
+def test_every_run_config_is_a_valid_training_config_with_its_knobs():
+    d = study.RecommendDesign()
+    lr, x, motif, seed = d.jobs("cells")[-1]
+    cfg = TrainConfig.from_dict(d.train_config(lr, x, motif, seed))
+    assert cfg.rl.lr == lr and cfg.seed == seed and cfg.network.motif == motif
+    assert cfg.rl.lr_scale == {"X": x}
+
+
+def _finals(d, value, seeds=3, spread=0.01):
+    rng = np.random.default_rng(0)
+    return {c: list(value(c) + spread * rng.standard_normal(seeds)) for c in d.cells()}
+
+
+def test_the_check_finds_an_interior_best_and_its_lead_against_scipy():
+    from scipy import stats
+
+    d = study.RecommendDesign()
+    best = (2, 1, 1)  # lr 8e-3, knob 0.15, C2
+    finals = _finals(d, lambda c: 0.9 if c == best else 0.5 + 0.02 * c[0])
+    res = rs.best_cell_check(d, finals)
+    assert res["best"]["rl.lr"] == 8e-3 and res["best"]["network.motif"] == "C2"
+    assert res["best_cell_interior"] and not res["best_is_pilot"] and res["passed"]
+    lead = res["lead_over_best_edge_cell"]
+    edge = max((c for c in d.cells() if not d.interior(c)), key=lambda c: np.mean(finals[c]))
+    assert lead["difference"] == pytest.approx(np.mean(finals[best]) - np.mean(finals[edge]))
+    ref = stats.ttest_ind(finals[best], finals[edge], equal_var=False).confidence_interval(0.95)
+    assert lead["ci95"] == pytest.approx([ref.low, ref.high], rel=1e-9)
+    assert res["best_per_wiring"]["C2"] == pytest.approx(np.mean(finals[best]))
+
+
+def test_the_check_fails_on_a_best_pilot_corner_and_on_missing_cells():
+    d = study.RecommendDesign()
+    corner = tuple(d.pilots[0])
+    res = rs.best_cell_check(d, _finals(d, lambda c: 0.9 if c == corner else 0.5))
+    assert res["best_is_pilot"] and not res["best_cell_interior"] and not res["passed"]
+    assert res["lead_over_best_edge_cell"] is None  # the best is itself on the edge
+    finals = _finals(d, lambda c: 0.5)
+    finals[d.cells()[3]] = [0.5]
+    with pytest.raises(ValueError, match="fewer than 2"):
+        rs.best_cell_check(d, finals)
+
+
+@pytest.mark.slow
+def test_the_quick_pipeline_trains_every_cell_and_stores_the_check_once(tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    cmd = [sys.executable, str(ROOT / "paper" / "recommend_study.py"), "--quick",
+           "--runs", str(runs), "--out", str(out)]  # fmt: skip
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr[-2000:]
+    check = json.loads((out / "check.json").read_text())
+    d = study.RecommendDesign(**study.QUICK)
+    assert len(check["cells"]) == len(d.cells()) and "created" in check
+    assert all(c["n"] == len(d.seeds) for c in check["cells"])
+    again = subprocess.run([*cmd, "--phase", "check"], capture_output=True, text=True)
+    assert again.returncode == 0 and "kept as it is" in again.stdout
+    assert json.loads((out / "check.json").read_text()) == check
