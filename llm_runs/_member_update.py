@@ -22,7 +22,7 @@ from ._rl import policy_loss
 from ._staleness import Snapshot, use_snapshot
 
 if TYPE_CHECKING:
-    from ._steps import State
+    from ._state import State
 
 __all__ = ["mixed", "targets", "update_role", "warmup_role"]
 

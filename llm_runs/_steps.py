@@ -3,59 +3,20 @@ from the run loop (``_train.py``) so each piece stays small and testable."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from ._edges import EdgeController
 from ._member_update import mixed, targets, update_role, warmup_role
 from ._mixed import generate_mixed
-from ._policy import MultiAdapter
-from ._pool import Pool
 from ._rl import advantages, assign_credit, corrupt
-from ._staleness import AdapterRing, Snapshot, use_snapshot
-from ._tasks import Probe, Problem, Task
+from ._staleness import Snapshot, use_snapshot
+from ._state import State as State
+from ._tasks import Probe, Problem
 from .config import TrainConfig
 
 __all__ = ["State", "evaluate", "rl_step", "warmup_step"]
-
-
-@dataclass
-class State:
-    """Everything a step reads or changes (checkpointed by ``_train``).
-
-    Attributes:
-        members: Role → its adapter names (``[role]`` or the pool ``role_0..role_{K-1}``).
-        acc: Per agent, lists of per-step metrics since the last evaluation.
-        acc_e2e: Training end-to-end rewards (uncorrupted) since the last evaluation.
-        ring: Past adapter snapshots (``rl.staleness``; empty and unused when 0).
-    """
-
-    cfg: TrainConfig
-    task: Task
-    policy: MultiAdapter
-    edges: EdgeController
-    opt: torch.optim.Optimizer
-    rng: np.random.Generator
-    gen: torch.Generator
-    members: dict[str, list[str]]
-    pool: Pool
-    baseline: dict[str, float] = field(default_factory=dict)
-    acc: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-    acc_e2e: list[float] = field(default_factory=list)
-    ring: AdapterRing = field(default_factory=lambda: AdapterRing(0))
-
-    @property
-    def roles(self) -> list[str]:
-        return list(self.task.roles)
-
-    def record(self, role: str, **metrics: float | None) -> None:
-        d = self.acc.setdefault(role, {})
-        for k, v in metrics.items():
-            if v is not None:
-                d.setdefault(k, []).append(float(v))
 
 
 #: Per role, the sampled token ids (N, T) and their log-probs under the sampling adapter.

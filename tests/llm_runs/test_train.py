@@ -216,7 +216,7 @@ def test_diverged_run_ends_as_data(tmp_path, micro_cfg):
 def test_one_agent_diverging_is_recorded_others_keep_their_metrics(
     tmp_path, micro_cfg, monkeypatch
 ):
-    import llm_runs._steps as steps_mod
+    import llm_runs._member_update as steps_mod
 
     real = steps_mod.policy_loss
     calls = {"n": 0}
