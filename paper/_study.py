@@ -24,6 +24,7 @@ __all__ = [
     "fit_pilots",
     "git_revision",
     "now",
+    "run_config",
     "simulator_params",
     "store_once",
     "study_main",
@@ -32,6 +33,26 @@ __all__ = [
 
 #: The time in UTC, ISO 8601 to the second.
 now = utc_now
+
+
+def run_config(
+    design: Any, *, network: dict[str, Any], rl: dict[str, Any], seed: int, name: str
+) -> dict[str, Any]:
+    """The llm_runs config of one run of a study on the testbed: the design's ``task``,
+    ``preset``, ``steps`` and ``eval_every``, a checkpoint every 50 steps (every evaluation for
+    runs under 100 steps), one torch thread."""
+    return {
+        "task": {"name": design.task},
+        "model": {"preset": design.preset},
+        "network": network,
+        "rl": rl,
+        "steps": design.steps,
+        "eval_every": design.eval_every,
+        "ckpt_every": 50 if design.steps >= 100 else design.eval_every,
+        "seed": seed,
+        "threads": 1,
+        "name": name,
+    }
 
 
 def train_phase(study: Study, cfg: Any, phase: str, runs: Path, run_name: Callable) -> None:

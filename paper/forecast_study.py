@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "paper"))
 
-from _study import study_main  # noqa: E402
+from _study import run_config, study_main  # noqa: E402
 
 #: (lr, staleness, third knob's value, seed)
 Job = tuple[float, int, float, int]
@@ -129,18 +129,8 @@ class ForecastDesign:
         if section != "rl" or not role:
             raise ValueError(f"third must be rl.lr_scale.ROLE, got {self.third!r}")
         rl["lr_scale"] = {role: x}
-        return {
-            "task": {"name": self.task},
-            "model": {"preset": self.preset},
-            "network": {"motif": self.motif, "gate": self.gate},
-            "rl": rl,
-            "steps": self.steps,
-            "eval_every": self.eval_every,
-            "ckpt_every": 50 if self.steps >= 100 else self.eval_every,
-            "seed": seed,
-            "threads": 1,
-            "name": run_name(lr, k, x, seed),
-        }
+        net = {"motif": self.motif, "gate": self.gate}
+        return run_config(self, network=net, rl=rl, seed=seed, name=run_name(lr, k, x, seed))
 
 
 def run_name(lr: float, k: int, x: float, seed: int) -> str:

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "paper"))
 
-from _study import study_main  # noqa: E402
+from _study import run_config, study_main  # noqa: E402
 
 #: (lr, knob value, motif, seed)
 Job = tuple[float, float, str, int]
@@ -116,18 +116,9 @@ class RecommendDesign:
     def train_config(self, lr: float, x: float, motif: str, seed: int) -> dict[str, Any]:
         """The llm_runs config of one run."""
         role = self.knob.partition(".lr_scale.")[2]
-        return {
-            "task": {"name": self.task},
-            "model": {"preset": self.preset},
-            "network": {"motif": motif, "gate": self.gate},
-            "rl": {"lr": lr, "lr_scale": {role: x}},
-            "steps": self.steps,
-            "eval_every": self.eval_every,
-            "ckpt_every": 50 if self.steps >= 100 else self.eval_every,
-            "seed": seed,
-            "threads": 1,
-            "name": run_name(lr, x, motif, seed),
-        }
+        net = {"motif": motif, "gate": self.gate}
+        rl = {"lr": lr, "lr_scale": {role: x}}
+        return run_config(self, network=net, rl=rl, seed=seed, name=run_name(lr, x, motif, seed))
 
 
 def run_name(lr: float, x: float, motif: str, seed: int) -> str:
