@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from _pool_analysis import run_curves
 from _study import store_once
+from _testbed_analysis import archive_runs
 
 __all__ = ["best_cell_check", "cell_finals", "check_phase", "welch_interval"]
 
@@ -92,8 +93,9 @@ def best_cell_check(cfg: Any, finals: dict[tuple[int, int, int], list[float]]) -
 
 
 def check_phase(cfg: Any, runs: Path, out: Path) -> None:
-    """Write ``check.json`` once (refused if it exists): :func:`best_cell_check` on every
-    cell's trained runs."""
+    """Archive every finished run's log under ``out/runs``, then write ``check.json`` once
+    (kept if it exists): :func:`best_cell_check` on every cell's trained runs."""
+    archive_runs(runs, out)
     finals, missing = cell_finals(cfg, runs)
     if missing:
         raise RuntimeError(f"{missing} runs of the grid have not finished: run --phase cells")

@@ -22,9 +22,12 @@ and level with it at 2e-3):
   ``check.json``. A failed check is a result: the design is revised (recorded in
   ``revisions``) before any method runs.
 
-Phases (each resumable): ``cells`` (trains every cell at every seed), ``check``.
+Phases (each resumable): ``restore`` (copies the archived logs of finished runs from
+``<out>/runs`` into ``--runs`` where missing, so a new checkout trains only what is left),
+``cells`` (trains every cell at every seed), ``check`` (also archives every finished run's
+log under ``<out>/runs``).
 
-Usage: python paper/recommend_study.py [--phase cells|check|all]
+Usage: python paper/recommend_study.py [--phase restore|cells|check|all]
        [--runs runs/recommend] [--out paper/results/recommend_testbed] [--workers 2] [--quick]
 """
 
@@ -138,11 +141,14 @@ def main(argv: list[str] | None = None) -> int:
         design=RecommendDesign,
         quick=QUICK,
         run_name=run_name,
-        phases=["cells", "check"],
+        phases=["restore", "cells", "check"],
         gated=None,
         default_runs="runs/recommend",
         default_out="paper/results/recommend_testbed",
-        steps={"check": "_recommend_study:check_phase"},
+        steps={
+            "restore": "_testbed_analysis:restore_phase",
+            "check": "_recommend_study:check_phase",
+        },
     )
 
 
