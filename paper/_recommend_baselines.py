@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+import _recommend_knobs as rk
 import numpy as np
 from _recommend_extrapolate import curve_extrapolation as curve_extrapolation
 from _recommend_extrapolate import fit_sigmoid as fit_sigmoid
@@ -47,6 +48,7 @@ from _recommend_table import regime_group as regime_group
 
 __all__ = [
     "BASELINES",
+    "PILOT_BASELINES",
     "UNSTABLE_GROUPS",
     "BenchmarkError",
     "BudgetError",
@@ -56,9 +58,11 @@ __all__ = [
     "RunTable",
     "Setting",
     "Trial",
+    "best_pilot",
     "best_setting",
     "curve_extrapolation",
     "fit_sigmoid",
+    "gp_ei",
     "gp_surrogate",
     "optuna_tpe",
     "random_search",
@@ -103,17 +107,6 @@ def random_search(table: RunTable, *, budget_steps: int, seed: int, rng_seed: in
     return ledger.pick("random search", best_setting(seen))
 
 
-def _suggest(trial: Any, lrs: list[float], ks: list[int], knobs: str) -> Setting:
-    if knobs == "categorical":
-        return (trial.suggest_categorical("lr", lrs), trial.suggest_categorical("staleness", ks))
-    lr = trial.suggest_float("lr", lrs[0], lrs[-1], log=True)
-    k = trial.suggest_float("log1p_staleness", math.log1p(ks[0]), math.log1p(ks[-1]))
-    return (
-        min(lrs, key=lambda v: abs(math.log(v) - math.log(lr))),
-        min(ks, key=lambda v: abs(math.log1p(v) - k)),
-    )
-
-
 def optuna_tpe(
     table: RunTable,
     *,
@@ -134,9 +127,9 @@ def optuna_tpe(
 
     Args:
         table, budget_steps, seed, rng_seed: As every baseline.
-        knobs: ``"categorical"`` (default): lr and staleness as categorical choices of the
-            grid's values; ``"ordered"``: lr a log-uniform float and staleness a float in
-            log1p space, each snapped to the nearest grid value.
+        knobs: ``"categorical"`` (default): every knob a categorical choice of the grid's
+            values; ``"ordered"``: ordered knobs as floats (lr log-uniform, staleness in log1p
+            space) snapped to the nearest grid value (:func:`_recommend_knobs.suggest`).
         reduction_factor: Hyperband's reduction factor.
 
     Returns:
@@ -144,8 +137,8 @@ def optuna_tpe(
         that got furthest (then highest value), with ``info["fallback"] = True``.
 
     Raises:
-        BenchmarkError: The seed's settings are not a full lr x staleness grid, or ``knobs`` is
-            unknown.
+        BenchmarkError: The seed's settings are not a full grid of the knobs' values, or
+            ``knobs`` is unknown.
         BudgetError: Not even the first logged segment fits.
     """
     optuna = _need("optuna")
@@ -153,9 +146,9 @@ def optuna_tpe(
         raise BenchmarkError(f"knobs must be 'categorical' or 'ordered', got {knobs!r}")
     ledger = Ledger(table, seed, budget_steps)
     grid = set(table.settings_of(seed))
-    lrs, ks = sorted({s[0] for s in grid}), sorted({s[1] for s in grid})
-    if len(grid) != len(lrs) * len(ks):
-        raise BenchmarkError(f"seed {seed}: the settings are not a full lr x staleness grid")
+    values = rk.grid_values(table.knobs, list(grid))
+    if len(grid) != math.prod(len(v) for v in values):
+        raise BenchmarkError(f"seed {seed}: the settings are not a full grid of the knobs")
     steps = [s for s in table.eval_steps if s > 0]
     if ledger.left < steps[0]:
         raise BudgetError(f"budget {budget_steps} < the first logged segment ({steps[0]})")
@@ -173,7 +166,7 @@ def optuna_tpe(
     out_of_budget = False
     while not out_of_budget and ledger.left >= steps[0]:
         trial = study.ask()
-        setting = _suggest(trial, lrs, ks, knobs)
+        setting = rk.suggest(trial, table.knobs, values, knobs)
         first, prev, note = len(ledger.trace), 0, "complete"
         for n in steps:
             if n - prev > ledger.left:
@@ -205,14 +198,6 @@ def optuna_tpe(
     return ledger.pick("optuna", far.setting, fallback=True, **info)
 
 
-def _features(settings: Sequence[Setting], lrs: Sequence[float], ks: Sequence[int]) -> np.ndarray:
-    """(log lr, log1p staleness), each scaled to [0, 1] over the grid's range."""
-    x = np.array([[math.log(s[0]), math.log1p(s[1])] for s in settings], dtype=float)
-    lo = np.array([math.log(min(lrs)), math.log1p(min(ks))])
-    hi = np.array([math.log(max(lrs)), math.log1p(max(ks))])
-    return (x - lo) / np.where(hi > lo, hi - lo, 1.0)
-
-
 def gp_surrogate(
     table: RunTable,
     *,
@@ -225,9 +210,9 @@ def gp_surrogate(
 
     ``GaussianProcessRegressor`` with kernel ``Matern(nu=2.5) + WhiteKernel`` (length scales in
     [0.05, 20], noise level in [1e-6, 1], by maximum marginal likelihood with
-    ``n_restarts_optimizer=5`` seeded by ``rng_seed``) and
-    ``normalize_y=True``, on (log lr, log1p staleness) scaled to [0, 1]. The pick is the argmax
-    of the posterior mean over the seed's settings (first on ties); one confirmation run of it
+    ``n_restarts_optimizer=5`` seeded by ``rng_seed``) and ``normalize_y=True``, on the
+    knobs' features (:func:`_recommend_knobs.features`). The pick is the argmax of the
+    posterior mean over the seed's settings (first on ties); one confirmation run of it
     follows unless it is a pilot (whose run with this seed exists already).
 
     Args:
@@ -238,29 +223,11 @@ def gp_surrogate(
         BenchmarkError: A pilot is not in the seed's settings, or fewer than 2 pilots.
         BudgetError: Pilots plus one confirmation run do not fit.
     """
-    gp_mod = _need("sklearn.gaussian_process")
-    kernels = _need("sklearn.gaussian_process.kernels")
-    exc = _need("sklearn.exceptions")
     cands = table.settings_of(seed)
-    pil = tuple(dict.fromkeys((float(p[0]), int(p[1])) for p in (pilots or table.corners())))
-    if len(pil) < 2 or not set(pil) <= set(cands):
-        raise BenchmarkError(f"pilots must be >= 2 settings of seed {seed}'s grid, got {pil}")
-    if (len(pil) + 1) * table.horizon > budget_steps:
-        raise BudgetError(
-            f"budget {budget_steps} < {len(pil)} pilots + 1 confirmation of {table.horizon} steps"
-        )
+    pil = _pilots(table, seed, pilots, budget_steps, extra=1)
     ledger = Ledger(table, seed, budget_steps)
-    y = np.array([ledger.run(p, table.horizon, note="pilot").value for p in pil])
-    lrs, ks = [s[0] for s in cands], [s[1] for s in cands]
-    kernel = kernels.Matern(length_scale=[0.5, 0.5], length_scale_bounds=(0.05, 20.0), nu=2.5)
-    kernel = kernel + kernels.WhiteKernel(noise_level=0.1, noise_level_bounds=(1e-6, 1.0))
-    gp = gp_mod.GaussianProcessRegressor(
-        kernel=kernel, normalize_y=True, n_restarts_optimizer=5, random_state=rng_seed
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", exc.ConvergenceWarning)  # bounds hit on 4 points
-        gp.fit(_features(pil, lrs, ks), y)
-    mean = np.asarray(gp.predict(_features(cands, lrs, ks)), dtype=float)
+    y = [ledger.run(p, table.horizon, note="pilot").value for p in pil]
+    mean, _, kernel = _gp(table, cands, pil, y, rng_seed)
     best = cands[int(np.argmax(mean))]
     if best not in pil:
         ledger.run(best, table.horizon, note="confirm")
@@ -269,8 +236,103 @@ def gp_surrogate(
         best,
         pilots=pil,
         posterior_mean={c: float(m) for c, m in zip(cands, mean, strict=True)},
-        kernel=str(gp.kernel_),
+        kernel=kernel,
     )
+
+
+def _pilots(
+    table: RunTable, seed: int, pilots: Sequence[Setting] | None, budget: int, extra: int
+) -> tuple[Setting, ...]:
+    """The pilot settings (default the grid's corners), checked to be >= 2 of the seed's
+    settings with ``extra`` full runs after them fitting in ``budget``."""
+    cands = table.settings_of(seed)
+    pil = tuple(dict.fromkeys(table.norm(p) for p in (pilots or table.corners())))
+    if len(pil) < 2 or not set(pil) <= set(cands):
+        raise BenchmarkError(f"pilots must be >= 2 settings of seed {seed}'s grid, got {pil}")
+    if (len(pil) + extra) * table.horizon > budget:
+        raise BudgetError(
+            f"budget {budget} < {len(pil)} pilots + {extra} more runs of {table.horizon} steps"
+        )
+    return pil
+
+
+def _gp(
+    table: RunTable, cands: Sequence[Setting], xs: Sequence[Setting], y: Sequence[float],
+    rng_seed: int,
+) -> tuple[np.ndarray, np.ndarray, str]:  # fmt: skip
+    """A Matern 5/2 + white-noise GP (normalised targets, marginal likelihood with 5
+    restarts seeded by ``rng_seed``) fitted on ``(xs, y)``: its posterior mean and sd at
+    ``cands`` and the fitted kernel."""
+    gp_mod = _need("sklearn.gaussian_process")
+    kernels = _need("sklearn.gaussian_process.kernels")
+    exc = _need("sklearn.exceptions")
+    grid = rk.grid_values(table.knobs, list(cands))
+    f_c, f_x = rk.features(table.knobs, cands, grid), rk.features(table.knobs, xs, grid)
+    kernel = kernels.Matern(
+        length_scale=[0.5] * f_c.shape[1], length_scale_bounds=(0.05, 20.0), nu=2.5
+    )
+    kernel = kernel + kernels.WhiteKernel(noise_level=0.1, noise_level_bounds=(1e-6, 1.0))
+    gp = gp_mod.GaussianProcessRegressor(
+        kernel=kernel, normalize_y=True, n_restarts_optimizer=5, random_state=rng_seed
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", exc.ConvergenceWarning)  # bounds hit on few points
+        gp.fit(f_x, np.asarray(y, dtype=float))
+    mean, sd = gp.predict(f_c, return_std=True)
+    return np.asarray(mean, dtype=float), np.asarray(sd, dtype=float), str(gp.kernel_)
+
+
+def gp_ei(
+    table: RunTable,
+    *,
+    budget_steps: int,
+    seed: int,
+    rng_seed: int,
+    pilots: Sequence[Setting] | None = None,
+) -> Pick:
+    """Sequential Bayesian optimisation: the GP of :func:`gp_surrogate` on the pilots, then
+    while a full run fits, the untried setting of largest expected improvement over the best
+    observed final accuracy is run to the horizon and the GP refitted; picks the best
+    observed final accuracy (first on ties).
+
+    Raises:
+        BenchmarkError, BudgetError: As :func:`gp_surrogate`.
+    """
+    from scipy.stats import norm
+
+    cands = table.settings_of(seed)
+    pil = _pilots(table, seed, pilots, budget_steps, extra=1)
+    ledger = Ledger(table, seed, budget_steps)
+    seen = [(p, ledger.run(p, table.horizon, note="pilot").value) for p in pil]
+    while ledger.left >= table.horizon and len(seen) < len(cands):
+        mean, sd, _ = _gp(table, cands, [s for s, _ in seen], [v for _, v in seen], rng_seed)
+        best, tried = max(v for _, v in seen), {s for s, _ in seen}
+        z = (mean - best) / np.maximum(sd, 1e-12)
+        ei = np.where(sd > 1e-12, (mean - best) * norm.cdf(z) + sd * norm.pdf(z), 0.0)
+        order = [i for i in np.argsort(-ei, kind="stable") if cands[i] not in tried]
+        nxt = cands[order[0]]
+        seen.append((nxt, ledger.run(nxt, table.horizon, note="ei").value))
+    return ledger.pick("gp ei", best_setting(seen), pilots=pil, evaluated=len(seen))
+
+
+def best_pilot(
+    table: RunTable,
+    *,
+    budget_steps: int,
+    seed: int,
+    rng_seed: int,
+    pilots: Sequence[Setting] | None = None,
+) -> Pick:
+    """Keep the best pilot: the pilots (default the grid's corners) run to the horizon; picks
+    the best observed final accuracy (first on ties).
+
+    Raises:
+        BenchmarkError, BudgetError: As :func:`gp_surrogate` (without the confirmation run).
+    """
+    pil = _pilots(table, seed, pilots, budget_steps, extra=0)
+    ledger = Ledger(table, seed, budget_steps)
+    seen = [(p, ledger.run(p, table.horizon, note="pilot").value) for p in pil]
+    return ledger.pick("best pilot", best_setting(seen), pilots=pil)
 
 
 #: The baselines by name; each ``f(table, *, budget_steps, seed, rng_seed) -> Pick``.
@@ -279,4 +341,11 @@ BASELINES: dict[str, Callable[..., Pick]] = {
     "optuna": optuna_tpe,
     "gp surrogate": gp_surrogate,
     "curve extrapolation": curve_extrapolation,
+}
+
+#: Baselines added for the testbed benchmark (``recommend_study.py``): they take ``pilots``.
+PILOT_BASELINES: dict[str, Callable[..., Pick]] = {
+    "best pilot": best_pilot,
+    "gp surrogate": gp_surrogate,
+    "gp ei": gp_ei,
 }

@@ -106,3 +106,11 @@ def check_phase(cfg: Any, runs: Path, out: Path) -> None:
     b = res["best"]
     print(f"  best cell {b} (mean final e2e {b['mean']:.3f}): inside the grid "
           f"{res['best_cell_interior']}, a pilot {res['best_is_pilot']}")  # fmt: skip
+
+
+def methods_phase(cfg: Any, runs: Path, out: Path) -> None:
+    """Every method on the trained cells (:func:`_recommend_methods.methods_phase`)."""
+    from _recommend_methods import methods_phase as run_methods
+    from recommend_study import run_name
+
+    run_methods(cfg, runs, out, run_name)

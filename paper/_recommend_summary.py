@@ -73,12 +73,9 @@ def summarise(picks: list[dict[str, Any]], table: Any, methods: Sequence[str]) -
         "motif_model_unstable_picks": {
             m: u["count"] for m, u in unstable.items() if m.startswith("motif model")
         },
-        "best_setting": {"rl.lr": best[0], "rl.staleness": best[1]},
+        "best_setting": table.as_dict(best),
         "best_value": table.best_value(),
-        "true_values": [
-            {"rl.lr": s[0], "rl.staleness": s[1], "value": table.true_value(s)}
-            for s in table.settings
-        ],
+        "true_values": [table.as_dict(s) | {"value": table.true_value(s)} for s in table.settings],
         "regret_definition": "best mean final end-to-end accuracy on the grid (mean over "
         "seeds) minus the pick's; unstable: the pick's run at the repetition's seed "
         "oscillated or collapsed",
@@ -100,11 +97,11 @@ def table_md(s: dict[str, Any]) -> str:
             f"{r['zero_regret_share']:.0%} | {u['count']}/{u['n']} | "
             f"{s['steps_spent_mean'][m]:.0f} |"
         )
-    b = s["best_setting"]
+    b = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                  for k, v in s["best_setting"].items())  # fmt: skip
     lines.append("")
     lines.append(
-        f"Best setting on the grid: rl.lr={b['rl.lr']:g}, rl.staleness={b['rl.staleness']} "
-        f"(mean final end-to-end accuracy {s['best_value']:.3f})."
+        f"Best setting on the grid: {b} (mean final end-to-end accuracy {s['best_value']:.3f})."
     )
     return "\n".join(lines) + "\n"
 
@@ -118,7 +115,11 @@ def figure(s: dict[str, Any], picks: list[dict[str, Any]], table: Any, path: Pat
     import matplotlib.pyplot as plt
 
     methods = list(s["regret"])
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    (kx, _), (ky, _) = [k for k in table.knobs if k[1] != "cat"][:2]
+    cat = next((i for i, k in enumerate(table.knobs) if k[1] == "cat"), None)
+    panels = [None] if cat is None else sorted({x[cat] for x in table.settings})
+    fig, axes = plt.subplots(1, 1 + len(panels), figsize=(6 + 5 * len(panels), 4.2))
+    a1 = axes[0]
     rng = np.random.default_rng(0)
     for i, m in enumerate(methods):
         mine = [p for p in picks if p["method"] == m]
@@ -131,26 +132,39 @@ def figure(s: dict[str, Any], picks: list[dict[str, Any]], table: Any, path: Pat
     a1.set_xticks(range(len(methods)), [m.replace(" ", "\n", 1) for m in methods], fontsize=8)
     a1.set_ylabel("regret (end-to-end accuracy)")
     a1.set_title("regret per pick (red: unstable), mean and 95 % CI")
-    lrs = sorted({x[0] for x in table.settings})
-    ks = sorted({x[1] for x in table.settings})
-    grid = np.array([[table.true_value((lr, k)) for lr in lrs] for k in ks])
+    for a2, panel in zip(axes[1:], panels, strict=True):
+        _grid_panel(a2, fig, methods, picks, table, kx, ky, cat, panel)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def _grid_panel(a2: Any, fig: Any, methods: list[str], picks: list[dict[str, Any]],
+                table: Any, kx: str, ky: str, cat: int | None, panel: Any) -> None:  # fmt: skip
+    """The grid's true values over two ordered knobs (one value of the choice knob) with
+    the methods' picks."""
+    rows = [table.as_dict(x) for x in table.settings]
+    cname = None if cat is None else table.knobs[cat][0]
+    rows = [r for r in rows if cname is None or r[cname] == panel]
+    xs, ys = sorted({r[kx] for r in rows}), sorted({r[ky] for r in rows})
+    val = {(r[kx], r[ky]): table.true_value(tuple(r.values())) for r in rows}
+    grid = np.array([[val.get((x, y), np.nan) for x in xs] for y in ys])
     im = a2.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=1, aspect="auto")
     fig.colorbar(im, ax=a2, label="mean final end-to-end accuracy")
-    a2.set_xticks(range(len(lrs)), [f"{v:g}" for v in lrs])
-    a2.set_yticks(range(len(ks)), [str(k) for k in ks])
-    a2.set_xlabel("rl.lr")
-    a2.set_ylabel("rl.staleness")
+    a2.set_xticks(range(len(xs)), [f"{v:g}" for v in xs])
+    a2.set_yticks(range(len(ys)), [f"{v:g}" for v in ys])
+    a2.set_xlabel(kx)
+    a2.set_ylabel(ky)
     for i, m in enumerate(methods):
         counts: dict[tuple[int, int], int] = {}
         for p in picks:
-            if p["method"] == m:
-                key = (lrs.index(p["setting"]["rl.lr"]), ks.index(p["setting"]["rl.staleness"]))
+            st = p["setting"]
+            if p["method"] == m and (cname is None or st[cname] == panel):
+                key = (xs.index(st[kx]), ys.index(st[ky]))
                 counts[key] = counts.get(key, 0) + 1
-        dx = (i - (len(methods) - 1) / 2) * 0.13
+        dx = (i - (len(methods) - 1) / 2) * 0.09
         for (x, y), c in counts.items():
             a2.scatter(x + dx, y, s=12 + 10 * c, color=f"C{i}", edgecolor="w",
                        label=m if (x, y) == next(iter(counts)) else None)  # fmt: skip
-    a2.legend(fontsize=7, loc="upper right")
-    a2.set_title("true values and picks (size: how often)")
-    fig.tight_layout()
-    save_figure(fig, path)
+    a2.legend(fontsize=6, loc="upper right")
+    title = "true values and picks (size: how often)"
+    a2.set_title(title if cname is None else f"{cname} = {panel}: {title}", fontsize=9)

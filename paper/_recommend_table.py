@@ -17,32 +17,24 @@ rather than ever spending past it; a method returns a :class:`Pick`.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from _recommend_knobs import LR_STALENESS, Knob, cast
+from _recommend_knobs import read as read_setting
 
 from simulate import AgentmotifsError
 
-#: A grid setting: (``rl.lr``, ``rl.staleness``).
-Setting = tuple[float, int]
+#: A grid setting: its knobs' values in order (by default (``rl.lr``, ``rl.staleness``)).
+Setting = tuple
 
 #: Regime groups counted as unstable picks (names of ``simulate.REGIME_GROUPS``).
 UNSTABLE_GROUPS = ("oscillating", "collapse")
 
-__all__ = [
-    "UNSTABLE_GROUPS",
-    "BenchmarkError",
-    "BudgetError",
-    "Curve",
-    "Ledger",
-    "Pick",
-    "RunTable",
-    "Setting",
-    "Trial",
-    "best_setting",
-    "regime_group",
-]
+__all__ = ["UNSTABLE_GROUPS", "BenchmarkError", "BudgetError", "Curve", "Ledger", "Pick",
+           "RunTable", "Setting", "Trial", "best_setting", "regime_group"]  # fmt: skip
 
 
 def best_setting(items: Sequence[tuple[Setting, float]]) -> Setting:
@@ -162,16 +154,21 @@ class RunTable:
     Args:
         curves: ``{(setting, seed): Curve}``; every finished curve ends at the same step
             (the horizon).
+        knobs: What a setting's values are (:mod:`_recommend_knobs`); default learning rate
+            x policy lag.
 
     Raises:
         BenchmarkError: No curves, or finished curves of different lengths.
     """
 
-    def __init__(self, curves: Mapping[tuple[Setting, int], Curve]) -> None:
+    def __init__(
+        self, curves: Mapping[tuple[Setting, int], Curve], knobs: Sequence[Knob] = LR_STALENESS
+    ) -> None:
         if not curves:
             raise BenchmarkError("a run table needs at least one curve")
+        self.knobs: tuple[Knob, ...] = tuple(knobs)
         self.curves: dict[tuple[Setting, int], Curve] = {
-            ((float(s[0]), int(s[1])), int(r)): c for (s, r), c in curves.items()
+            (self.norm(s), int(r)): c for (s, r), c in curves.items()
         }
         self.settings: tuple[Setting, ...] = tuple(sorted({s for s, _ in self.curves}))
         self.seeds: tuple[int, ...] = tuple(sorted({r for _, r in self.curves}))
@@ -184,13 +181,25 @@ class RunTable:
         #: Evaluation steps of the longest logged curve (where a method can stop a run).
         self.eval_steps: tuple[int, ...] = tuple(int(s) for s in grid if s <= self.horizon)
 
+    def norm(self, setting: Sequence[object]) -> Setting:
+        """``setting`` with each value in its knob's type."""
+        return cast(self.knobs, setting)
+
+    def as_dict(self, setting: Sequence[object]) -> dict[str, object]:
+        """``{knob path: value}`` of a setting."""
+        return dict(zip([k for k, _ in self.knobs], self.norm(setting), strict=True))
+
     @classmethod
     def from_runs(
-        cls, folder: str | Path, *, seeds: Iterable[int] | None = None
+        cls,
+        folder: str | Path,
+        *,
+        seeds: Iterable[int] | None = None,
+        knobs: Sequence[Knob] = LR_STALENESS,
     ) -> tuple[RunTable, list[str]]:
         """Read every finished or diverged run folder under ``folder``.
 
-        The setting comes from the manifest's ``config.rl.lr`` and ``config.rl.staleness``,
+        The setting comes from the manifest's ``config`` fields named by ``knobs``,
         the seed from its ``seed``, the curve from the ``e2e`` rows (``llm_runs.read_run``),
         the regime from ``llm_runs.observed_regime``. Runs still being written
         (``status: "running"``) and runs of other seeds are skipped.
@@ -198,13 +207,14 @@ class RunTable:
         Args:
             folder: The folder holding run folders (e.g. ``runs/regime_map``).
             seeds: Keep only these seeds (default: all).
+            knobs: The config fields of a setting (default ``rl.lr``, ``rl.staleness``).
 
         Returns:
             The table, and the names of the run folders skipped with why.
 
         Raises:
             BenchmarkError: No usable run, two runs of one setting and seed, or a run
-                without e2e rows or ``rl.lr``/``rl.staleness`` in its config.
+                without e2e rows or a knob's field in its config.
         """
         import llm_runs
 
@@ -220,13 +230,14 @@ class RunTable:
                 skipped.append(f"{run.name} (status {status})")
                 continue
             log = llm_runs.read_run(run, strict=True)  # a finished run has no torn tail
-            rl = log.manifest.get("config", {}).get("rl", {})
-            if "lr" not in rl or "staleness" not in rl:
-                raise BenchmarkError(f"{run}: config has no rl.lr and rl.staleness")
+            setting = read_setting(knobs, log.manifest.get("config", {}))
+            if setting is None:
+                names = ", ".join(k for k, _ in knobs)
+                raise BenchmarkError(f"{run}: config lacks one of {names}")
             rows = log.e2e_rows
             if not rows:
                 raise BenchmarkError(f"{run}: no e2e rows")
-            key = ((float(rl["lr"]), int(rl["staleness"])), seed)
+            key = (setting, seed)
             if key in curves:
                 raise BenchmarkError(f"{run}: a second run of setting {key[0]}, seed {seed}")
             curves[key] = Curve(
@@ -237,7 +248,7 @@ class RunTable:
             )
         if not curves:
             raise BenchmarkError(f"{folder}: no finished or diverged run folders")
-        return cls(curves), skipped
+        return cls(curves, knobs), skipped
 
     def curve(self, setting: Setting, seed: int) -> Curve:
         """The curve of one run.
@@ -245,7 +256,7 @@ class RunTable:
         Raises:
             BenchmarkError: No run of that setting and seed.
         """
-        key = ((float(setting[0]), int(setting[1])), int(seed))
+        key = (self.norm(setting), int(seed))
         if key not in self.curves:
             raise BenchmarkError(f"no run of setting {setting} with seed {seed}")
         return self.curves[key]
@@ -271,7 +282,7 @@ class RunTable:
 
     def true_value(self, setting: Setting) -> float:
         """Mean final accuracy of ``setting`` over every seed present."""
-        vals = [c.final for (s, _), c in self.curves.items() if s == tuple(setting)]
+        vals = [c.final for (s, _), c in self.curves.items() if s == self.norm(setting)]
         if not vals:
             raise BenchmarkError(f"no run of setting {setting}")
         return float(np.mean(vals))
@@ -299,10 +310,13 @@ class RunTable:
         return tuple(s for s in self.settings if (s, int(seed)) in self.curves)
 
     def corners(self) -> tuple[Setting, ...]:
-        """The grid's corner settings (lowest/highest lr x lowest/highest staleness)."""
-        lrs = sorted({s[0] for s in self.settings})
-        ks = sorted({s[1] for s in self.settings})
-        out = [(lr, k) for lr in (lrs[0], lrs[-1]) for k in (ks[0], ks[-1])]
+        """The grid's corner settings: the lowest and highest value of every ordered knob, in
+        every combination, for every value of a ``cat`` knob."""
+        ends = []
+        for i, (_, kind) in enumerate(self.knobs):
+            vals = sorted({s[i] for s in self.settings})
+            ends.append(vals if kind == "cat" else [vals[0], vals[-1]])
+        out = list(itertools.product(*ends))
         return tuple(dict.fromkeys(s for s in out if s in self.settings))
 
 
@@ -343,7 +357,7 @@ class Ledger:
         if cost > self.left:
             raise BudgetError(f"{cost} steps asked, {self.left} of {self.budget} left")
         self.spent += cost
-        setting = (float(setting[0]), int(setting[1]))
+        setting = self.table.norm(setting)
         self.trace.append(Trial(setting, start, until, cost, value, note, trained < until))
         return self.trace[-1]
 
@@ -367,7 +381,7 @@ class Ledger:
             raise BudgetError(f"{self.spent} steps spent over a budget of {self.budget}")
         return Pick(
             method=method,
-            setting=(float(setting[0]), int(setting[1])),
+            setting=self.table.norm(setting),
             steps=self.spent,
             budget=self.budget,
             seed=self.seed,

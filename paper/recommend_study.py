@@ -51,6 +51,16 @@ Job = tuple[float, float, str, int]
 Cell = tuple[int, int, int]
 
 
+#: Revisions of the design, each made before any method ran (see ``check``).
+REVISIONS = (
+    "revision 1 (2026-12-04, after the check of design 1 and before any method ran): the "
+    "best cell of design 1 (rl.lr 8e-3, rl.lr_scale.X 0.3, C1; mean final end-to-end 0.773) "
+    "lay on the knob's upper edge, so the check failed (kept in check_design1.json). The "
+    "cells showed a ridge along rl.lr x rl.lr_scale.X (X's own learning rate): the knob "
+    "value 0.6 is added (36 runs); every other cell, seed and pilot is unchanged.",
+)
+
+
 @dataclasses.dataclass
 class RecommendDesign:
     """The benchmark's fixed design (see the module docstring)."""
@@ -66,14 +76,14 @@ class RecommendDesign:
         default_factory=lambda: [2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2, 6.4e-2]
     )
     knob: str = "rl.lr_scale.X"
-    knob_values: list[float] = dataclasses.field(default_factory=lambda: [0.075, 0.15, 0.3])
+    knob_values: list[float] = dataclasses.field(default_factory=lambda: [0.075, 0.15, 0.3, 0.6])
     motifs: list[str] = dataclasses.field(default_factory=lambda: ["C1", "C2"])
     pilots: list[list[int]] = dataclasses.field(
         default_factory=lambda: [[i, j, m] for m in (0, 1) for i in (1, 4) for j in (0, 2)]
     )
     budget_steps: int = 2000
     repetitions: int = 10
-    revisions: list[str] = dataclasses.field(default_factory=list)
+    revisions: list[str] = dataclasses.field(default_factory=lambda: list(REVISIONS))
 
     def __post_init__(self) -> None:
         for name, vals in (("lrs", self.lrs), ("knob_values", self.knob_values)):
@@ -141,13 +151,14 @@ def main(argv: list[str] | None = None) -> int:
         design=RecommendDesign,
         quick=QUICK,
         run_name=run_name,
-        phases=["restore", "cells", "check"],
+        phases=["restore", "cells", "check", "methods"],
         gated=None,
         default_runs="runs/recommend",
         default_out="paper/results/recommend_testbed",
         steps={
             "restore": "_testbed_analysis:restore_phase",
             "check": "_recommend_study:check_phase",
+            "methods": "_recommend_study:methods_phase",
         },
     )
 

@@ -24,13 +24,17 @@ from llm_runs.config import TrainConfig  # noqa: E402
 def test_the_default_grid_its_pilots_and_the_interior():
     d = study.RecommendDesign()
     cells = d.cells()
-    assert len(cells) == 6 * 3 * 2 and len(d.pilots) == 8
+    assert len(cells) == 6 * 4 * 2 and len(d.pilots) == 8
     assert 4 * len(d.pilots) <= len(cells)
-    # interior: lr index 1..4 and the middle knob value, whatever the wiring
+    # interior: lr index 1..4 and the knob's two middle values, whatever the wiring
     inside = [c for c in cells if d.interior(c)]
-    assert sorted(inside) == sorted((i, 1, m) for i in range(1, 5) for m in range(2))
-    # no interior cell is a pilot, so an interior best is never a pilot
-    assert not any(d.is_pilot(c) for c in inside)
+    assert sorted(inside) == sorted((i, j, m) for i in range(1, 5) for j in (1, 2)
+                                    for m in range(2))  # fmt: skip
+    # revision 1 added the knob value 0.6: the pilots at 0.3 are now interior cells
+    assert sorted(c for c in inside if d.is_pilot(c)) == sorted(
+        (i, 2, m) for i in (1, 4) for m in range(2)
+    )
+    assert len(d.revisions) == 1 and "revision 1" in d.revisions[0]
     jobs = d.jobs("cells")
     assert len(jobs) == len(cells) * len(d.seeds)
     assert len({study.run_name(*j) for j in jobs}) == len(jobs)
@@ -46,7 +50,7 @@ def test_the_default_grid_its_pilots_and_the_interior():
         {"motifs": []},
         {"knob": "rl.lr"},
         {"pilots": [[0, 0, 0]] * 2},
-        {"pilots": [[i, 0, 0] for i in range(6)] + [[i, 1, 0] for i in range(4)]},
+        {"pilots": [[i, j, 0] for i in range(6) for j in (0, 1)] + [[0, 2, 0]]},
     ],
 )
 def test_a_bad_design_is_refused(bad):

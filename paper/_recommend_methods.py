@@ -1,0 +1,204 @@
+"""The ``methods`` phase of the testbed recommendation benchmark (``recommend_study.py``,
+issue 32 §2): every method on the table of trained cells, at equal compute in optimizer steps.
+
+Repetitions: each pilot seed (``design.seeds``) with ``design.repetitions`` random starts. The
+methods that draw random numbers (random search, Optuna) run once per (seed, random start);
+the others are deterministic given the seed's pilots and run once per seed (the summary's
+interval resamples seeds, then picks within a seed). Every method reads only the runs of its
+seed and pays the steps it trains (:class:`_recommend_table.Ledger`).
+
+- motif model: per wiring, its pilots at the seed → ``calibrate fit`` (that wiring, the
+  design's gate, Laplace, the knob schema's links of ``rl.lr`` and the knob) →
+  ``calibrate recommend --space`` (the grid's values of both knobs, ``--objective e2e``,
+  risk 0.1); the wiring whose recommendation has the higher forecast end-to-end accuracy
+  (within the risk first) is picked, then one confirmation run (a lookup; free for a pilot).
+- motif model (2 rounds): after that confirmation run, the picked wiring is refitted on its
+  pilots plus the confirmation run and recommended again; its new pick is run (if new) and is
+  the answer.
+- keep the best pilot, a GP surrogate on the pilots, sequential GP with expected improvement
+  (from the pilots), random search, Optuna TPE + Hyperband, ScaleRL-style sigmoid
+  extrapolation: :mod:`_recommend_baselines`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import _recommend_baselines as rb
+import _recommend_summary as summ
+import yaml
+from _study import now
+
+import simulate
+from calibrate import StageError, fit_runs, run_command
+from llm_runs.knobs import hierarchy_links
+
+MOTIF = "motif model"
+MOTIF2 = "motif model (2 rounds)"
+STOCHASTIC = {"random search": rb.random_search, "optuna": rb.optuna_tpe}
+SEEDED = {"curve extrapolation": rb.curve_extrapolation}
+METHODS = (MOTIF, MOTIF2, *rb.PILOT_BASELINES, *STOCHASTIC, *SEEDED)
+RISK = 0.1
+
+
+def knobs(cfg: Any) -> tuple[tuple[str, str], ...]:
+    """The table's knobs: ``rl.lr``, the design's knob (both log), the wiring (a choice)."""
+    return (("rl.lr", "log"), (cfg.knob, "log"), ("network.motif", "cat"))
+
+
+def pilot_settings(cfg: Any) -> list[tuple[Any, ...]]:
+    """The design's pilot cells as settings."""
+    return [(cfg.lrs[i], cfg.knob_values[j], cfg.motifs[m]) for i, j, m in cfg.pilots]
+
+
+def _folder(runs: Path, run_name: Any, setting: tuple[Any, ...], seed: int) -> str:
+    lr, x, motif = setting
+    return str(runs / run_name(lr, x, motif, seed))
+
+
+def _fit(cfg: Any, folders: list[str], fit: Path, motif: str) -> None:
+    links = simulate.write_json(fit.parent / "links.json", hierarchy_links(["rl.lr", cfg.knob]))
+    args = ["--motif", motif, "--gate", cfg.gate, "--hierarchy", str(links),
+            "--method", "laplace"]  # fmt: skip
+    try:
+        fit_runs(folders, fit, args=args, log=fit.parent / f"{fit.name}.log")
+    except StageError as err:
+        raise rb.BenchmarkError(str(err)) from None
+
+
+def _recommend(cfg: Any, fit: Path, rec: Path, seed: int) -> dict[str, Any]:
+    """``calibrate recommend`` of one wiring's fit over the grid (kept when it exists)."""
+    if not (rec / "recommendation.json").is_file():
+        space = {"fields": {"rl.lr": {"choices": list(cfg.lrs)},
+                            cfg.knob: {"choices": list(cfg.knob_values)}},
+                 "budget_steps": cfg.steps, "risk": RISK, "target": 0.8,
+                 "n_candidates": len(cfg.lrs) * len(cfg.knob_values), "seed": seed,
+                 "objective": "e2e"}  # fmt: skip
+        sp = simulate.write_text(rec.parent / f"{rec.name}_space.yaml", yaml.safe_dump(space))
+        args = [sys.executable, "-m", "calibrate", "recommend", str(fit), "--space", str(sp),
+                "--out", str(rec), "--draws", "200"]  # fmt: skip
+        try:
+            run_command(args, rec.parent / f"{rec.name}.log")
+        except StageError as err:
+            raise rb.BenchmarkError(str(err)) from None
+    r = json.loads((rec / "recommendation.json").read_text())
+    top = r["top"][0]
+    setting = (float(r["best"]["rl.lr"]), float(r["best"][cfg.knob]))
+    return {"setting": setting, "final": top["final"], "risk": top["risk"],
+            "within_risk": top["within_risk"]}  # fmt: skip
+
+
+def _choose(recs: dict[str, dict[str, Any]]) -> str:
+    """The wiring whose recommendation is within the risk (first) and forecast highest."""
+    return max(recs, key=lambda m: (recs[m]["within_risk"], recs[m]["final"]["mean"]))
+
+
+def motif_fits(cfg: Any, runs: Path, out: Path, run_name: Any, seed: int, workers: int) -> None:
+    """Round 1's fits and recommendations of every wiring at ``seed`` (kept when they exist),
+    ``workers`` wirings at a time."""
+    rep = out / "motif_model" / f"seed{seed}"
+
+    def one(motif: str) -> None:
+        pil = [s for s in pilot_settings(cfg) if s[2] == motif]
+        _fit(cfg, [_folder(runs, run_name, s, seed) for s in pil], rep / f"fit_{motif}", motif)
+        _recommend(cfg, rep / f"fit_{motif}", rep / f"rec_{motif}", seed)
+
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        list(ex.map(one, cfg.motifs))
+
+
+def motif_model(cfg: Any, table: rb.RunTable, runs: Path, out: Path, run_name: Any,
+                seed: int, rounds: int) -> rb.Pick:  # fmt: skip
+    """The motif model's pick at ``seed`` after ``rounds`` (1 or 2) rounds."""
+    rep = out / "motif_model" / f"seed{seed}"
+    pil = pilot_settings(cfg)
+    recs = {m: _recommend(cfg, rep / f"fit_{m}", rep / f"rec_{m}", seed) for m in cfg.motifs}
+    ledger = rb.Ledger(table, seed, cfg.budget_steps)
+    for s in pil:
+        ledger.run(s, table.horizon, note="pilot")
+    motif = _choose(recs)
+    pick = (*recs[motif]["setting"], motif)
+    info: dict[str, Any] = {"round1": {"wiring": motif, "recommendations": recs}}
+    if table.norm(pick) not in {table.norm(p) for p in pil}:
+        ledger.run(pick, table.horizon, note="confirm")
+    if rounds == 2:
+        more = [s for s in pil if s[2] == motif]
+        if table.norm(pick) not in {table.norm(p) for p in pil}:
+            more.append(pick)
+        fit2 = rep / f"fit2_{motif}"
+        _fit(cfg, [_folder(runs, run_name, s, seed) for s in more], fit2, motif)
+        recs[motif] = _recommend(cfg, fit2, rep / f"rec2_{motif}", seed)
+        motif = _choose(recs)
+        pick2 = (*recs[motif]["setting"], motif)
+        tried = {table.norm(t.setting) for t in ledger.trace}
+        if table.norm(pick2) not in tried:
+            ledger.run(pick2, table.horizon, note="round 2")
+        pick, info["round2"] = pick2, {"wiring": motif, "recommendations": dict(recs)}
+    name = MOTIF if rounds == 1 else MOTIF2
+    return ledger.pick(name, pick, **info)
+
+
+def record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[str, Any]:
+    """A pick as stored in ``picks.json``."""
+    return simulate.jsonable({
+        "method": p.method, "seed": p.seed, "rng_seed": rng_seed,
+        "setting": table.as_dict(p.setting), "steps": p.steps, "budget": p.budget,
+        "true_value": table.true_value(p.setting), "regret": table.regret(p.setting),
+        "final_at_seed": table.final(p.setting, p.seed),
+        "regime_at_seed": table.curve(p.setting, p.seed).regime,
+        "unstable": table.unstable(p.setting, p.seed), "evaluated": len(p.trace),
+        "info": {k: v for k, v in p.info.items() if k != "posterior_mean"}, "created": now(),
+    })  # fmt: skip
+
+
+def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any, workers: int = 2) -> None:
+    """Every method at every repetition → ``picks.json``, ``summary.json``, ``table.md``,
+    ``recommend_testbed.png`` (the check must have passed)."""
+    check = json.loads((out / "check.json").read_text())
+    if not check.get("passed"):
+        raise rb.BenchmarkError("the design's check failed: revise the design first")
+    table, _ = rb.RunTable.from_runs(runs, seeds=cfg.seeds, knobs=knobs(cfg))
+    cells = {table.norm((cfg.lrs[i], cfg.knob_values[j], cfg.motifs[m]))
+             for i, j, m in cfg.cells()}  # fmt: skip
+    if not cells <= set(table.settings) or len(table.curves) < len(cells) * len(cfg.seeds):
+        raise rb.BenchmarkError("the grid is incomplete: run --phase cells")
+    t0, picks, pil = time.time(), [], pilot_settings(cfg)
+    for seed in cfg.seeds:
+        motif_fits(cfg, runs, out, run_name, seed, workers)
+        for rounds in (1, 2):
+            p = motif_model(cfg, table, runs, out, run_name, seed, rounds)
+            picks.append(record(table, p, None))
+        for fn in rb.PILOT_BASELINES.values():
+            p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=0, pilots=pil)
+            picks.append(record(table, p, 0))
+        for name, fn in (STOCHASTIC | SEEDED).items():
+            for k in range(cfg.repetitions if name in STOCHASTIC else 1):
+                p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=k)
+                picks.append(record(table, p, k))
+        print(f"  seed {seed}: every method ({time.time() - t0:.0f} s)", flush=True)
+    simulate.write_json(out / "picks.json", picks)
+    s = summ.summarise(picks, table, METHODS)
+    best = max(table.settings, key=table.true_value)
+    s |= {
+        "found_best_share": {m: r["zero_regret_share"] for m, r in s["regret"].items()},
+        "steps_spent": s["steps_spent_mean"],
+        "best_cell_interior": bool(check["best_cell_interior"]),
+        "best_is_pilot": bool(check["best_is_pilot"]),
+        "right_wiring_share": {
+            m: sum(p["setting"]["network.motif"] == best[2] for p in picks if p["method"] == m)
+            / max(1, sum(p["method"] == m for p in picks))
+            for m in METHODS
+        },
+        "repetitions": "pilot seeds x random starts (random search, optuna); the other "
+        "methods are deterministic given the seed's pilots and run once per seed",
+        "wall_s": round(time.time() - t0, 1),
+        "command": "python paper/recommend_study.py --phase methods",
+    }
+    simulate.write_json(out / "summary.json", s)
+    simulate.write_text(out / "table.md", summ.table_md(s))
+    summ.figure(s, picks, table, out / "recommend_testbed.png")
