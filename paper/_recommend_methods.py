@@ -1,11 +1,12 @@
 """The ``methods`` phase of the testbed recommendation benchmark (``recommend_study.py``,
 issue 32 §2): every method on the table of trained cells, at equal compute in optimizer steps.
 
-Repetitions: each pilot seed (``design.seeds``) with ``design.repetitions`` random starts. The
-methods that draw random numbers (random search, Optuna) run once per (seed, random start);
-the others are deterministic given the seed's pilots and run once per seed (the summary's
-interval resamples seeds, then picks within a seed). Every method reads only the runs of its
-seed and pays the steps it trains (:class:`_recommend_table.Ledger`).
+Repetitions: ``design.repetitions`` of them; repetition ``r`` uses the pilot seed
+``design.seeds[r % len(seeds)]`` and the random start ``r`` (the draws of ``calibrate
+recommend``, the GP's restarts, random search's and Optuna's samplers). Every method runs once
+per repetition, reads only the runs of its seed and pays the steps it trains
+(:class:`_recommend_table.Ledger`); the summary's interval resamples seeds, then repetitions
+within a seed.
 
 - motif model: per wiring, its pilots at the seed → ``calibrate fit`` (that wiring, the
   design's gate, Laplace, the knob schema's links of ``rl.lr`` and the knob) →
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import _recommend_baselines as rb
+import _recommend_knobs as rk
 import _recommend_summary as summ
 import yaml
 from _study import now
@@ -40,9 +42,9 @@ from llm_runs.knobs import hierarchy_links
 
 MOTIF = "motif model"
 MOTIF2 = "motif model (2 rounds)"
-STOCHASTIC = {"random search": rb.random_search, "optuna": rb.optuna_tpe}
-SEEDED = {"curve extrapolation": rb.curve_extrapolation}
-METHODS = (MOTIF, MOTIF2, *rb.PILOT_BASELINES, *STOCHASTIC, *SEEDED)
+OTHERS = {"random search": rb.random_search, "optuna": rb.optuna_tpe,
+          "curve extrapolation": rb.curve_extrapolation}  # fmt: skip
+METHODS = (MOTIF, MOTIF2, *rb.PILOT_BASELINES, *OTHERS)
 RISK = 0.1
 
 
@@ -71,13 +73,13 @@ def _fit(cfg: Any, folders: list[str], fit: Path, motif: str) -> None:
         raise rb.BenchmarkError(str(err)) from None
 
 
-def _recommend(cfg: Any, fit: Path, rec: Path, seed: int) -> dict[str, Any]:
+def _recommend(cfg: Any, fit: Path, rec: Path, rng: int) -> dict[str, Any]:
     """``calibrate recommend`` of one wiring's fit over the grid (kept when it exists)."""
     if not (rec / "recommendation.json").is_file():
         space = {"fields": {"rl.lr": {"choices": list(cfg.lrs)},
                             cfg.knob: {"choices": list(cfg.knob_values)}},
                  "budget_steps": cfg.steps, "risk": RISK, "target": 0.8,
-                 "n_candidates": len(cfg.lrs) * len(cfg.knob_values), "seed": seed,
+                 "n_candidates": len(cfg.lrs) * len(cfg.knob_values), "seed": rng,
                  "objective": "e2e"}  # fmt: skip
         sp = simulate.write_text(rec.parent / f"{rec.name}_space.yaml", yaml.safe_dump(space))
         args = [sys.executable, "-m", "calibrate", "recommend", str(fit), "--space", str(sp),
@@ -99,25 +101,26 @@ def _choose(recs: dict[str, dict[str, Any]]) -> str:
 
 
 def motif_fits(cfg: Any, runs: Path, out: Path, run_name: Any, seed: int, workers: int) -> None:
-    """Round 1's fits and recommendations of every wiring at ``seed`` (kept when they exist),
+    """Round 1's fit of every wiring on its pilots at ``seed`` (kept when it exists),
     ``workers`` wirings at a time."""
     rep = out / "motif_model" / f"seed{seed}"
 
     def one(motif: str) -> None:
         pil = [s for s in pilot_settings(cfg) if s[2] == motif]
         _fit(cfg, [_folder(runs, run_name, s, seed) for s in pil], rep / f"fit_{motif}", motif)
-        _recommend(cfg, rep / f"fit_{motif}", rep / f"rec_{motif}", seed)
 
     with ThreadPoolExecutor(max_workers=workers) as ex:
         list(ex.map(one, cfg.motifs))
 
 
 def motif_model(cfg: Any, table: rb.RunTable, runs: Path, out: Path, run_name: Any,
-                seed: int, rounds: int) -> rb.Pick:  # fmt: skip
-    """The motif model's pick at ``seed`` after ``rounds`` (1 or 2) rounds."""
+                seed: int, rng: int, rounds: int) -> rb.Pick:  # fmt: skip
+    """The motif model's pick at pilot ``seed`` and random start ``rng`` after ``rounds``
+    (1 or 2) rounds (the fits of :func:`motif_fits` must exist)."""
     rep = out / "motif_model" / f"seed{seed}"
     pil = pilot_settings(cfg)
-    recs = {m: _recommend(cfg, rep / f"fit_{m}", rep / f"rec_{m}", seed) for m in cfg.motifs}
+    recs = {m: _recommend(cfg, rep / f"fit_{m}", rep / f"rec_{m}_r{rng}", rng)
+            for m in cfg.motifs}  # fmt: skip
     ledger = rb.Ledger(table, seed, cfg.budget_steps)
     for s in pil:
         ledger.run(s, table.horizon, note="pilot")
@@ -130,9 +133,10 @@ def motif_model(cfg: Any, table: rb.RunTable, runs: Path, out: Path, run_name: A
         more = [s for s in pil if s[2] == motif]
         if table.norm(pick) not in {table.norm(p) for p in pil}:
             more.append(pick)
-        fit2 = rep / f"fit2_{motif}"
+        tag = run_name(*pick, seed)  # one refit per confirmation run, shared by repetitions
+        fit2 = rep / f"fit2_{tag}"
         _fit(cfg, [_folder(runs, run_name, s, seed) for s in more], fit2, motif)
-        recs[motif] = _recommend(cfg, fit2, rep / f"rec2_{motif}", seed)
+        recs[motif] = _recommend(cfg, fit2, rep / f"rec2_{tag}_r{rng}", rng)
         motif = _choose(recs)
         pick2 = (*recs[motif]["setting"], motif)
         tried = {table.norm(t.setting) for t in ledger.trace}
@@ -141,6 +145,22 @@ def motif_model(cfg: Any, table: rb.RunTable, runs: Path, out: Path, run_name: A
         pick, info["round2"] = pick2, {"wiring": motif, "recommendations": dict(recs)}
     name = MOTIF if rounds == 1 else MOTIF2
     return ledger.pick(name, pick, **info)
+
+
+def environments(runs: Path, table: rb.RunTable) -> dict[str, int]:
+    """How many of the table's runs each software environment trained (python, torch,
+    transformers, peft from the manifests)."""
+    import llm_runs
+
+    out: dict[str, int] = {}
+    for f in sorted(p for p in runs.iterdir() if (p / "manifest.json").is_file()):
+        m = llm_runs.runlog.read_manifest(f)
+        s = rk.read(table.knobs, m.get("config", {}))
+        if s is not None and (s, int(m["seed"])) in table.curves:
+            v = m.get("versions", {})
+            key = ", ".join(f"{k} {v.get(k)}" for k in ("python", "torch", "transformers", "peft"))
+            out[key] = out.get(key, 0) + 1
+    return out
 
 
 def record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[str, Any]:
@@ -158,7 +178,7 @@ def record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[str, An
 
 def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any, workers: int = 2) -> None:
     """Every method at every repetition → ``picks.json``, ``summary.json``, ``table.md``,
-    ``recommend_testbed.png`` (the check must have passed)."""
+    ``recommend.png`` (the check must have passed)."""
     check = json.loads((out / "check.json").read_text())
     if not check.get("passed"):
         raise rb.BenchmarkError("the design's check failed: revise the design first")
@@ -170,17 +190,19 @@ def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any, workers: int =
     t0, picks, pil = time.time(), [], pilot_settings(cfg)
     for seed in cfg.seeds:
         motif_fits(cfg, runs, out, run_name, seed, workers)
+    for r in range(cfg.repetitions):
+        seed = cfg.seeds[r % len(cfg.seeds)]
         for rounds in (1, 2):
-            p = motif_model(cfg, table, runs, out, run_name, seed, rounds)
-            picks.append(record(table, p, None))
+            p = motif_model(cfg, table, runs, out, run_name, seed, r, rounds)
+            picks.append(record(table, p, r))
         for fn in rb.PILOT_BASELINES.values():
-            p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=0, pilots=pil)
-            picks.append(record(table, p, 0))
-        for name, fn in (STOCHASTIC | SEEDED).items():
-            for k in range(cfg.repetitions if name in STOCHASTIC else 1):
-                p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=k)
-                picks.append(record(table, p, k))
-        print(f"  seed {seed}: every method ({time.time() - t0:.0f} s)", flush=True)
+            p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=r, pilots=pil)
+            picks.append(record(table, p, r))
+        for fn in OTHERS.values():
+            p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=r)
+            picks.append(record(table, p, r))
+        print(f"  repetition {r} (seed {seed}): every method ({time.time() - t0:.0f} s)",
+              flush=True)  # fmt: skip
     simulate.write_json(out / "picks.json", picks)
     s = summ.summarise(picks, table, METHODS)
     best = max(table.settings, key=table.true_value)
@@ -194,11 +216,12 @@ def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any, workers: int =
             / max(1, sum(p["method"] == m for p in picks))
             for m in METHODS
         },
-        "repetitions": "pilot seeds x random starts (random search, optuna); the other "
-        "methods are deterministic given the seed's pilots and run once per seed",
+        "repetitions": f"{cfg.repetitions}: repetition r has pilot seed seeds[r % "
+        f"{len(cfg.seeds)}] and random start r",
+        "training_environments": environments(runs, table),
         "wall_s": round(time.time() - t0, 1),
         "command": "python paper/recommend_study.py --phase methods",
     }
     simulate.write_json(out / "summary.json", s)
     simulate.write_text(out / "table.md", summ.table_md(s))
-    summ.figure(s, picks, table, out / "recommend_testbed.png")
+    summ.figure(s, picks, table, out / "recommend.png")

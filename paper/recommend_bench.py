@@ -20,10 +20,12 @@ its mean final end-to-end accuracy over all seeds. A pick is unstable when its r
 repetition's seed (the confirmation run) oscillated or collapsed (``llm_runs.observed_regime``).
 Repetitions: pilot seed r = 0, 1, 2; the stochastic baselines run ``rng_seeds`` times per
 repetition. The design is stored in ``config.json`` before any method runs and is checked on
-every later call.
+every later call. This is the record of the old testbed (``math-v1``, where only X learned);
+the benchmark on the new testbed is ``recommend_study.py``.
 
-Usage: python paper/recommend_bench.py [--runs runs/regime_map] [--out paper/results/recommend]
-    [--seeds 0,1,2] [--rng-seeds N] [--train [--workers N] [--code TREE]]
+Usage: python paper/recommend_bench.py [--runs runs/regime_map]
+    [--out paper/results/recommend_old_testbed] [--seeds 0,1,2] [--rng-seeds N]
+    [--train [--workers N] [--code TREE]]
 
 ``--train`` first trains the missing runs of the grid (the regime map's settings at these
 seeds; the seed-2 runs were made that way, with the code pinned at the regime map's commit).
@@ -200,7 +202,9 @@ def _run_methods(runs: Path, out: Path, cfg: BenchConfig) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = simulate.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", default="runs/regime_map", help="the grid's run folders")
-    ap.add_argument("--out", default=str(HERE / "results" / "recommend"), help="results folder")
+    ap.add_argument(
+        "--out", default=str(HERE / "results" / "recommend_old_testbed"), help="results folder"
+    )
     ap.add_argument("--seeds", default="0,1,2", help="repetitions (pilot seeds), comma list")
     ap.add_argument("--rng-seeds", type=int, default=10, help="runs per stochastic baseline")
     ap.add_argument(

@@ -28,7 +28,7 @@ Phases (each resumable): ``restore`` (copies the archived logs of finished runs 
 log under ``<out>/runs``).
 
 Usage: python paper/recommend_study.py [--phase restore|cells|check|all]
-       [--runs runs/recommend] [--out paper/results/recommend_testbed] [--workers 2] [--quick]
+       [--runs runs/recommend] [--out paper/results/recommend] [--workers 2] [--quick]
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         phases=["restore", "cells", "check", "methods"],
         gated=None,
         default_runs="runs/recommend",
-        default_out="paper/results/recommend_testbed",
+        default_out="paper/results/recommend",
         steps={
             "restore": "_testbed_analysis:restore_phase",
             "check": "_recommend_study:check_phase",

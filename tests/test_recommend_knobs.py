@@ -103,3 +103,16 @@ def test_optuna_and_random_search_on_a_choice_knob():
         assert p.setting[2] in MOTIFS
     r = rb.random_search(TABLE, budget_steps=2000, seed=1, rng_seed=3)
     assert r.steps == 2000 and len(r.trace) == 10 and r.setting in TABLE.settings
+
+
+def test_the_motif_model_picks_the_wiring_within_risk_then_highest_forecast():
+    import _recommend_methods as rm
+
+    recs = {
+        "C1": {"within_risk": True, "final": {"mean": 0.70}},
+        "C2": {"within_risk": False, "final": {"mean": 0.90}},
+        "I1": {"within_risk": True, "final": {"mean": 0.75}},
+    }
+    assert rm._choose(recs) == "I1"
+    recs["C2"]["within_risk"] = True
+    assert rm._choose(recs) == "C2"
