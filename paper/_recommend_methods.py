@@ -15,7 +15,7 @@ within a seed.
   (within the risk first) is picked, then one confirmation run (a lookup; free for a pilot).
 - motif model (2 rounds): after that confirmation run, the picked wiring is refitted on its
   pilots plus the confirmation run and recommended again; its new pick is run (if new) and is
-  the answer.
+  the answer (a pilot picked in round 1 adds no run, and round 2 keeps it).
 - keep the best pilot, a GP surrogate on the pilots, sequential GP with expected improvement
   (from the pilots), random search, Optuna TPE + Hyperband, ScaleRL-style sigmoid
   extrapolation: :mod:`_recommend_baselines`.
@@ -126,13 +126,12 @@ def motif_model(cfg: Any, table: rb.RunTable, runs: Path, out: Path, run_name: A
         ledger.run(s, table.horizon, note="pilot")
     motif = _choose(recs)
     pick = (*recs[motif]["setting"], motif)
-    info: dict[str, Any] = {"round1": {"wiring": motif, "recommendations": recs}}
-    if table.norm(pick) not in {table.norm(p) for p in pil}:
+    info: dict[str, Any] = {"round1": {"wiring": motif, "recommendations": dict(recs)}}
+    new = table.norm(pick) not in {table.norm(p) for p in pil}
+    if new:
         ledger.run(pick, table.horizon, note="confirm")
-    if rounds == 2:
-        more = [s for s in pil if s[2] == motif]
-        if table.norm(pick) not in {table.norm(p) for p in pil}:
-            more.append(pick)
+    if rounds == 2 and new:  # a pilot pick: round 2 would refit the same runs
+        more = [*(s for s in pil if s[2] == motif), pick]
         tag = run_name(*pick, seed)  # one refit per confirmation run, shared by repetitions
         fit2 = rep / f"fit2_{tag}"
         _fit(cfg, [_folder(runs, run_name, s, seed) for s in more], fit2, motif)
