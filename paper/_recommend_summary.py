@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,7 @@ def figure(s: dict[str, Any], picks: list[dict[str, Any]], table: Any, path: Pat
         r = s["regret"][m]
         a1.errorbar(i + 0.3, r["mean"], yerr=[[r["mean"] - r["ci95"][0]],
                     [r["ci95"][1] - r["mean"]]], fmt="D", color="k", ms=5)  # fmt: skip
-    a1.set_xticks(range(len(methods)), [m.replace(" ", "\n", 1) for m in methods], fontsize=8)
+    a1.set_xticks(range(len(methods)), [textwrap.fill(m, 8) for m in methods], fontsize=8)
     a1.set_ylabel("regret (end-to-end accuracy)")
     a1.set_title("regret per pick (red: unstable), mean and 95 % CI")
     for a2, panel in zip(axes[1:], panels, strict=True):
