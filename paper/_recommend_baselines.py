@@ -115,9 +115,11 @@ def optuna_tpe(
     rng_seed: int,
     knobs: Literal["categorical", "ordered"] = "categorical",
     reduction_factor: int = 3,
+    hyperband: bool = True,
 ) -> Pick:
     """Optuna: ``TPESampler(seed=rng_seed)`` with ``HyperbandPruner`` (min resource the first
-    logged step after 0, max resource the horizon, ``reduction_factor``), driven by ask/tell.
+    logged step after 0, max resource the horizon, ``reduction_factor``; ``hyperband=False``:
+    ``NopPruner``, every trial a full run), driven by ask/tell.
 
     Each trial reports the end-to-end accuracy at every logged step after 0 and is pruned when
     the pruner says so; it costs the steps it ran. Trials start while the first logged segment
@@ -131,6 +133,7 @@ def optuna_tpe(
             values; ``"ordered"``: ordered knobs as floats (lr log-uniform, staleness in log1p
             space) snapped to the nearest grid value (:func:`_recommend_knobs.suggest`).
         reduction_factor: Hyperband's reduction factor.
+        hyperband: Prune with Hyperband (default) or not at all (plain TPE).
 
     Returns:
         The best completed trial's setting (first on ties); if no trial completed, the trial
@@ -160,7 +163,9 @@ def optuna_tpe(
         sampler=optuna.samplers.TPESampler(seed=rng_seed),
         pruner=optuna.pruners.HyperbandPruner(
             min_resource=steps[0], max_resource=table.horizon, reduction_factor=reduction_factor
-        ),
+        )
+        if hyperband
+        else optuna.pruners.NopPruner(),
     )
     done: list[tuple[Setting, float]] = []
     out_of_budget = False

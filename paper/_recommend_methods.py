@@ -17,12 +17,14 @@ within a seed.
   pilots plus the confirmation run and recommended again; its new pick is run (if new) and is
   the answer (a pilot picked in round 1 adds no run, and round 2 keeps it).
 - keep the best pilot, a GP surrogate on the pilots, sequential GP with expected improvement
-  (from the pilots), random search, Optuna TPE + Hyperband, ScaleRL-style sigmoid
-  extrapolation: :mod:`_recommend_baselines`.
+  (from the pilots), random search, Optuna TPE (full runs) and TPE + Hyperband, ScaleRL-style
+  sigmoid extrapolation: :mod:`_recommend_baselines`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import sys
 import time
@@ -42,7 +44,9 @@ from llm_runs.knobs import hierarchy_links
 
 MOTIF = "motif model"
 MOTIF2 = "motif model (2 rounds)"
-OTHERS = {"random search": rb.random_search, "optuna": rb.optuna_tpe,
+OTHERS = {"random search": rb.random_search,
+          "optuna tpe": functools.partial(rb.optuna_tpe, hyperband=False),
+          "optuna tpe + hyperband": rb.optuna_tpe,
           "curve extrapolation": rb.curve_extrapolation}  # fmt: skip
 METHODS = (MOTIF, MOTIF2, *rb.PILOT_BASELINES, *OTHERS)
 RISK = 0.1
@@ -197,9 +201,9 @@ def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any, workers: int =
         for fn in rb.PILOT_BASELINES.values():
             p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=r, pilots=pil)
             picks.append(record(table, p, r))
-        for fn in OTHERS.values():
+        for name, fn in OTHERS.items():
             p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=r)
-            picks.append(record(table, p, r))
+            picks.append(record(table, dataclasses.replace(p, method=name), r))
         print(f"  repetition {r} (seed {seed}): every method ({time.time() - t0:.0f} s)",
               flush=True)  # fmt: skip
     simulate.write_json(out / "picks.json", picks)

@@ -116,3 +116,12 @@ def test_the_motif_model_picks_the_wiring_within_risk_then_highest_forecast():
     assert rm._choose(recs) == "I1"
     recs["C2"]["within_risk"] = True
     assert rm._choose(recs) == "C2"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("optuna") is None, reason="needs optuna")
+def test_plain_tpe_runs_every_trial_in_full_and_hyperband_prunes():
+    plain = rb.optuna_tpe(TABLE, budget_steps=2000, seed=0, rng_seed=1, hyperband=False)
+    notes = [t.note for t in plain.trace]
+    assert "pruned" not in notes and notes.count("complete") == 10 and plain.steps == 2000
+    hb = rb.optuna_tpe(TABLE, budget_steps=2000, seed=0, rng_seed=1)
+    assert "pruned" in [t.note for t in hb.trace] and len(hb.trace) > len(plain.trace)
