@@ -182,6 +182,8 @@ def record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[str, An
 def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any, workers: int = 2) -> None:
     """Every method at every repetition → ``picks.json``, ``summary.json``, ``table.md``,
     ``recommend.png`` (the check must have passed)."""
+    if not (out / "check.json").is_file():
+        raise rb.BenchmarkError(f"{out / 'check.json'} is missing: run --phase check first")
     check = json.loads((out / "check.json").read_text())
     if not check.get("passed"):
         raise rb.BenchmarkError("the design's check failed: revise the design first")

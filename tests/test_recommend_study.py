@@ -105,8 +105,9 @@ def test_the_quick_pipeline_trains_every_cell_and_stores_the_check_once(tmp_path
     runs, out = tmp_path / "runs", tmp_path / "out"
     cmd = [sys.executable, str(ROOT / "paper" / "recommend_study.py"), "--quick",
            "--runs", str(runs), "--out", str(out)]  # fmt: skip
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    assert p.returncode == 0, p.stderr[-2000:]
+    for phase in ("restore", "cells", "check"):  # "all" would go on to the methods' fits
+        p = subprocess.run([*cmd, "--phase", phase], capture_output=True, text=True, timeout=1800)
+        assert p.returncode == 0, p.stderr[-2000:]
     check = json.loads((out / "check.json").read_text())
     d = study.RecommendDesign(**study.QUICK)
     assert len(check["cells"]) == len(d.cells()) and "created" in check
@@ -114,3 +115,12 @@ def test_the_quick_pipeline_trains_every_cell_and_stores_the_check_once(tmp_path
     again = subprocess.run([*cmd, "--phase", "check"], capture_output=True, text=True)
     assert again.returncode == 0 and "kept as it is" in again.stdout
     assert json.loads((out / "check.json").read_text()) == check
+
+
+def test_the_methods_phase_needs_the_check_first(tmp_path):
+    cmd = [sys.executable, str(ROOT / "paper" / "recommend_study.py"), "--quick", "--phase",
+           "methods", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]  # fmt: skip
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()]  # one line
+    assert p.stderr.startswith("error:") and "check.json" in p.stderr
