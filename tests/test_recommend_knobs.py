@@ -125,3 +125,37 @@ def test_plain_tpe_runs_every_trial_in_full_and_hyperband_prunes():
     assert "pruned" not in notes and notes.count("complete") == 10 and plain.steps == 2000
     hb = rb.optuna_tpe(TABLE, budget_steps=2000, seed=0, rng_seed=1)
     assert "pruned" in [t.note for t in hb.trace] and len(hb.trace) > len(plain.trace)
+
+
+def test_the_motif_model_pays_pilots_and_new_runs_and_refits_after_a_new_run(monkeypatch, tmp_path):
+    import types
+
+    import _recommend_methods as rm
+
+    cfg = types.SimpleNamespace(
+        lrs=list(LRS), knob="rl.lr_scale.X", knob_values=list(XS), motifs=list(MOTIFS),
+        pilots=[[i, j, m] for m in (0, 1) for i in (0, 3) for j in (0, 3)],
+        budget_steps=2000, gate="AND", steps=200,
+    )  # fmt: skip
+    assert rm.pilot_settings(cfg) == [p for p in PILOTS]
+    fits: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        rm, "_fit", lambda c, folders, fit, motif: fits.append((fit.name, len(folders)))
+    )
+    # round 1: C2 forecast higher at (8e-3, 0.3); after the refit C2 moves to the best cell
+    answers = {"rec_C1": ((4e-3, 0.15), 0.70), "rec_C2": ((8e-3, 0.3), 0.75),
+               "rec2_": ((8e-3, 0.15), 0.80)}  # fmt: skip
+
+    def fake_rec(c, fit, rec, rng):
+        key = next(k for k in answers if rec.name.startswith(k))
+        s, mean = answers[key]
+        return {"setting": s, "final": {"mean": mean}, "risk": 0.0, "within_risk": True}
+
+    monkeypatch.setattr(rm, "_recommend", fake_rec)
+    name = lambda lr, x, m, s: f"{m}_lr{lr:g}_x{x:g}_s{s}"  # noqa: E731
+    one = rm.motif_model(cfg, TABLE, tmp_path, tmp_path, name, 0, 0, rounds=1)
+    assert one.setting == (8e-3, 0.3, "C2") and one.steps == 9 * 200 and not fits
+    two = rm.motif_model(cfg, TABLE, tmp_path, tmp_path, name, 0, 0, rounds=2)
+    assert two.setting == BEST and two.steps == 10 * 200
+    assert fits == [("fit2_C2_lr0.008_x0.3_s0", 5)]  # 4 pilots of C2 + the confirmation run
+    assert two.info["round1"]["wiring"] == "C2" and two.info["round2"]["wiring"] == "C2"
