@@ -2,9 +2,9 @@
 
 The numbers come from the figure scripts' JSON (``--figures``: ``presets.json``,
 ``oscillation.json``, ``phase/summary.json``) and the committed study results (``--results``:
-``regime_map/``, ``recommend/``, ``pool/``, ``hypotheses/``). Nothing is typed by hand. Every
-macro is always defined, whatever is present: a number whose source file is missing reads
-"pending", so the set of names never depends on which results exist. Names are ``\\Val``
+``regime_map/``, ``recommend_old_testbed/``, ``pool/``, ``hypotheses/``). Nothing is typed by
+hand. Every macro is always defined, whatever is present: a number whose source file is
+missing reads "pending", so the set of names never depends on which results exist. Names are ``\\Val``
 followed by letters only (``\\ValPhaseCOneSustained``).
 
 ``hypotheses/summary.json`` (written by the hypotheses study, not yet run) is read as
@@ -275,8 +275,8 @@ RECOMMEND_METHODS = {
 
 def recommend(m: Macros, results: Path) -> None:
     """Regret of each method on the real grid, unstable picks, the best setting."""
-    s = read_json(results / "recommend" / "summary.json")
-    design = dig(read_json(results / "recommend" / "config.json"), "design")
+    s = read_json(results / "recommend_old_testbed" / "summary.json")
+    design = dig(read_json(results / "recommend_old_testbed" / "config.json"), "design")
     for name, tag in RECOMMEND_METHODS.items():
         m.add(f"Rec{tag}Regret", fmt(dig(s, "regret", name, "mean"), 3))
         m.add(f"Rec{tag}RegretCI", fmt_ci(dig(s, "regret", name, "ci95"), 3))
