@@ -4,8 +4,8 @@ The numbers come from the figure scripts' JSON (``--figures``: ``presets.json``,
 ``oscillation.json``, ``phase/summary.json``) and the committed study results (``--results``:
 ``regime_map/``, ``recommend_old_testbed/``, ``pool/``, ``hypotheses/``). Nothing is typed by
 hand. Every macro is always defined, whatever is present: a number whose source file is
-missing reads "pending", so the set of names never depends on which results exist. Names are ``\\Val``
-followed by letters only (``\\ValPhaseCOneSustained``).
+missing reads "pending", so the set of names never depends on which results exist. Names
+are ``\\Val`` followed by letters only (``\\ValPhaseCOneSustained``).
 
 ``hypotheses/summary.json`` (written by the hypotheses study, not yet run) is read as
 ``{"hypotheses": {"c1_filters_spurious": H, "i1_adapts_faster": H}}`` with
