@@ -25,9 +25,12 @@ and level with it at 2e-3):
 Phases (each resumable): ``restore`` (copies the archived logs of finished runs from
 ``<out>/runs`` into ``--runs`` where missing, so a new checkout trains only what is left),
 ``cells`` (trains every cell at every seed), ``check`` (also archives every finished run's
-log under ``<out>/runs``).
+log under ``<out>/runs``), ``methods`` (every method at every repetition, once the check has
+passed: ``picks.json``, ``summary.json``, ``table.md``, ``recommend.png``; see
+:mod:`_recommend_methods`; the motif model's fits and recommendations are kept under
+``<out>/motif_model``).
 
-Usage: python paper/recommend_study.py [--phase restore|cells|check|all]
+Usage: python paper/recommend_study.py [--phase restore|cells|check|methods|all]
        [--runs runs/recommend] [--out paper/results/recommend] [--workers 2] [--quick]
 """
 
