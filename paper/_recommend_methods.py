@@ -28,7 +28,6 @@ import functools
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +76,14 @@ def _fit(cfg: Any, folders: list[str], fit: Path, motif: str) -> None:
         raise rb.BenchmarkError(str(err)) from None
 
 
-def _recommend(cfg: Any, fit: Path, rec: Path, rng: int) -> dict[str, Any]:
-    """``calibrate recommend`` of one wiring's fit over the grid (kept when it exists)."""
+def _recommend(
+    cfg: Any, fit: Path, rec: Path, rng: int, folders: list[str], motif: str
+) -> dict[str, Any]:
+    """``calibrate recommend`` over the grid from the fit of ``folders`` as ``motif`` (fitted
+    first when missing); the recommendation is kept when it exists, and then no fit is
+    needed (a new checkout reruns the phase from the committed recommendations)."""
     if not (rec / "recommendation.json").is_file():
+        _fit(cfg, folders, fit, motif)
         space = {"fields": {"rl.lr": {"choices": list(cfg.lrs)},
                             cfg.knob: {"choices": list(cfg.knob_values)}},
                  "budget_steps": cfg.steps, "risk": RISK, "target": 0.8,
@@ -104,26 +108,18 @@ def _choose(recs: dict[str, dict[str, Any]]) -> str:
     return max(recs, key=lambda m: (recs[m]["within_risk"], recs[m]["final"]["mean"]))
 
 
-def motif_fits(cfg: Any, runs: Path, out: Path, run_name: Any, seed: int, workers: int) -> None:
-    """Round 1's fit of every wiring on its pilots at ``seed`` (kept when it exists),
-    ``workers`` wirings at a time."""
-    rep = out / "motif_model" / f"seed{seed}"
-
-    def one(motif: str) -> None:
-        pil = [s for s in pilot_settings(cfg) if s[2] == motif]
-        _fit(cfg, [_folder(runs, run_name, s, seed) for s in pil], rep / f"fit_{motif}", motif)
-
-    with ThreadPoolExecutor(max_workers=workers) as ex:
-        list(ex.map(one, cfg.motifs))
-
-
 def motif_model(cfg: Any, table: rb.RunTable, runs: Path, out: Path, run_name: Any,
                 seed: int, rng: int, rounds: int) -> rb.Pick:  # fmt: skip
     """The motif model's pick at pilot ``seed`` and random start ``rng`` after ``rounds``
-    (1 or 2) rounds (the fits of :func:`motif_fits` must exist)."""
+    (1 or 2) rounds."""
     rep = out / "motif_model" / f"seed{seed}"
     pil = pilot_settings(cfg)
-    recs = {m: _recommend(cfg, rep / f"fit_{m}", rep / f"rec_{m}_r{rng}", rng)
+
+    def folders(settings: list[tuple[Any, ...]]) -> list[str]:
+        return [_folder(runs, run_name, s, seed) for s in settings]
+
+    recs = {m: _recommend(cfg, rep / f"fit_{m}", rep / f"rec_{m}_r{rng}", rng,
+                          folders([s for s in pil if s[2] == m]), m)
             for m in cfg.motifs}  # fmt: skip
     ledger = rb.Ledger(table, seed, cfg.budget_steps)
     for s in pil:
@@ -137,9 +133,8 @@ def motif_model(cfg: Any, table: rb.RunTable, runs: Path, out: Path, run_name: A
     if rounds == 2 and new:  # a pilot pick: round 2 would refit the same runs
         more = [*(s for s in pil if s[2] == motif), pick]
         tag = run_name(*pick, seed)  # one refit per confirmation run, shared by repetitions
-        fit2 = rep / f"fit2_{tag}"
-        _fit(cfg, [_folder(runs, run_name, s, seed) for s in more], fit2, motif)
-        recs[motif] = _recommend(cfg, fit2, rep / f"rec2_{tag}_r{rng}", rng)
+        recs[motif] = _recommend(cfg, rep / f"fit2_{tag}", rep / f"rec2_{tag}_r{rng}", rng,
+                                 folders(more), motif)  # fmt: skip
         motif = _choose(recs)
         pick2 = (*recs[motif]["setting"], motif)
         tried = {table.norm(t.setting) for t in ledger.trace}
@@ -179,7 +174,7 @@ def record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[str, An
     })  # fmt: skip
 
 
-def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any, workers: int = 2) -> None:
+def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any) -> None:
     """Every method at every repetition → ``picks.json``, ``summary.json``, ``table.md``,
     ``recommend.png`` (the check must have passed)."""
     if not (out / "check.json").is_file():
@@ -193,8 +188,6 @@ def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any, workers: int =
     if not cells <= set(table.settings) or len(table.curves) < len(cells) * len(cfg.seeds):
         raise rb.BenchmarkError("the grid is incomplete: run --phase cells")
     t0, picks, pil = time.time(), [], pilot_settings(cfg)
-    for seed in cfg.seeds:
-        motif_fits(cfg, runs, out, run_name, seed, workers)
     for r in range(cfg.repetitions):
         seed = cfg.seeds[r % len(cfg.seeds)]
         for rounds in (1, 2):

@@ -139,14 +139,12 @@ def test_the_motif_model_pays_pilots_and_new_runs_and_refits_after_a_new_run(mon
     )  # fmt: skip
     assert rm.pilot_settings(cfg) == [p for p in PILOTS]
     fits: list[tuple[str, int]] = []
-    monkeypatch.setattr(
-        rm, "_fit", lambda c, folders, fit, motif: fits.append((fit.name, len(folders)))
-    )
     # round 1: C2 forecast higher at (8e-3, 0.3); after the refit C2 moves to the best cell
     answers = {"rec_C1": ((4e-3, 0.15), 0.70), "rec_C2": ((8e-3, 0.3), 0.75),
                "rec2_": ((8e-3, 0.15), 0.80)}  # fmt: skip
 
-    def fake_rec(c, fit, rec, rng):
+    def fake_rec(c, fit, rec, rng, folders, motif):
+        fits.append((fit.name, len(folders)))
         key = next(k for k in answers if rec.name.startswith(k))
         s, mean = answers[key]
         return {"setting": s, "final": {"mean": mean}, "risk": 0.0, "within_risk": True}
@@ -154,8 +152,11 @@ def test_the_motif_model_pays_pilots_and_new_runs_and_refits_after_a_new_run(mon
     monkeypatch.setattr(rm, "_recommend", fake_rec)
     name = lambda lr, x, m, s: f"{m}_lr{lr:g}_x{x:g}_s{s}"  # noqa: E731
     one = rm.motif_model(cfg, TABLE, tmp_path, tmp_path, name, 0, 0, rounds=1)
-    assert one.setting == (8e-3, 0.3, "C2") and one.steps == 9 * 200 and not fits
+    assert one.setting == (8e-3, 0.3, "C2") and one.steps == 9 * 200
+    assert fits == [("fit_C1", 4), ("fit_C2", 4)]  # each wiring's 4 pilots
+    fits.clear()
     two = rm.motif_model(cfg, TABLE, tmp_path, tmp_path, name, 0, 0, rounds=2)
     assert two.setting == BEST and two.steps == 10 * 200
-    assert fits == [("fit2_C2_lr0.008_x0.3_s0", 5)]  # 4 pilots of C2 + the confirmation run
+    # the refit: 4 pilots of C2 + the confirmation run
+    assert fits == [("fit_C1", 4), ("fit_C2", 4), ("fit2_C2_lr0.008_x0.3_s0", 5)]
     assert two.info["round1"]["wiring"] == "C2" and two.info["round2"]["wiring"] == "C2"
