@@ -2,8 +2,14 @@
 # One-GPU check of llm_runs (< 8 minutes on one modern GPU): the gpu-marked tests, a short
 # bf16 training run with its log validated, and the benchmark on the GPU.
 #   bash benchmarks/gpu_check.sh            # writes gpu_check_out/ (or $OUT)
+# Without .venv (a lent GPU machine with its own torch, transformers and peft), the checkout is
+# put on PYTHONPATH and python3 is used: last run that way on an H200 in 170 s (2026-12-04).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -z "${PY:-}" ] && [ ! -x .venv/bin/python ]; then
+  PY=python3
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+fi
 PY=${PY:-.venv/bin/python}
 OUT=${OUT:-gpu_check_out}
 PRESET=${PRESET:-small}
