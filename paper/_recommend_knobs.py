@@ -52,15 +52,10 @@ def cast(knobs: Sequence[Knob], setting: Sequence[Any]) -> tuple[Any, ...]:
 def read(knobs: Sequence[Knob], config: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """The setting of a run from its config (a manifest's ``config``); None when a knob's
     field is missing."""
-    vals = []
-    for path, _ in knobs:
-        node: Any = config
-        for part in path.split("."):
-            if not isinstance(node, Mapping) or part not in node:
-                return None
-            node = node[part]
-        vals.append(node)
-    return cast(knobs, vals)
+    from calibrate._recommend._pilots import dotted
+
+    vals = [dotted(config, path) for path, _ in knobs]
+    return None if any(v is None for v in vals) else cast(knobs, vals)
 
 
 def grid_values(knobs: Sequence[Knob], settings: Sequence[Sequence[Any]]) -> list[list[Any]]:

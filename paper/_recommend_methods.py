@@ -35,7 +35,6 @@ import _recommend_baselines as rb
 import _recommend_knobs as rk
 import _recommend_summary as summ
 import yaml
-from _study import now
 
 import simulate
 from calibrate import StageError, fit_runs, run_command
@@ -49,6 +48,8 @@ OTHERS = {"random search": rb.random_search,
           "curve extrapolation": rb.curve_extrapolation}  # fmt: skip
 METHODS = (MOTIF, MOTIF2, *rb.PILOT_BASELINES, *OTHERS)
 RISK = 0.1
+#: Pick details left out of ``picks.json`` (the GP's mean over all 48 cells, every pick).
+DROP = ("posterior_mean",)
 
 
 def knobs(cfg: Any) -> tuple[tuple[str, str], ...]:
@@ -161,19 +162,6 @@ def environments(runs: Path, table: rb.RunTable) -> dict[str, int]:
     return out
 
 
-def record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[str, Any]:
-    """A pick as stored in ``picks.json``."""
-    return simulate.jsonable({
-        "method": p.method, "seed": p.seed, "rng_seed": rng_seed,
-        "setting": table.as_dict(p.setting), "steps": p.steps, "budget": p.budget,
-        "true_value": table.true_value(p.setting), "regret": table.regret(p.setting),
-        "final_at_seed": table.final(p.setting, p.seed),
-        "regime_at_seed": table.curve(p.setting, p.seed).regime,
-        "unstable": table.unstable(p.setting, p.seed), "evaluated": len(p.trace),
-        "info": {k: v for k, v in p.info.items() if k != "posterior_mean"}, "created": now(),
-    })  # fmt: skip
-
-
 def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any) -> None:
     """Every method at every repetition → ``picks.json``, ``summary.json``, ``table.md``,
     ``recommend.png`` (the check must have passed)."""
@@ -192,13 +180,15 @@ def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any) -> None:
         seed = cfg.seeds[r % len(cfg.seeds)]
         for rounds in (1, 2):
             p = motif_model(cfg, table, runs, out, run_name, seed, r, rounds)
-            picks.append(record(table, p, r))
+            picks.append(summ.pick_record(table, p, r, drop_info=DROP))
         for fn in rb.PILOT_BASELINES.values():
             p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=r, pilots=pil)
-            picks.append(record(table, p, r))
+            picks.append(summ.pick_record(table, p, r, drop_info=DROP))
         for name, fn in OTHERS.items():
             p = fn(table, budget_steps=cfg.budget_steps, seed=seed, rng_seed=r)
-            picks.append(record(table, dataclasses.replace(p, method=name), r))
+            picks.append(
+                summ.pick_record(table, dataclasses.replace(p, method=name), r, drop_info=DROP)
+            )
         print(f"  repetition {r} (seed {seed}): every method ({time.time() - t0:.0f} s)",
               flush=True)  # fmt: skip
     simulate.write_json(out / "picks.json", picks)

@@ -8,10 +8,27 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _study import now
 
-from simulate import save_figure
+from simulate import jsonable, save_figure
 
-__all__ = ["cluster_bootstrap", "figure", "summarise", "table_md"]
+__all__ = ["cluster_bootstrap", "figure", "pick_record", "summarise", "table_md"]
+
+
+def pick_record(
+    table: Any, p: Any, rng_seed: int | None, *, drop_info: Sequence[str] = ()
+) -> dict[str, Any]:
+    """A pick as stored in ``picks.json``: its setting (``{knob path: value}``), regret and
+    stability with what it spent; ``drop_info`` names entries of ``p.info`` left out."""
+    return jsonable({
+        "method": p.method, "seed": p.seed, "rng_seed": rng_seed,
+        "setting": table.as_dict(p.setting), "steps": p.steps, "budget": p.budget,
+        "true_value": table.true_value(p.setting), "regret": table.regret(p.setting),
+        "final_at_seed": table.final(p.setting, p.seed),
+        "regime_at_seed": table.curve(p.setting, p.seed).regime,
+        "unstable": table.unstable(p.setting, p.seed), "evaluated": len(p.trace),
+        "info": {k: v for k, v in p.info.items() if k not in drop_info}, "created": now(),
+    })  # fmt: skip
 
 
 def cluster_bootstrap(

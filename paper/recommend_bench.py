@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _recommend_baselines as rb
 import _recommend_summary as summ
 import regime_map
-from _study import now
+from _recommend_summary import pick_record as pick_record
 
 import simulate
 from calibrate import StageError, Study, fit_runs, run_command
@@ -145,19 +145,6 @@ def _call(args: list[str], log: Path) -> None:
         run_command(args, log)
     except StageError as err:
         raise rb.BenchmarkError(str(err)) from None
-
-
-def pick_record(table: rb.RunTable, p: rb.Pick, rng_seed: int | None) -> dict[str, Any]:
-    """A pick as stored in ``picks.json``: its regret and stability with what it spent."""
-    return simulate.jsonable({
-        "method": p.method, "seed": p.seed, "rng_seed": rng_seed,
-        "setting": {"rl.lr": p.setting[0], "rl.staleness": p.setting[1]},
-        "steps": p.steps, "budget": p.budget, "true_value": table.true_value(p.setting),
-        "regret": table.regret(p.setting), "final_at_seed": table.final(p.setting, p.seed),
-        "regime_at_seed": table.curve(p.setting, p.seed).regime,
-        "unstable": table.unstable(p.setting, p.seed),
-        "evaluated": len(p.trace), "info": dict(p.info), "created": now(),
-    })  # fmt: skip
 
 
 def run(runs: Path, out: Path, cfg: BenchConfig) -> dict[str, Any]:
