@@ -357,6 +357,7 @@ def missing_runs(cfg: Any, runs: Path) -> dict[str, int]:
 
 def summarise(cfg: Any, runs: Path, out: Path) -> None:
     """Write ``summary.json``, ``table.md`` and ``testbed.png`` from the finished runs."""
+    from _testbed_onset import y_onsets
     from _testbed_report import figure, table
 
     power = out / "power.json"
@@ -366,6 +367,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> None:
         "edge_effects": edge_effects(cfg, runs) if power.is_file() else None,
         "motif_separation": motif_separation(cfg, runs) if power.is_file() else None,
         "wiring_identification": wiring_identification(cfg, out),
+        "y_onset": y_onsets(_curves(cfg, runs, "wiring")),
         "missing_runs": missing_runs(cfg, runs),
         "command": "python paper/testbed_study.py",
     }
