@@ -282,7 +282,8 @@ class RunTable:
 
     def true_value(self, setting: Setting) -> float:
         """Mean final accuracy of ``setting`` over every seed present."""
-        vals = [c.final for (s, _), c in self.curves.items() if s == self.norm(setting)]
+        key = self.norm(setting)
+        vals = [c.final for (s, _), c in self.curves.items() if s == key]
         if not vals:
             raise BenchmarkError(f"no run of setting {setting}")
         return float(np.mean(vals))
