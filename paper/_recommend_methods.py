@@ -170,10 +170,11 @@ def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any) -> None:
     check = json.loads((out / "check.json").read_text())
     if not check.get("passed"):
         raise rb.BenchmarkError("the design's check failed: revise the design first")
-    table, _ = rb.RunTable.from_runs(runs, seeds=cfg.seeds, knobs=knobs(cfg))
+    # every seed for the cells' true values; the methods observe only the design's seeds
+    table, _ = rb.RunTable.from_runs(runs, seeds=cfg.all_seeds(), knobs=knobs(cfg))
     cells = {table.norm((cfg.lrs[i], cfg.knob_values[j], cfg.motifs[m]))
              for i, j, m in cfg.cells()}  # fmt: skip
-    if not cells <= set(table.settings) or len(table.curves) < len(cells) * len(cfg.seeds):
+    if not cells <= set(table.settings) or len(table.curves) < len(cfg.jobs("cells")):
         raise rb.BenchmarkError("the grid is incomplete: run --phase cells")
     t0, picks, pil = time.time(), [], pilot_settings(cfg)
     for r in range(cfg.repetitions):

@@ -13,17 +13,28 @@ from _pool_analysis import run_curves
 from _study import store_once
 from _testbed_analysis import archive_runs
 
-__all__ = ["best_cell_check", "cell_finals", "check_phase", "welch_interval"]
+__all__ = [
+    "best_cell_check",
+    "cell_finals",
+    "check_phase",
+    "power_phase",
+    "seed_plan",
+    "welch_interval",
+]
 
 
-def cell_finals(cfg: Any, runs: Path) -> tuple[dict[tuple[int, int, int], list[float]], int]:
+def cell_finals(
+    cfg: Any, runs: Path, *, base_only: bool = False
+) -> tuple[dict[tuple[int, int, int], list[float]], int]:
     """Every finished run's final end-to-end accuracy, by cell; and how many runs of the
-    design have not finished."""
+    design (only those at the design's ``seeds`` if ``base_only``) have not finished."""
     from recommend_study import run_name
 
     finals: dict[tuple[int, int, int], list[float]] = {}
     missing = 0
     for job in cfg.jobs("cells"):
+        if base_only and job[3] not in cfg.seeds:
+            continue
         path = runs / run_name(*job)
         c = run_curves(path) if (path / "manifest.json").is_file() else None
         if c is None:
@@ -114,3 +125,78 @@ def methods_phase(cfg: Any, runs: Path, out: Path) -> None:
     from recommend_study import run_name
 
     run_methods(cfg, runs, out, run_name)
+
+
+def seed_plan(
+    cfg: Any,
+    finals: dict[tuple[int, int, int], list[float]],
+    *,
+    margin: float = 0.1,
+    half_width: float = 0.025,
+    z: float = 1.96,
+) -> dict[str, Any]:
+    """Seeds per cell from the measured spread (a power calculation for cell means).
+
+    The cells whose mean lies within ``margin`` of the best cell's are the ones whose true
+    value decides regrets at the benchmark's resolution; their within-cell sd, pooled
+    (``sum((n_c - 1) sd_c^2) / sum(n_c - 1)``), gives the seeds ``n = ceil((z sd /
+    half_width)^2)`` that put a 95 % half-width of ``half_width`` on each of their means.
+    Cells further down keep the design's seeds (a regret above ``margin`` is not changed in
+    rank by their noise).
+
+    Args:
+        cfg: The design (``cells``, ``seeds``).
+        finals: Final end-to-end accuracies per cell (index triples) at the design's seeds,
+            every cell with at least 2.
+        margin: Distance below the best cell's mean (accuracy) of the cells planned for.
+        half_width: Wanted 95 % half-width of a planned cell's mean (accuracy).
+        z: Normal quantile of the half-width.
+
+    Returns:
+        ``pooled_sd``, ``df``, ``n_seeds`` (per planned cell), ``cells`` (``[i, j, m, n]``
+        for every planned cell with ``n`` above the design's seeds), ``extra_runs`` and the
+        arguments.
+
+    Raises:
+        ValueError: A cell has fewer than 2 values, or a bad argument.
+    """
+    if not (margin >= 0 and half_width > 0 and z > 0):
+        raise ValueError("margin must be >= 0, half_width and z > 0")
+    thin = [c for c in cfg.cells() if len(finals.get(c, [])) < 2]
+    if thin:
+        raise ValueError(f"{len(thin)} cells have fewer than 2 finished seeds, e.g. {thin[0]}")
+    mean = {c: float(np.mean(finals[c])) for c in cfg.cells()}
+    top = max(mean.values())
+    near = [c for c in cfg.cells() if mean[c] >= top - margin]
+    df = sum(len(finals[c]) - 1 for c in near)
+    var = sum((len(finals[c]) - 1) * float(np.var(finals[c], ddof=1)) for c in near) / df
+    sd = math.sqrt(var)
+    n = max(len(cfg.seeds), math.ceil((z * sd / half_width) ** 2))
+    cells = [[*c, n] for c in near if n > len(cfg.seeds)]
+    return {"margin": margin, "half_width": half_width, "z": z, "best_mean": top,
+            "planned_cells": len(near), "pooled_sd": sd, "df": df, "n_seeds": n,
+            "cells": cells, "extra_runs": len(cells) * (n - len(cfg.seeds))}  # fmt: skip
+
+
+def power_phase(cfg: Any, runs: Path, out: Path) -> None:
+    """Write ``power.json`` once (kept if it exists): :func:`seed_plan` on the cells at the
+    design's ``seeds``; the design's ``seeds_by_cell`` must be that plan."""
+    finals, missing = cell_finals(cfg, runs, base_only=True)
+    if missing:
+        raise RuntimeError(f"{missing} runs of the grid have not finished: run --phase cells")
+    try:
+        res = store_once(
+            out / "power.json",
+            lambda: seed_plan(
+                cfg, finals, margin=cfg.power_margin, half_width=cfg.power_half_width
+            ),
+        )
+    except ValueError as err:
+        raise RuntimeError(str(err)) from err
+    print(f"  pooled sd {res['pooled_sd']:.4f} ({res['df']} df) over {res['planned_cells']} "
+          f"cells: {res['n_seeds']} seeds each, {res['extra_runs']} more runs")  # fmt: skip
+    if sorted(map(list, cfg.seeds_by_cell)) != sorted(res["cells"]):
+        raise RuntimeError(
+            "the design's seeds_by_cell is not the power calculation's plan in "
+            f"{out / 'power.json'}: revise the design"
+        )

@@ -13,7 +13,8 @@ and level with it at 2e-3):
   learning-rate multiplier; ``knob_values``) x the wiring (``motifs``), every cell at
   ``seeds``. The learning rates reach past the collapse boundary at every ``knob`` value,
   so that the best cell should lie inside the grid.
-- A cell's true value: its mean final end-to-end accuracy over ``seeds``.
+- A cell's true value: its mean final end-to-end accuracy over its seeds (``seeds``, and
+  more for the cells of ``seeds_by_cell``).
 - ``pilots`` (grid index triples ``(lr, knob, motif)``, <= 25 % of the cells): what the motif
   model and the pilot-based baselines start from in every repetition.
 - ``check`` (after every cell is trained, before any method runs): the best cell, whether it
@@ -24,13 +25,15 @@ and level with it at 2e-3):
 
 Phases (each resumable): ``restore`` (copies the archived logs of finished runs from
 ``<out>/runs`` into ``--runs`` where missing, so a new checkout trains only what is left),
-``cells`` (trains every cell at every seed), ``check`` (also archives every finished run's
-log under ``<out>/runs``), ``methods`` (every method at every repetition, once the check has
-passed: ``picks.json``, ``summary.json``, ``table.md``, ``recommend.png``; see
+``cells`` (trains every cell at its seeds), ``check`` (also archives every finished run's
+log under ``<out>/runs``), ``power`` (the seeds per cell from the spread measured at
+``seeds``, written once to ``power.json``: see :func:`_recommend_study.seed_plan`; the design's
+``seeds_by_cell`` must be its plan), ``methods`` (every method at every repetition, once the
+check has passed: ``picks.json``, ``summary.json``, ``table.md``, ``recommend.png``; see
 :mod:`_recommend_methods`; the motif model's fits and recommendations are kept under
 ``<out>/motif_model``).
 
-Usage: python paper/recommend_study.py [--phase restore|cells|check|methods|all]
+Usage: python paper/recommend_study.py [--phase restore|cells|check|power|methods|all]
        [--runs runs/recommend] [--out paper/results/recommend] [--workers 2] [--quick]
 """
 
@@ -61,7 +64,18 @@ REVISIONS = (
     "lay on the knob's upper edge, so the check failed (kept in check_design1.json). The "
     "cells showed a ridge along rl.lr x rl.lr_scale.X (X's own learning rate): the knob "
     "value 0.6 is added (36 runs); every other cell, seed and pilot is unchanged.",
+    "revision 2 (2026-12-04, after revision 1's methods had run; the methods and their "
+    "settings are unchanged): seeds per cell from a power calculation on the spread measured "
+    "at seeds 0-2 (power.json): the 22 cells within 0.1 of the best mean have a pooled sd of "
+    "0.032 (44 df), and a 95 % half-width of 0.025 on each of their means needs 7 seeds, so "
+    "seeds 3-6 are added to those cells (88 runs). The methods still observe only seeds 0-2; "
+    "the added seeds sharpen the cells' true values. The check is made again on every seed "
+    "(revision 1's is kept in check_revision1.json).",
 )
+#: The power calculation's plan (revision 2): 7 seeds for the cells within 0.1 of the best.
+PLAN = [[0, 1, 0], [0, 1, 1], [0, 2, 0], [0, 2, 1], [0, 3, 1], [1, 0, 0], [1, 0, 1], [1, 1, 0],
+        [1, 1, 1], [1, 2, 0], [1, 2, 1], [2, 0, 0], [2, 0, 1], [2, 1, 0], [2, 1, 1], [2, 2, 0],
+        [2, 2, 1], [3, 0, 0], [3, 0, 1], [3, 1, 0], [3, 1, 1], [4, 0, 1]]  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -87,6 +101,15 @@ class RecommendDesign:
     budget_steps: int = 2000
     repetitions: int = 10
     revisions: list[str] = dataclasses.field(default_factory=lambda: list(REVISIONS))
+    #: ``[i, j, m, n]``: cell (lr, knob value, motif) trained at seeds ``0 .. n - 1``, n above
+    #: ``len(seeds)`` (the power calculation's plan, ``power.json``).
+    #: The power calculation (``power.json``): cells within ``power_margin`` of the best mean
+    #: get the seeds that put a 95 % half-width of ``power_half_width`` on their means.
+    power_margin: float = 0.1
+    power_half_width: float = 0.025
+    seeds_by_cell: list[list[int]] = dataclasses.field(
+        default_factory=lambda: [[*c, 7] for c in PLAN]
+    )
 
     def __post_init__(self) -> None:
         for name, vals in (("lrs", self.lrs), ("knob_values", self.knob_values)):
@@ -101,6 +124,14 @@ class RecommendDesign:
         pil = [tuple(p) for p in self.pilots]
         if not set(pil) <= cells or len(set(pil)) != len(pil) or 4 * len(pil) > len(cells):
             raise ValueError("pilots must be distinct grid cells, at most 25 % of the grid")
+        extra = [tuple(e[:3]) for e in self.seeds_by_cell]
+        if (any(len(e) != 4 or e[3] <= len(self.seeds) for e in self.seeds_by_cell)
+                or not set(extra) <= cells or len(set(extra)) != len(extra)
+                or self.seeds != list(range(len(self.seeds)))):  # fmt: skip
+            raise ValueError(
+                "seeds_by_cell must list distinct grid cells [i, j, m, n] with n above "
+                "len(seeds), and seeds must be 0 .. len(seeds) - 1"
+            )
 
     def cells(self) -> list[Cell]:
         """Every grid cell as index triples (lr, knob value, motif)."""
@@ -126,8 +157,17 @@ class RecommendDesign:
         if phase != "cells":
             raise ValueError(f"not a training phase: {phase!r}")
         order = sorted(self.cells(), key=lambda c: not self.is_pilot(c))
-        return [(self.lrs[i], self.knob_values[j], self.motifs[m], s)
+        base = [(self.lrs[i], self.knob_values[j], self.motifs[m], s)
                 for s in self.seeds for (i, j, m) in order]  # fmt: skip
+        n = {tuple(e[:3]): e[3] for e in self.seeds_by_cell}
+        top = max(n.values(), default=0)
+        return base + [(self.lrs[i], self.knob_values[j], self.motifs[m], s)
+                       for s in range(len(self.seeds), top) for (i, j, m) in order
+                       if n.get((i, j, m), 0) > s]  # fmt: skip
+
+    def all_seeds(self) -> list[int]:
+        """Every seed some cell is trained at."""
+        return sorted({job[3] for job in self.jobs("cells")})
 
     def train_config(self, lr: float, x: float, motif: str, seed: int) -> dict[str, Any]:
         """The llm_runs config of one run."""
@@ -144,7 +184,8 @@ def run_name(lr: float, x: float, motif: str, seed: int) -> str:
 
 QUICK = {"seeds": [0, 1], "lrs": [1e-3, 4e-3, 1.6e-2], "knob_values": [0.15, 0.3, 0.6],
          "motifs": ["C1"], "pilots": [[0, 0, 0], [2, 2, 0]],
-         "preset": "micro", "steps": 8, "eval_every": 2, "budget_steps": 40}  # fmt: skip
+         "preset": "micro", "steps": 8, "eval_every": 2, "budget_steps": 40,
+         "seeds_by_cell": [], "power_half_width": 1.0}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,13 +195,14 @@ def main(argv: list[str] | None = None) -> int:
         design=RecommendDesign,
         quick=QUICK,
         run_name=run_name,
-        phases=["restore", "cells", "check", "methods"],
+        phases=["restore", "cells", "check", "power", "methods"],
         gated=None,
         default_runs="runs/recommend",
         default_out="paper/results/recommend",
         steps={
             "restore": "_testbed_analysis:restore_phase",
             "check": "_recommend_study:check_phase",
+            "power": "_recommend_study:power_phase",
             "methods": "_recommend_study:methods_phase",
         },
     )

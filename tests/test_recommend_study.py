@@ -34,12 +34,19 @@ def test_the_default_grid_its_pilots_and_the_interior():
     assert sorted(c for c in inside if d.is_pilot(c)) == sorted(
         (i, 2, m) for i in (1, 4) for m in range(2)
     )
-    assert len(d.revisions) == 1 and "revision 1" in d.revisions[0]
+    assert len(d.revisions) == 2 and "revision 2" in d.revisions[1]
     jobs = d.jobs("cells")
-    assert len(jobs) == len(cells) * len(d.seeds)
+    # revision 2: the power calculation's 22 cells get seeds 3-6
+    assert len(jobs) == len(cells) * len(d.seeds) + 22 * 4
     assert len({study.run_name(*j) for j in jobs}) == len(jobs)
-    # pilots come first within the first seed
+    # pilots come first within the first seed; the design's seeds come before the added ones
     assert all(d.is_pilot(d.cell_of(j)) for j in jobs[: len(d.pilots)])
+    assert [j[3] for j in jobs] == sorted(j[3] for j in jobs)
+    assert d.all_seeds() == list(range(7))
+    planned = {tuple(e[:3]) for e in d.seeds_by_cell}
+    for c in cells:
+        n = sum(d.cell_of(j) == c for j in jobs)
+        assert n == (7 if c in planned else 3)
 
 
 @pytest.mark.parametrize(
@@ -51,6 +58,10 @@ def test_the_default_grid_its_pilots_and_the_interior():
         {"knob": "rl.lr"},
         {"pilots": [[0, 0, 0]] * 2},
         {"pilots": [[i, j, 0] for i in range(6) for j in (0, 1)] + [[0, 2, 0]]},
+        {"seeds_by_cell": [[0, 0, 0, 3]]},  # not above the design's 3 seeds
+        {"seeds_by_cell": [[9, 0, 0, 5]]},  # not a cell
+        {"seeds_by_cell": [[0, 0, 0, 5], [0, 0, 0, 6]]},
+        {"seeds": [1, 2, 3]},
     ],
 )
 def test_a_bad_design_is_refused(bad):
@@ -100,18 +111,55 @@ def test_the_check_fails_on_a_best_pilot_corner_and_on_missing_cells():
         rs.best_cell_check(d, finals)
 
 
+def test_the_seed_plan_is_the_closed_form_on_the_pooled_spread_of_the_top_cells():
+    d = study.RecommendDesign(seeds_by_cell=[])
+    rng = np.random.default_rng(3)
+    top = {(1, 1, 0), (2, 1, 0), (2, 2, 1)}
+    finals = {c: list((0.8 if c in top else 0.4) + rng.normal(0, 0.03 if c in top else 0.05, 3))
+              for c in d.cells()}  # fmt: skip
+    res = rs.seed_plan(d, finals, margin=0.15, half_width=0.02)
+    # an independent pooled sd: squared deviations from each cell's mean over their df
+    dev = np.concatenate([np.asarray(finals[c]) - np.mean(finals[c]) for c in top])
+    sd = float(np.sqrt(np.sum(dev**2) / (3 * 2)))
+    assert res["planned_cells"] == 3 and res["df"] == 6
+    assert res["pooled_sd"] == pytest.approx(sd, rel=1e-12)
+    n = int(np.ceil((1.96 * sd / 0.02) ** 2))
+    assert n > 3 and res["n_seeds"] == n
+    assert sorted(tuple(e) for e in res["cells"]) == sorted((*c, n) for c in top)
+    assert res["extra_runs"] == 3 * (n - 3)
+    # a wide half-width needs no more seeds than the design has
+    assert rs.seed_plan(d, finals, margin=0.15, half_width=1.0)["cells"] == []
+    with pytest.raises(ValueError):
+        rs.seed_plan(d, finals, half_width=0.0)
+
+
+def test_the_power_phase_refuses_a_design_that_is_not_its_plan(tmp_path, monkeypatch):
+    d = study.RecommendDesign(seeds_by_cell=[])
+    rng = np.random.default_rng(4)
+    finals = {c: list(0.7 + rng.normal(0, 0.05, 3)) for c in d.cells()}
+    monkeypatch.setattr(rs, "cell_finals", lambda cfg, runs, base_only=False: (finals, 0))
+    with pytest.raises(RuntimeError, match="not the power calculation's plan"):
+        rs.power_phase(d, tmp_path / "runs", tmp_path)
+    plan = json.loads((tmp_path / "power.json").read_text())
+    assert plan["cells"] and "created" in plan
+    d2 = study.RecommendDesign(seeds_by_cell=plan["cells"])
+    rs.power_phase(d2, tmp_path / "runs", tmp_path)  # the stored plan, kept
+    assert len(d2.jobs("cells")) == 48 * 3 + plan["extra_runs"]
+
+
 @pytest.mark.slow
 def test_the_quick_pipeline_trains_every_cell_and_stores_the_check_once(tmp_path):
     runs, out = tmp_path / "runs", tmp_path / "out"
     cmd = [sys.executable, str(ROOT / "paper" / "recommend_study.py"), "--quick",
            "--runs", str(runs), "--out", str(out)]  # fmt: skip
-    for phase in ("restore", "cells", "check"):  # "all" would go on to the methods' fits
+    for phase in ("restore", "cells", "check", "power"):  # "all" would go on to the methods' fits
         p = subprocess.run([*cmd, "--phase", phase], capture_output=True, text=True, timeout=1800)
         assert p.returncode == 0, p.stderr[-2000:]
     check = json.loads((out / "check.json").read_text())
     d = study.RecommendDesign(**study.QUICK)
     assert len(check["cells"]) == len(d.cells()) and "created" in check
     assert all(c["n"] == len(d.seeds) for c in check["cells"])
+    assert json.loads((out / "power.json").read_text())["cells"] == []  # a wide half-width
     again = subprocess.run([*cmd, "--phase", "check"], capture_output=True, text=True)
     assert again.returncode == 0 and "kept as it is" in again.stdout
     assert json.loads((out / "check.json").read_text()) == check
