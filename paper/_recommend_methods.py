@@ -208,6 +208,7 @@ def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any) -> None:
         "repetitions": f"{cfg.repetitions}: repetition r has pilot seed seeds[r % "
         f"{len(cfg.seeds)}] and random start r",
         "training_environments": environments(runs, table),
+        "with_truth_noise": summ.truth_bootstrap(picks, table, METHODS, against="motif model"),
         "wall_s": round(time.time() - t0, 1),
         "command": "python paper/recommend_study.py --phase methods",
     }

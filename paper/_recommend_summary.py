@@ -12,7 +12,14 @@ from _study import now
 
 from simulate import jsonable, save_figure
 
-__all__ = ["cluster_bootstrap", "figure", "pick_record", "summarise", "table_md"]
+__all__ = [
+    "cluster_bootstrap",
+    "figure",
+    "pick_record",
+    "summarise",
+    "table_md",
+    "truth_bootstrap",
+]
 
 
 def pick_record(
@@ -55,6 +62,74 @@ def cluster_bootstrap(
         )
     lo, hi = np.quantile(means, [0.025, 0.975])
     return float(lo), float(hi)
+
+
+def truth_bootstrap(
+    picks: list[dict[str, Any]],
+    table: Any,
+    methods: Sequence[str],
+    *,
+    against: str,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """95 % intervals of each method's mean regret, and of its difference from ``against``'s,
+    that include the noise of the cells' true values: every resample draws each cell's runs
+    with replacement (its true value and the grid's best are recomputed) and the repetitions
+    (clusters by pilot seed, then repetitions within; the same draw for every method, so the
+    differences are paired).
+
+    Args:
+        picks: ``picks.json`` records (``method``, ``seed``, ``rng_seed``, ``setting``).
+        table: The :class:`_recommend_table.RunTable` the picks were scored on.
+        methods: Methods to report.
+        against: The method the differences are taken from (``other - against``).
+        n_boot: Resamples.
+        seed: Seed of the resampling.
+
+    Returns:
+        ``{"regret": {method: [lo, hi]}, "difference": {method: {"mean", "ci95"}}}``.
+    """
+    rng = np.random.default_rng(seed)
+    settings = list(table.settings)
+    index = {x: k for k, x in enumerate(settings)}
+    names = [k for k, _ in table.knobs]
+    finals = [np.array([c.final for (x, _), c in table.curves.items() if x == s]) for s in settings]
+    reps = sorted({(int(p["seed"]), int(p["rng_seed"])) for p in picks})
+    by_seed: dict[int, list[int]] = {}
+    for k, (sd, _) in enumerate(reps):
+        by_seed.setdefault(sd, []).append(k)
+    cell = np.full((len(methods), len(reps)), -1)
+    for p in picks:
+        if p["method"] in methods:
+            cell[
+                list(methods).index(p["method"]), reps.index((int(p["seed"]), int(p["rng_seed"])))
+            ] = index[table.norm(tuple(p["setting"][k] for k in names))]
+    if (cell < 0).any():
+        raise ValueError("every method needs a pick in every repetition")
+    groups = list(by_seed.values())
+    boot = np.empty((n_boot, len(methods)))
+    for b in range(n_boot):
+        tv = np.array([rng.choice(f, size=f.size).mean() for f in finals])
+        pick = rng.integers(len(groups), size=len(groups))
+        rows = np.concatenate([rng.choice(groups[i], size=len(groups[i])) for i in pick])
+        boot[b] = (tv.max() - tv[cell[:, rows]]).mean(axis=1)
+    a = list(methods).index(against)
+    point = np.array([np.mean([table.regret(settings[k]) for k in row]) for row in cell])
+
+    def ci(x: np.ndarray) -> list[float]:
+        return [float(v) for v in np.quantile(x, [0.025, 0.975])]
+
+    return {
+        "against": against,
+        "n_boot": n_boot,
+        "regret": {m: ci(boot[:, i]) for i, m in enumerate(methods)},
+        "difference": {
+            m: {"mean": float(point[i] - point[a]), "ci95": ci(boot[:, i] - boot[:, a])}
+            for i, m in enumerate(methods)
+            if i != a
+        },
+    }
 
 
 def summarise(picks: list[dict[str, Any]], table: Any, methods: Sequence[str]) -> dict[str, Any]:
@@ -107,14 +182,24 @@ def table_md(s: dict[str, Any]) -> str:
         "| unstable picks | steps spent |",
         "|---|---|---|---|---|---|",
     ]
+    noise = s.get("with_truth_noise")
+    if noise:
+        lines[0] += f" with the cells' noise: regret [95 % CI] | minus {noise['against']}'s |"
+        lines[1] += "---|---|"
     for m, r in s["regret"].items():
         u = s["unstable_picks"][m]
         per = ", ".join(f"{v:.3f}" for v in r["per_seed"].values())
-        lines.append(
+        row = (
             f"| {m} | {r['mean']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] | {per} | "
             f"{r['zero_regret_share']:.0%} | {u['count']}/{u['n']} | "
             f"{s['steps_spent_mean'][m]:.0f} |"
         )
+        if noise:
+            lo, hi = noise["regret"][m]
+            d = noise["difference"].get(m)
+            diff = f"{d['mean']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]" if d else "-"
+            row += f" [{lo:.3f}, {hi:.3f}] | {diff} |"
+        lines.append(row)
     b = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                   for k, v in s["best_setting"].items())  # fmt: skip
     lines.append("")
