@@ -68,13 +68,21 @@ def _per_member(pol, comp):
     return logp, grads
 
 
-def test_mixed_block_gives_each_row_its_members_logp_and_each_member_its_gradient(pol):
+@pytest.mark.parametrize("flag", [True, False], ids=["layer-flag", "peft-switch"])
+def test_mixed_block_gives_each_row_its_members_logp_and_each_member_its_gradient(
+    pol, monkeypatch, flag
+):
     """Forward and gradient agree with one batch per member to float32 rounding (other
     padding widths and batch shapes, batched matmuls): 1e-5 in log-probs, 1e-5 relative in
     gradients. Gradients reach the members with rows only (a member without rows keeps
     ``.grad`` None, so AdamW skips it as the per-member path does), and peft's active
-    adapter is back after."""
+    adapter is back after; both with the layers' own flag and with peft's public switch (a
+    peft without that flag)."""
+    from llm_runs import _mixed
     from llm_runs._mixed import mixed_members
+
+    if not flag:
+        monkeypatch.setattr(_mixed, "_FLAG", "_no_such_flag")
 
     comp = torch.tensor(
         [[3, 4, 5], [6, 7, 8], [9, 3, 4], [5, 5, 5], [4, 6, 8], [7, 3, 3], [8, 8, 4]]
