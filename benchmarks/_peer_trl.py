@@ -116,12 +116,12 @@ def make_trainer(
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from llm_runs._policy import _targets
+    from llm_runs._arch import lora_targets
 
     model = copy.deepcopy(base_model)
     for p in model.parameters():
         p.requires_grad_(False)
-    targets, fan = _targets(model)
+    targets, fan = lora_targets(model)
     lora = LoraConfig(
         r=r,
         lora_alpha=alpha,  # pyright: ignore[reportArgumentType]

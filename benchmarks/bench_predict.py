@@ -36,7 +36,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import calibrate as cal  # noqa: E402
-from calibrate import _predict_fast  # noqa: E402
+from calibrate._predict import _fast as _predict_fast  # noqa: E402
 from calibrate._predict._core import (  # noqa: E402
     BAND_LEVELS,
     _draw_arrays,
