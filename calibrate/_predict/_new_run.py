@@ -7,7 +7,9 @@ curve). The new run's logged competence adds the seed offset and evaluation nois
 :mod:`calibrate._new_run`. Its final competence is drawn from its own random stream, so
 ``bands=True`` and ``bands=False`` give the same ``new_final``; the per-step band uses
 that value at the last step. With bands, the curves are solved in chunks of settings
-(about :data:`CHUNK_VALUES` values each) and reduced on the host.
+(about :data:`CHUNK_VALUES` values each) and reduced on the host chunk by chunk (the new
+run's last step after every chunk, from that final competence), so memory does not grow with
+the number of settings beyond the reduced arrays.
 """
 
 from __future__ import annotations
@@ -96,15 +98,18 @@ def solve_new_run(
         noisy = evaluation_noise(nc[:, :, :-1], rng=rng_band, offset=offset[None, :, None],
                                  **(kw | {"phi": None if phi is None else phi[None, :, None,
                                                                               None]}))  # fmt: skip
-        part["new_curves"] = noisy
+        # the new run's band per step but the last (that one needs new_final, drawn below
+        # from its own stream over every setting): per chunk, so its curves are not kept
+        part["new_mean"], part["new_bands"] = _band(noisy)
         if keep_curves:
             part["curves"] = mc
         parts.append(part)
     out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
         [seed, 3]), offset=offset[None], **kw)  # fmt: skip
-    noisy = np.concatenate([out.pop("new_curves"), out["new_final"][:, :, None]], axis=2)
-    out["new_mean"], out["new_bands"] = _band(noisy)
+    last_mean, last_bands = _band(out["new_final"][:, :, None])  # (S, 1, N), (S, 4, 1, N)
+    out["new_mean"] = np.concatenate([out["new_mean"], last_mean], axis=1)
+    out["new_bands"] = np.concatenate([out["new_bands"], last_bands], axis=2)
     out.pop("bad")
     return out
 

@@ -274,3 +274,22 @@ def test_fresh_effects_jitter_only_where_the_fit_has_no_run_effects(re_post):
     assert np.all(eff[:, ~(re_cols | jit)] == 0) and jit.any()
     none = fresh_effects(cm, None, np.random.default_rng(0), draws=3)
     assert none.shape == (3, cm.layout.size) and np.all(none == 0)
+
+
+def test_bands_are_the_same_whatever_the_chunk_of_settings(re_post, monkeypatch):
+    """The host reduces the curves chunk by chunk of settings (memory bounded by the chunk):
+    one setting per chunk gives exactly the bands and finals of one chunk for all."""
+    from calibrate._predict import _new_run
+
+    settings = [{"rl.lr": lr} for lr in (2e-4, 5.5e-4, 1.5e-3)]
+
+    def run():
+        return cal.predict(re_post, settings, steps=HORIZON, n_points=12, max_draws=40,
+                           key=jax.random.key(6))  # fmt: skip
+
+    whole = run()
+    monkeypatch.setattr(_new_run, "CHUNK_VALUES", 1)  # one setting per chunk
+    split = run()
+    for name in ("final", "new_final", "mean", "bands", "new_mean", "new_bands"):
+        np.testing.assert_array_equal(getattr(split, name), getattr(whole, name), err_msg=name)
+    assert whole.new_bands is not None and whole.new_bands.shape == (3, 4, 12, 3)
