@@ -101,12 +101,12 @@ class RecommendDesign:
     budget_steps: int = 2000
     repetitions: int = 10
     revisions: list[str] = dataclasses.field(default_factory=lambda: list(REVISIONS))
-    #: ``[i, j, m, n]``: cell (lr, knob value, motif) trained at seeds ``0 .. n - 1``, n above
-    #: ``len(seeds)`` (the power calculation's plan, ``power.json``).
     #: The power calculation (``power.json``): cells within ``power_margin`` of the best mean
     #: get the seeds that put a 95 % half-width of ``power_half_width`` on their means.
     power_margin: float = 0.1
     power_half_width: float = 0.025
+    #: ``[i, j, m, n]``: cell (lr, knob value, motif) trained at seeds ``0 .. n - 1``, n above
+    #: ``len(seeds)`` (the power calculation's plan, ``power.json``).
     seeds_by_cell: list[list[int]] = dataclasses.field(
         default_factory=lambda: [[*c, 7] for c in PLAN]
     )
