@@ -34,7 +34,11 @@ def _gcd(a: int, b: int) -> int:
     return a
 
 
-def _run(name: str, experiment: str, steps, curves, setting, diverged, design) -> dict[str, Any]:
+def _run(
+    name: str, experiment: str, steps, curves, setting, diverged, design, task="math", shift=None
+) -> dict[str, Any]:
+    """One run's record; ``task`` its task, ``shift_step`` the step of a scheduled change of
+    its task's distribution (None: none)."""
     vals = [v for c in curves.values() for v in c]
     return {
         "run": name,
@@ -45,6 +49,8 @@ def _run(name: str, experiment: str, steps, curves, setting, diverged, design) -
         "diverged": bool(diverged),
         "horizon": int(design),
         "n_eval": _n_eval(vals),
+        "task": task,
+        "shift_step": None if shift is None else int(shift),
     }
 
 
@@ -58,13 +64,14 @@ def regime_map_runs(root: Path) -> list[dict[str, Any]]:
         i, j = r["cell"]
         setting = {"rl.lr": float(cfg["lrs"][i]), "rl.staleness": float(cfg["staleness"][j])}
         run = _run(name, "regime_map", r["steps"], r["curves"], setting, r["diverged"],
-                   cfg["steps"])  # fmt: skip
+                   cfg["steps"], cfg.get("task", "math"))  # fmt: skip
         run["pilot"] = (i, j) in corners
         out.append(run)
     return out
 
 
-def _lists(name: str, experiment: str, rows, setting_of, horizon) -> list[dict[str, Any]]:
+def _lists(name: str, rows, setting_of, horizon, task_of) -> list[dict[str, Any]]:
+    """Runs of a study's ``runs.json``; ``task_of(group)`` gives (task, shift step)."""
     out = []
     for group, runs in rows.items():
         for r in runs:
@@ -73,7 +80,7 @@ def _lists(name: str, experiment: str, rows, setting_of, horizon) -> list[dict[s
             curves = {a: [c[k] for c in comp] for k, a in enumerate(roles)}
             diverged = r.get("status") == "diverged"
             run = _run(r["run"], f"{name}/{group}", r["steps"], curves, setting_of(group),
-                       diverged, horizon)  # fmt: skip
+                       diverged, horizon, *task_of(group))  # fmt: skip
             run["pilot"] = False
             out.append(run)
     return out
@@ -87,7 +94,7 @@ def pool_runs(root: Path) -> list[dict[str, Any]]:
     def setting(group: str) -> dict[str, float]:
         return {"rl.lr": float(cfg["settings"][group.split("/")[0]]), "rl.staleness": 0.0}
 
-    return _lists("pool", "pool", rows, setting, cfg["steps"])
+    return _lists("pool", rows, setting, cfg["steps"], lambda g: ("math", None))  # pool_study
 
 
 def hypotheses_runs(root: Path) -> list[dict[str, Any]]:
@@ -99,7 +106,11 @@ def hypotheses_runs(root: Path) -> list[dict[str, Any]]:
         lag = float(cfg["lag_staleness"]) if group.startswith("lag/") else 0.0
         return {"rl.lr": float(cfg["lr"]), "rl.staleness": lag}
 
-    return _lists("hypotheses", "hypotheses", rows, setting, cfg["steps"])
+    def task(group: str) -> tuple[str, int | None]:  # group: condition/task/motif
+        cond, name = group.split("/")[:2]
+        return name, (int(cfg["shift_step"]) if cond in ("shift", "lag") else None)
+
+    return _lists("hypotheses", rows, setting, cfg["steps"], task)
 
 
 def all_runs(root: Path) -> list[dict[str, Any]]:

@@ -102,3 +102,59 @@ def curve(
 ) -> list[dict[str, Any]]:
     """:func:`score` at every threshold (the lead-time / false-alert trade-off)."""
     return [score(runs, t, lead_goal=lead_goal) for t in thresholds]
+
+
+def breakdown(
+    runs: Sequence[Mapping[str, Any]], threshold: float, *, lead_goal: float, task: str
+) -> dict[str, Any]:
+    """Why collapses went unflagged at one threshold (a reading after the replay, not part of
+    the frozen design): each collapsed run falls in the first of these classes that holds.
+
+    - ``other_task``: the run's task is not the pilots' ``task`` (the fit knows nothing of it);
+    - ``after_shift``: its collapse starts at or after a scheduled change of its task's
+      distribution (``shift_step``), an event no forecast made before it can see;
+    - ``too_early``: it collapses less than ``lead_goal`` steps after its first evaluation,
+      so no alert can come ``lead_goal`` steps ahead;
+    - ``forecastable``: the rest.
+
+    Args:
+        runs: Replayed runs, each with ``steps``, ``p_collapse``, ``collapse_step``,
+            ``task`` and ``shift_step``.
+        threshold: The alert threshold.
+        lead_goal: Steps ahead a flagged collapse needs.
+        task: The pilots' task.
+
+    Returns:
+        Per class: ``n`` collapses, ``flagged`` (lead >= lead_goal) and ``flagged_share``;
+        and ``false_alerts_at_first`` (runs that did not collapse whose first alert came at
+        their first evaluation, i.e. from the forecast before any evaluation moved it) and
+        ``alerts_after_first`` (runs, collapsed or not, whose first alert came later: the
+        alerts the run's evaluations raised).
+    """
+    classes = ("other_task", "after_shift", "too_early", "forecastable")
+    out: dict[str, Any] = {c: {"n": 0, "flagged": 0} for c in classes}
+    first_false = later = 0
+    for r in runs:
+        a = alert_step(r["steps"], r["p_collapse"], threshold)
+        later += a is not None and a > float(r["steps"][0])
+        c_step = r["collapse_step"]
+        if c_step is None:
+            first_false += a is not None and a == float(r["steps"][0])
+            continue
+        shift = r.get("shift_step")
+        if r.get("task", task) != task:
+            cls = "other_task"
+        elif shift is not None and c_step >= shift:
+            cls = "after_shift"
+        elif c_step - float(r["steps"][0]) < lead_goal:
+            cls = "too_early"
+        else:
+            cls = "forecastable"
+        out[cls]["n"] += 1
+        out[cls]["flagged"] += a is not None and c_step - a >= lead_goal
+    for c in classes:
+        n = out[c]["n"]
+        out[c]["flagged_share"] = out[c]["flagged"] / n if n else None
+    out["false_alerts_at_first"] = int(first_false)
+    out["alerts_after_first"] = int(later)
+    return out

@@ -36,6 +36,7 @@ from llm_runs.knobs import hierarchy_links
 
 ROOT = Path(__file__).resolve().parent / "results"
 LINKS = hierarchy_links(("rl.lr", "rl.staleness"))  # the knob schema's default links
+PILOT_TASK = "math"  # the pilots' (the regime map's corner runs') task
 THRESHOLDS = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
 
 
@@ -144,6 +145,8 @@ def replay(runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any]) -> li
                 "run": r["run"],
                 "experiment": r["experiment"],
                 "setting": r["setting"],
+                "task": r["task"],
+                "shift_step": r["shift_step"],
                 "steps": r["steps"],
                 "collapse_step": wm.collapse_step(
                     r["steps"], r["curves"], n_eval=r["n_eval"], diverged=r["diverged"]
@@ -158,6 +161,22 @@ def replay(runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any]) -> li
         if (i + 1) % 25 == 0:
             print(f"replayed {i + 1}/{len(runs)} runs", flush=True)
     return out
+
+
+def ess_summary(rep: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
+    """How many of the draws carry the weight: the median effective sample size over runs
+    after their 1st, 2nd, 4th and last evaluation, out of ``draws * replicates``."""
+    import numpy as np
+
+    w = cfg["watch"]
+    at = {"first": 0, "second": 1, "fourth": 3, "last": -1}
+    return {
+        "draws": w["draws"] * w["replicates"],
+        **{
+            k: float(np.median([r["ess"][i] for r in rep if len(r["ess"]) > max(i, -i - 1)]))
+            for k, i in at.items()
+        },
+    }
 
 
 def summarize(rep: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
@@ -204,6 +223,8 @@ def summarize(rep: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
             for s in wm.curve(rep, cfg["thresholds"], lead_goal=goal)
         ],
         "rule": cfg["rule"],
+        "breakdown": wm.breakdown(rep, cfg["threshold"], lead_goal=goal, task=PILOT_TASK),
+        "ess": ess_summary(rep, cfg),
         "command": "python paper/watch_replay.py" + (" --quick" if cfg["quick"] else ""),
     }
 
@@ -238,6 +259,24 @@ def table(summ: dict[str, Any]) -> str:
             f"{_fmt(s['flagged_share'])} | {_fmt(s['false_alert_share'])} "
             f"({s['false_alerts']}/{s['n_other']}) |"
         )
+    b, e = summ["breakdown"], summ["ess"]
+    lines += [
+        "",
+        f"Collapses by class at threshold {summ['threshold']:g} (read after the replay):",
+        "",
+        "| class | collapses | flagged ≥ 20 ahead |",
+        "| --- | --- | --- |",
+    ]
+    for c in ("forecastable", "too_early", "after_shift", "other_task"):
+        lines.append(f"| {c} | {b[c]['n']} | {_fmt(b[c]['flagged_share'])} |")
+    lines += [
+        "",
+        f"False alerts fired at a run's first evaluation: {b['false_alerts_at_first']} of "
+        f"{summ['false_alerts']}; runs whose first alert came after their first evaluation: "
+        f"{b['alerts_after_first']}. Median effective draws (of {e['draws']}): "
+        f"{e['first']:.0f} after the first evaluation, {e['second']:.0f} after the second, "
+        f"{e['fourth']:.0f} after the fourth, {e['last']:.0f} after the last.",
+    ]
     return "\n".join(lines) + "\n"
 
 

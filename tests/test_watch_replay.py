@@ -64,6 +64,38 @@ def test_lead_and_false_alerts_over_thresholds():
     assert curve[-1]["lead_steps"] == [0.0, -20.0, None]
 
 
+def test_breakdown_sorts_each_collapse_into_its_first_class():
+    def run(c_step, p, task="math", shift=None):
+        return {"steps": STEPS, "collapse_step": c_step, "p_collapse": p, "task": task,
+                "shift_step": shift}  # fmt: skip
+
+    early = [0.9, 1, 1, 1, 1, 1, 1]  # alert at the first evaluation (step 0)
+    late = [0, 0, 0, 0.9, 1, 1, 1]  # alert at step 30
+    runs = [
+        run(50, early),  # forecastable, lead 50: flagged
+        run(40, late),  # forecastable, lead 10: not flagged
+        run(10, early),  # too early: lead 10 < 20 even with an alert at step 0
+        run(30, early, shift=20),  # collapses after its scheduled shift
+        run(10, early, shift=20),  # before the shift and too early
+        run(50, early, task="rag"),  # another task than the pilots', whatever else holds
+        run(None, early),  # a false alert at the first evaluation
+        run(None, late),  # a later false alert
+        run(None, [0.0] * 7),
+    ]
+    b = wm.breakdown(runs, 0.5, lead_goal=20, task="math")
+    assert {c: (b[c]["n"], b[c]["flagged"]) for c in
+            ("forecastable", "too_early", "after_shift", "other_task")} == {
+        "forecastable": (2, 1), "too_early": (2, 0), "after_shift": (1, 1), "other_task": (1, 1)
+    }  # fmt: skip
+    assert b["forecastable"]["flagged_share"] == pytest.approx(0.5)
+    assert b["false_alerts_at_first"] == 1
+    assert b["alerts_after_first"] == 2  # the collapse at 40 and the late false alert
+    # a higher threshold than any P: nothing flagged, no false alert
+    none = wm.breakdown(runs, 1.5, lead_goal=20, task="math")
+    assert none["forecastable"]["flagged"] == 0 and none["false_alerts_at_first"] == 0
+    assert none["alerts_after_first"] == 0
+
+
 @pytest.mark.slow
 def test_quick_replay_writes_its_results(tmp_path):
     root = Path(__file__).resolve().parents[1]
@@ -77,8 +109,24 @@ def test_quick_replay_writes_its_results(tmp_path):
     for f in ("config.json", "summary.json", "replay.json", "table.md", "watch.png"):
         assert (out / f).is_file(), f
     s = json.loads((out / "summary.json").read_text())
-    assert {"flagged_share", "lead_steps", "false_alert_share", "curve"} <= set(s)
+    assert {"flagged_share", "lead_steps", "false_alert_share", "curve", "breakdown"} <= set(s)
+    assert sum(s["breakdown"][c]["n"] for c in ("forecastable", "too_early", "after_shift",
+               "other_task")) == s["n_collapsed"]  # fmt: skip
+    assert 1 <= s["ess"]["last"] <= s["ess"]["first"] <= s["ess"]["draws"]
     assert len(s["curve"]) == len(json.loads((out / "config.json").read_text())["thresholds"])
     rep = json.loads((out / "replay.json").read_text())
     assert all(len(r["p_collapse"]) == len(r["steps"]) for r in rep)
     assert not any(r["run"].startswith(("lr0.001_k0", "lr0.015_k8")) for r in rep)  # pilots
+
+
+def test_the_data_knows_each_runs_task_and_scheduled_shift():
+    import _watch_data as wdata
+
+    runs = wdata.all_runs(Path(__file__).resolve().parents[1] / "paper" / "results")
+    by = {r["experiment"]: r for r in runs}
+    assert by["regime_map"]["task"] == "math" and by["regime_map"]["shift_step"] is None
+    assert by["hypotheses/shift/rag/C1"]["task"] == "rag"
+    assert by["hypotheses/shift/rag/C1"]["shift_step"] == 24
+    assert by["hypotheses/lag/math/I1"]["shift_step"] == 24
+    assert by["hypotheses/pulse/math/C1"]["shift_step"] is None
+    assert {r["task"] for r in runs if r["experiment"].startswith("pool")} == {"math"}
