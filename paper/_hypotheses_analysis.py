@@ -43,8 +43,9 @@ KEYS: dict[str, tuple[str, str, str, list[str] | None]] = {
 
 def collect(cfg: Any, runs: Path) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
     """Finished test runs by ``(condition, task, motif)``, seeds in order."""
-    from hypotheses_study import run_name
+    from hypotheses_study import run_name as study_run_name
 
+    run_name = getattr(cfg, "run_name", study_run_name)  # a design may name its own runs
     out: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for cond, task, motif, seed in cfg.jobs("runs"):
         path = runs / run_name(cond, task, motif, seed)
@@ -167,7 +168,11 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         table = [[osc["I1"], n - osc["I1"]], [osc["C1"], n - osc["C1"]]]
         p_osc = float(fisher_exact(table, alternative="greater").pvalue)  # pyright: ignore
         hyps["i1_adapts_faster"]["oscillation"] = {
-            "setting": {"rl.lr": cfg.lr, "rl.staleness": cfg.lag_staleness, "task": cfg.lag_task},
+            "setting": {
+                "rl.lr": getattr(cfg, "lag_lr", cfg.lr),
+                "rl.staleness": cfg.lag_staleness,
+                "task": cfg.lag_task,
+            },
             "oscillating": osc,
             "runs": n,
             "ci95": {m: wilson(k, n) for m, k in osc.items()},

@@ -55,8 +55,9 @@ def _proxy(models: Any, schedule: Any, t1: float, n_points: int) -> np.ndarray:
     return np.prod(np.asarray(sol.states), axis=-1)
 
 
-def predict_task(cfg: Any, draws: list[dict[str, float]]) -> dict[str, Any]:
-    """Predicted measures per motif (mean and 90 % interval over draws) and statistics."""
+def predict_task(cfg: Any, draws: list[dict[str, float]], *, raw: bool = False) -> dict[str, Any]:
+    """Predicted measures per motif (mean and 90 % interval over draws) and statistics
+    (``raw``: also every draw's statistics, ``_h1`` and ``_h2``)."""
     import jax
     import jax.numpy as jnp
 
@@ -117,6 +118,7 @@ def predict_task(cfg: Any, draws: list[dict[str, float]]) -> dict[str, Any]:
         "h2_prob_positive": float(np.mean(h2 > 0)),
         "lag_oscillation_fraction": osc,
         "draws": len(draws),
+        **({"_h1": h1.tolist(), "_h2": h2.tolist()} if raw else {}),
     }
 
 
