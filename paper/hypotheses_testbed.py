@@ -69,7 +69,7 @@ Job = tuple[str, str, str, int]  # (condition, task, motif, seed)
 
 
 @dataclasses.dataclass
-class TestbedDesign:
+class StudyDesign:
     """The study's fixed design (see the module docstring)."""
 
     testbed: str = "three-step tasks (issue 29), coupling edges"
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     return study_main(
         argv,
         description="The motif hypotheses on the testbed where every agent learns (issue 35).",
-        design=TestbedDesign,
+        design=StudyDesign,
         quick=QUICK,
         run_name=run_name,
         phases=["restore", "power", "choose", "predict", "runs", "summary"],
