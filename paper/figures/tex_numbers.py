@@ -2,10 +2,11 @@
 
 The numbers come from the figure scripts' JSON (``--figures``: ``presets.json``,
 ``oscillation.json``, ``phase/summary.json``) and the committed study results (``--results``:
-``regime_map/``, ``recommend_old_testbed/``, ``pool/``, ``hypotheses/``). Nothing is typed by
-hand. Every macro is always defined, whatever is present: a number whose source file is
-missing reads "pending", so the set of names never depends on which results exist. Names
-are ``\\Val`` followed by letters only (``\\ValPhaseCOneSustained``).
+``regime_map/``, ``recommend_old_testbed/``, ``pool/``, ``hypotheses/``; the new
+testbed's ``testbed/``, ``forecast/``, ``recommend/``, ``watch/``, ``hypotheses_testbed/``).
+Nothing is typed by hand. Every macro is always defined, whatever is present: a number
+whose source file is missing reads "pending", so the set of names never depends on which
+results exist. Names are ``\\Val`` followed by letters only (``\\ValPhaseCOneSustained``).
 
 ``hypotheses/summary.json`` (written by the hypotheses study, not yet run) is read as
 ``{"hypotheses": {"c1_filters_spurious": H, "i1_adapts_faster": H}}`` with
@@ -317,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(HERE))
     from _tex_numbers_hyp import hypotheses
     from _tex_numbers_pool import pool
+    from _tex_numbers_testbed import forecast, hypotheses_testbed, recommend_testbed, testbed, watch
 
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -335,6 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         recommend(m, results)
         pool(m, results)
         hypotheses(m, results)
+        testbed(m, results)
+        forecast(m, results)
+        recommend_testbed(m, results)
+        watch(m, results)
+        hypotheses_testbed(m, results)
     except (OSError, ValueError, KeyError, TypeError) as err:  # malformed or unreadable input
         print(f"error: numbers.tex not written: {type(err).__name__}: {err}", file=sys.stderr)
         return 2

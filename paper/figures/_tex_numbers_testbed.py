@@ -1,0 +1,125 @@
+"""The new testbed's macros of ``tex_numbers.py`` (split for module size): the testbed study
+(``testbed/``), the forecast and recommendation benchmarks on it (``forecast/``,
+``recommend/``), the early-warning replay (``watch/``) and the hypotheses study on it
+(``hypotheses_testbed/``). A missing file or field reads "pending"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tex_numbers import PENDING, Macros, dig, fmt, fmt_ci, letters, read_json
+
+EDGES = ("X->Y", "X->Z", "Y->Z")
+FORECAST_METHODS = {  # summary label -> macro tag
+    "motif model (new run)": "Model",
+    "nearest pilot": "Nearest",
+    "GP over knobs": "GP",
+    "GP classifier": "GPC",
+    "sigmoid on first 50 steps": "Sigmoid",
+}
+REC_METHODS = {"motif model": "Model", "best pilot": "BestPilot", "random search": "Random"}
+
+
+def pct(x: Any) -> str:
+    """A share as a whole percentage ("36"); "pending" for None."""
+    return fmt(x, 0, 100.0)
+
+
+def signed(x: Any, digits: int = 3) -> str:
+    """A number with its sign ("+0.123"); "pending" for None."""
+    return PENDING if fmt(x) == PENDING else f"{float(x):+.{digits}f}"
+
+
+def testbed(m: Macros, results: Path) -> None:
+    """Role rise, edge effects (coupling), the types' separation, the wiring read back."""
+    s = read_json(results / "testbed" / "summary.json")
+    for task in ("math", "rag"):
+        for role in ("X", "Y", "Z"):
+            r = dig(s, "role_rise", task, "roles", role)
+            m.add(f"TB{letters(task).title()}Rise{role}", signed(dig(r, "rise"), 2))
+    m.add("TBSeeds", fmt(dig(s, "role_rise", "math", "seeds"), 0))
+    for e in EDGES:
+        tag = letters(e.replace("->", "to").upper())
+        eff = dig(s, "edge_effects", "effects", f"{e}/coupling", "act-rep")
+        m.add(f"TBEdge{tag}", signed(dig(eff, "auc")))
+        m.add(f"TBEdge{tag}CI", fmt_ci(dig(eff, "auc_ci95"), 3))
+    sep = dig(s, "motif_separation")
+    m.add("TBPairsDistinct", fmt(dig(sep, "distinguishable_pairs"), 0))
+    m.add("TBPairsTested", fmt(dig(sep, "tested_pairs"), 0))
+    m.add("TBOmnibusP", fmt(dig(sep, "omnibus_p"), 4))
+    sets = dig(s, "wiring_identification", "sets")
+    ok = (
+        None
+        if sets is None
+        else sum(v["rank"] == 1 or v["in_indistinguishable"] for v in sets.values())
+    )
+    wrong = (
+        None
+        if sets is None
+        else sum(not all(v["identified_correct"].values()) for v in sets.values())
+    )
+    m.add("TBWiringSets", PENDING if sets is None else str(len(sets)))
+    m.add("TBWiringTruthOk", PENDING if ok is None else str(ok))
+    m.add("TBWiringWrongSign", PENDING if wrong is None else str(wrong))
+
+
+def forecast(m: Macros, results: Path) -> None:
+    """The forecast benchmark on the testbed: every method's scores on all held-out runs."""
+    s = read_json(results / "forecast" / "summary.json")
+    m.add("FCHeldout", fmt(dig(s, "n_heldout_runs"), 0))
+    m.add("FCPilots", fmt(dig(s, "n_pilot_runs"), 0))
+    for label, tag in FORECAST_METHODS.items():
+        d = dig(s, "methods", label)
+        m.add(f"FC{tag}Acc", fmt(dig(d, "regime_accuracy")))
+        m.add(f"FC{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
+        m.add(f"FC{tag}Cov", fmt(dig(d, "coverage90", "all")))
+        m.add(f"FC{tag}CRPS", fmt(dig(d, "crps", "all"), 3))
+        m.add(f"FC{tag}Boundary", fmt(dig(s, "boundary_error", "all", label)))
+    ext = dig(s, "coverage90", "extrapolation", "motif model (new run)", "all")
+    m.add("FCModelCovOutside", fmt(ext))
+
+
+def recommend_testbed(m: Macros, results: Path) -> None:
+    """The recommendation benchmark on the testbed: regrets and the best cell."""
+    s = read_json(results / "recommend" / "summary.json")
+    for label, tag in REC_METHODS.items():
+        m.add(f"RT{tag}Regret", fmt(dig(s, "regret", label, "mean"), 3))
+        m.add(f"RT{tag}RegretCI", fmt_ci(dig(s, "regret", label, "ci95"), 3))
+    m.add("RTBestValue", fmt(dig(s, "best_value"), 3))
+    reps = dig(s, "regret", "motif model", "n")
+    m.add("RTRepetitions", fmt(reps, 0))
+
+
+def watch(m: Macros, results: Path) -> None:
+    """The early-warning replay of the committed runs."""
+    s = read_json(results / "watch" / "summary.json")
+    m.add("WRuns", fmt(dig(s, "n_runs"), 0))
+    m.add("WCollapsed", fmt(dig(s, "n_collapsed"), 0))
+    m.add("WFlagged", pct(dig(s, "flagged_share")))
+    m.add("WFalse", fmt(dig(s, "false_alert_share"), 1, 100.0))
+    m.add("WForecastable", fmt(dig(s, "breakdown", "forecastable", "n"), 0))
+    m.add("WForecastableFlagged", pct(dig(s, "breakdown", "forecastable", "flagged_share")))
+    m.add("WLaterAlerts", fmt(dig(s, "breakdown", "alerts_after_first"), 0))
+    m.add("WEssFourth", fmt(dig(s, "ess", "fourth"), 0))
+    m.add("WDraws", fmt(dig(s, "ess", "draws"), 0))
+
+
+def hypotheses_testbed(m: Macros, results: Path) -> None:
+    """The hypotheses study on the testbed: its power calculation, lagged setting and stored
+    predictions (the results, once its runs have finished, in ``summary.json``)."""
+    root = results / "hypotheses_testbed"
+    cfg, pw = read_json(root / "config.json"), read_json(root / "power.json")
+    ch, pred = read_json(root / "choose.json"), read_json(root / "predictions.json")
+    m.add("HTEffect", fmt(dig(cfg, "effect")))
+    m.add("HTSdDip", fmt(dig(pw, "sd", "dip"), 3))
+    m.add("HTSdRecovery", fmt(dig(pw, "sd", "recovery"), 3))
+    m.add("HTSeeds", fmt(dig(pw, "seeds"), 0))
+    m.add("HTLagLr", PENDING if ch is None else f"{dig(ch, 'chosen', 'rl.lr'):g}")
+    m.add("HTLagStaleness", fmt(dig(ch, "chosen", "rl.staleness"), 0))
+    m.add("HTLagOscIOne", fmt(dig(ch, "predicted_oscillation", "I1")))
+    for task in ("math", "rag"):
+        t = letters(task).title()
+        for h, tag in (("h1", "HOne"), ("h2", "HTwo")):
+            m.add(f"HT{t}{tag}", signed(dig(pred, "tasks", task, f"{h}_statistic", "mean")))
+            m.add(f"HT{t}{tag}Holds", fmt(dig(pred, "tasks", task, f"{h}_measured", "p_holds")))
