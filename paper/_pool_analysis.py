@@ -67,10 +67,12 @@ def run_curves(path: Path) -> dict[str, Any] | None:
 
 def group_runs(cfg: Any, runs: Path) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
     """Every finished run of the design, by ``(setting, method, K)`` (seeds in order)."""
-    from pool_study import run_name
+    from pool_study import run_name as study_run_name
 
+    run_name = getattr(cfg, "run_name", study_run_name)  # a design may name its own runs
+    phases = cfg.training_phases() if hasattr(cfg, "training_phases") else ("single", "pool")
     out: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
-    for phase in ("single", "pool"):
+    for phase in phases:
         for setting, method, k, seed in cfg.jobs(phase):
             path = runs / run_name(setting, method, k, seed)
             if (path / "manifest.json").is_file():
@@ -186,9 +188,19 @@ def _predict_pools(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
                 "e2e_proxy_variance": float(np.asarray(st.e2e_var)[sel].mean()),
                 "collapse_fraction": float(np.max(np.asarray(st.collapsed))),
             }
+        pbt = {}
+        for k in cfg.pool_K if getattr(cfg, "exploit_every", 0) else []:  # PBT-style pools
+            st = pool_variance(model, k, sigma=sigma, key=key, exploit_every=float(
+                cfg.exploit_every), exploit_frac=cfg.exploit_frac, **common)  # fmt: skip
+            sel = (np.asarray(st.t) >= window[0]) & (np.asarray(st.t) <= window[1])
+            pbt[str(k)] = {
+                "competence_variance": float(np.asarray(st.role_var)[sel].mean()),
+                "collapse_fraction": float(np.max(np.asarray(st.collapsed))),
+            }
         doc["settings"][setting] = {
             "fit": str(fit_dir),
             "params": known,
+            **({"predicted_pbt": pbt} if pbt else {}),
             "sigma": sigma,
             "measured_K1_variance": measured,
             "K1_probe_noise_floor": floor1,
@@ -203,6 +215,8 @@ def _predict_pools(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
 
 # -- the summary -------------------------------------------------------------------------
 def method_label(method: str, k: int) -> str:
+    if method == "pbt":
+        return f"pbt K={k}"
     return {"grad": f"grad K={k}" if k > 1 else "GRPO (single)", "ppo": "PPO (single)"}.get(
         method, f"es K={k}"
     )
@@ -217,11 +231,12 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     methods: dict[str, Any] = {}
     variance_by_K: dict[str, Any] = {}
     predicted: dict[str, Any] = {}
+    predicted_pbt: dict[str, Any] = {}
     collapse: dict[str, Any] = {}
 
     def order(item: Any) -> tuple[str, int, int]:
         (setting, method, k), _ = item
-        rank = 0 if (method, k) == ("grad", 1) else {"ppo": 1, "grad": 2, "es": 3}[method]
+        rank = 0 if (method, k) == ("grad", 1) else {"ppo": 1, "grad": 2, "pbt": 3, "es": 4}[method]
         return setting, rank, k
 
     for (setting, method, k), group in sorted(groups.items(), key=order):
@@ -245,7 +260,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
             "steps": group[0]["steps"].tolist(),
         }  # fmt: skip
         collapse.setdefault(setting, {})[name] = n_col / len(group)
-        if method in ("grad", "es"):
+        if method in ("grad", "es", "pbt"):
             variance_by_K.setdefault(setting, {}).setdefault(method, {})[str(k)] = {
                 "competence": var["competence"], "competence_ci95": var["competence_ci95"],
                 "e2e": var["e2e"], "e2e_ci95": var["e2e_ci95"],
@@ -253,14 +268,19 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     if pred is not None:
         for setting, s in pred["settings"].items():
             predicted[setting] = {k: v["competence_variance"] for k, v in s["predicted"].items()}
+            if s.get("predicted_pbt"):
+                predicted_pbt[setting] = {
+                    k: v["competence_variance"] for k, v in s["predicted_pbt"].items()
+                }
     summary = {
         "target_e2e": TARGET,
         "variance_by_K": variance_by_K,
         "predicted_variance_by_K": predicted,
+        **({"predicted_pbt_variance_by_K": predicted_pbt} if predicted_pbt else {}),
         "collapse_rate_by_method": collapse,
         "methods": methods,
         "predictions_created": None if pred is None else pred["created"],
-        "command": "python paper/pool_study.py",
+        "command": getattr(cfg, "command", "python paper/pool_study.py"),
     }
     write_json(out / "summary.json", summary)
     write_json(out / "runs.json", {

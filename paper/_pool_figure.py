@@ -34,7 +34,7 @@ def pool_figure(summary: dict[str, Any], path: Path) -> Path:
                xlabel="optimizer step", ylabel="accuracy", ylim=(0, 1))  # fmt: skip
         ax.legend(fontsize=7, ncol=2)
         ax = row[1]
-        for method, marker in (("grad", "o"), ("es", "s")):
+        for method, marker in (("grad", "o"), ("pbt", "d"), ("es", "s")):
             got = summary["variance_by_K"].get(setting, {}).get(method, {})
             if not got:
                 continue
@@ -49,6 +49,10 @@ def pool_figure(summary: dict[str, Any], path: Path) -> Path:
         if pred:
             ks = sorted(int(k) for k in pred)
             ax.plot(ks, [pred[str(k)] for k in ks], "k^--", label="simulator (grad, split)")
+        pred = summary.get("predicted_pbt_variance_by_K", {}).get(setting)
+        if pred:
+            ks = sorted(int(k) for k in pred)
+            ax.plot(ks, [pred[str(k)] for k in ks], "kv:", label="simulator (pbt)")
         ax.set(xscale="log", yscale="log", xlabel="members per role K",
                ylabel="variance of A_i across seeds",
                title=f"{setting}: variance vs K")  # fmt: skip
