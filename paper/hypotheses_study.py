@@ -83,17 +83,8 @@ class StudyConfig:
 
     def train_config(self, cond: str, task: str, motif: str, seed: int) -> dict[str, Any]:
         """The llm_runs config of one run."""
-        spec: dict[str, Any] = {"name": task, "n_probe": self.n_probe, "n_test": self.n_test}
-        if cond == "pulse":
-            spec["spurious"] = {
-                "mode": "flip",
-                "length": self.pulse_length,
-                "starts": list(self.pulse_starts),
-            }
-        if cond in ("shift", "lag"):
-            spec["shift"] = {"step": self.shift_step}
         return {
-            "task": spec,
+            "task": task_spec(self, cond, task),
             "model": {"preset": self.preset},
             "network": {"motif": motif, "gate": "AND"},
             "rl": {
@@ -110,6 +101,22 @@ class StudyConfig:
             "threads": 1,
             "name": run_name(cond, task, motif, seed),
         }
+
+
+def task_spec(cfg: Any, cond: str, task: str) -> dict[str, Any]:
+    """The ``task`` section of a run of condition ``cond``: reward flips of ``pulse_length``
+    steps at ``pulse_starts`` (``pulse``), the harder distribution from ``shift_step`` on
+    (``shift``, ``lag``)."""
+    spec: dict[str, Any] = {"name": task, "n_probe": cfg.n_probe, "n_test": cfg.n_test}
+    if cond == "pulse":
+        spec["spurious"] = {
+            "mode": "flip",
+            "length": cfg.pulse_length,
+            "starts": list(cfg.pulse_starts),
+        }
+    if cond in ("shift", "lag"):
+        spec["shift"] = {"step": cfg.shift_step}
+    return spec
 
 
 QUICK = {

@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "paper"))
 
 from _study import study_main  # noqa: E402
-from hypotheses_study import MOTIFS  # noqa: E402
+from hypotheses_study import MOTIFS, task_spec  # noqa: E402
 
 Job = tuple[str, str, str, int]  # (condition, task, motif, seed)
 
@@ -143,18 +143,9 @@ class StudyDesign:
 
     def train_config(self, cond: str, task: str, motif: str, seed: int) -> dict[str, Any]:
         """The llm_runs config of one run."""
-        spec: dict[str, Any] = {"name": task, "n_probe": self.n_probe, "n_test": self.n_test}
-        if cond == "pulse":
-            spec["spurious"] = {
-                "mode": "flip",
-                "length": self.pulse_length,
-                "starts": list(self.pulse_starts),
-            }
-        if cond in ("shift", "lag"):
-            spec["shift"] = {"step": self.shift_step}
         lag = cond == "lag"
         return {
-            "task": spec,
+            "task": task_spec(self, cond, task),
             "model": {"preset": self.preset},
             "network": {"motif": motif, "gate": "AND"},
             "rl": {
