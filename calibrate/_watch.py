@@ -12,7 +12,10 @@ Two ways to condition on a run that is still being written:
   log, as ``predict``'s new-run band) and :func:`simulate.classify`'s regimes per draw
   (of the noise-free curves). As evaluations arrive
   :func:`forecast` importance-weights those draws by how well their curves match the
-  evaluations (a per-run random-effect update: nothing is solved again);
+  evaluations (a per-run random-effect update: nothing is solved again; ``update="weights"``,
+  the default), or, with ``prepare(..., update="laplace")``, refits the run's own parameters
+  at every evaluation (a Laplace step with the pilots' posterior and the run effects as its
+  prior, :mod:`calibrate._watch_update`) and solves fresh draws of that posterior;
 - **without one** (:func:`self_fit`): a small Laplace fit of the run's own evaluations, whose
   draws are pushed through the same predictor and weighted equally.
 
@@ -37,8 +40,23 @@ from ._config import ConfigError
 from ._new_run import band_note, draw_phi, evaluation_noise, fresh_effects, resolve_n_eval
 from ._posterior import Posterior
 from ._predict._core import REGIME_GROUPS, link_covariates, predict
+from ._watch_update import UPDATES as UPDATES
+from ._watch_update import LaplaceWatch as LaplaceWatch
+from ._watch_update import forecast_laplace as forecast_laplace
+from ._watch_update import prepare_laplace as prepare_laplace
 
-__all__ = ["Forecast", "WatchDraws", "forecast", "prepare", "run_setting", "self_fit"]
+__all__ = [
+    "UPDATES",
+    "Forecast",
+    "LaplaceWatch",
+    "WatchDraws",
+    "forecast",
+    "forecast_laplace",
+    "prepare",
+    "prepare_laplace",
+    "run_setting",
+    "self_fit",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +104,7 @@ class Forecast:
         ess: Effective number of draws after weighting.
         draws: Draws behind the forecast.
         band_note: What each agent's ``final`` interval holds (as ``predict``'s).
+        update: How the draws met the evaluations: ``weights`` or ``laplace``.
     """
 
     step: int
@@ -96,6 +115,7 @@ class Forecast:
     ess: float
     draws: int
     band_note: str = ""
+    update: str = "weights"
 
     @property
     def p_collapse(self) -> float:
@@ -166,7 +186,8 @@ def prepare(
     weighted: bool = True,
     source: str = "the pilots' fit",
     n_eval: int | Mapping[str, int] | None = None,
-) -> WatchDraws:
+    update: str = "weights",
+) -> WatchDraws | LaplaceWatch:
     """Solve the new-run draws of one setting once (see the module docstring).
 
     Args:
@@ -186,10 +207,21 @@ def prepare(
         n_eval: Probes per evaluation of the run: one integer or ``{agent: n}`` (default:
             each agent's median ``n_eval`` in the fit's data), for the evaluation noise of
             :attr:`WatchDraws.logged`.
+        update: ``weights`` (default: the draws solved here, weighted by :func:`forecast`)
+            or ``laplace`` (:func:`prepare_laplace`: ``draws`` draws of the run's own
+            Laplace posterior, solved at each :func:`forecast`; ``replicates`` unused).
 
     Raises:
-        ConfigError: A bad count, spread, horizon or ``n_eval`` (and predict's own checks).
+        ConfigError: A bad count, spread, horizon, ``n_eval`` or update (and predict's
+            own checks).
     """
+    if update not in UPDATES:
+        raise ConfigError(f"update must be one of {list(UPDATES)}, got {update!r}")
+    if update == "laplace":
+        return prepare_laplace(
+            post, setting, steps=steps, draws=draws, spread=spread, n_points=n_points,
+            key=key, n_eval=n_eval,
+        )  # fmt: skip
     for name, v in (("draws", draws), ("replicates", replicates)):
         if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
             raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
@@ -275,13 +307,17 @@ def weighted_quantile(x: np.ndarray, w: np.ndarray, q: Sequence[float]) -> np.nd
     return np.interp(q, cum, xs)
 
 
-def forecast(wd: WatchDraws, obs: pd.DataFrame, *, misfit: float = 0.05) -> Forecast:
+def forecast(wd: WatchDraws | LaplaceWatch, obs: pd.DataFrame, *, misfit: float = 0.05) -> Forecast:
     """The forecast from the evaluations ``obs`` (long table ``step, agent, competence,
-    n_eval``, the run's rows so far; empty: the prior forecast at the run's setting).
+    n_eval``, the run's rows so far; empty: the prior forecast at the run's setting):
+    importance weights of :class:`WatchDraws`, or the Laplace refit of a
+    :class:`LaplaceWatch` (:func:`forecast_laplace`).
 
     Raises:
         ConfigError: A bad ``misfit``, or an agent that is not a node of the fit.
     """
+    if isinstance(wd, LaplaceWatch):
+        return forecast_laplace(wd, obs, misfit=misfit)
     if not (isinstance(misfit, int | float) and np.isfinite(misfit) and misfit > 0):
         raise ConfigError(f"misfit must be a finite number > 0, got {misfit!r}")
     from simulate.common import REGIME_SEVERITY
@@ -347,7 +383,9 @@ def self_fit(
     data = CurveData.from_table(obs[["run", "step", "agent", "competence", "n_eval"]])
     cfg = FitConfig(method="laplace", chains=1, samples=draws)
     post = fit(data, network, cfg, key=key, nodes=tuple(nodes) if nodes else None)
-    return prepare(
+    wd = prepare(
         post, {}, steps=steps, draws=draws, replicates=1, spread=0.0, key=key,
         weighted=False, source=f"the run's own Laplace fit ({network})",
     )  # fmt: skip
+    assert isinstance(wd, WatchDraws)
+    return wd

@@ -3,7 +3,9 @@
 ``python -m calibrate watch RUN [--fit PILOTS_FIT]`` reads RUN (an llm_runs run folder, or any
 source ``fit`` reads: a table, a TRL/verl/TensorBoard/MLflow/W&B log) at every poll, and for
 each new evaluation prints the forecast final competence of every agent with its 90 %
-interval and P(collapse), P(oscillation) (:mod:`calibrate._watch`); when P(collapse) reaches
+interval and P(collapse), P(oscillation) (:mod:`calibrate._watch`; with a pilots' fit,
+``--update weights`` importance-weights new-run draws solved once, ``--update laplace``
+refits the run's own parameters at every evaluation); when P(collapse) reaches
 ``--threshold`` it prints an ``ALERT`` line and exits with status 3. ``--once`` forecasts
 from what is there and exits (0, or 3 on alert); ``--until-finished`` stops when the run's
 manifest says ``finished`` or ``diverged``.
@@ -54,6 +56,13 @@ def add_watch_parser(sub: Any) -> None:
     w.add_argument("--replicates", type=int, default=4, help="new-run effects per draw")
     w.add_argument("--spread", type=float, default=0.3, help="sd of the run-effect jitter")
     w.add_argument("--misfit", type=float, default=0.05, help="model-misfit sd of a competence")
+    w.add_argument(
+        "--update",
+        default="weights",
+        help="with --fit, how the forecast meets the evaluations: 'weights' (importance "
+        "weights of new-run draws solved once) or 'laplace' (the run's own parameters "
+        "refitted at every evaluation, fresh draws of that posterior solved)",
+    )
     w.add_argument("--motif", default="C1", help="without --fit: the network fitted")
     w.add_argument("--gate", default="AND", help="without --fit: its gate")
     w.add_argument("--agent", action="append", default=[], metavar="AGENT=KEY")
@@ -74,6 +83,12 @@ def _check(args: argparse.Namespace) -> None:
         raise DataError(f"{args.run}: no such run folder or file")
     if args.fit is not None and not Path(args.fit).is_dir():
         raise ConfigError(f"--fit {args.fit}: no such fit folder")
+    from ._watch_update import UPDATES
+
+    if args.update not in UPDATES:
+        raise ConfigError(f"--update must be one of {list(UPDATES)}, got {args.update!r}")
+    if args.update != "weights" and args.fit is None:
+        raise ConfigError(f"--update {args.update} needs --fit (a pilots' fit)")
 
 
 def _read(args: argparse.Namespace):
@@ -141,7 +156,7 @@ class _Watcher:
         self.say = (lambda s: print(s, file=sys.stderr)) if args.json else print
 
     def _prepare(self, data):
-        from ._watch import prepare, run_setting
+        from ._watch import WatchDraws, prepare, run_setting
 
         horizon = _horizon(self.args, data, self.post)
         assert self.post is not None
@@ -149,14 +164,17 @@ class _Watcher:
         self.draws = prepare(
             self.post, setting, steps=horizon, draws=self.args.draws,
             replicates=self.args.replicates, spread=self.args.spread, key=self.key,
-            n_eval=_run_n_eval(data, self.post.model.network.names),
+            n_eval=_run_n_eval(data, self.post.model.network.names), update=self.args.update,
         )  # fmt: skip
         at = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "the pilots' reference"
-        self.say(
-            f"watching {self.args.run} with the pilots' fit {self.args.fit} at {at}: "
+        how = (
             f"{self.draws.curves.shape[0]} new-run draws to step {horizon:g}, "
             "importance-weighted on the run's evaluations as they arrive"
+            if isinstance(self.draws, WatchDraws)
+            else f"the run's parameters refitted (Laplace) at each evaluation, "
+            f"{self.draws.draws} draws to step {horizon:g}"
         )
+        self.say(f"watching {self.args.run} with the pilots' fit {self.args.fit} at {at}: {how}")
         for f in missing:
             self.say(f"note: the run does not record {f}; predicted at the pilots' reference")
 
