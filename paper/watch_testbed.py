@@ -1,0 +1,394 @@
+"""``calibrate watch`` on runs the first replay never saw: both update methods, one design.
+
+Design (fixed in ``config.json`` before anything is computed; see :func:`design`):
+
+- **fit**: the forecast study's pilots (``paper/results/forecast/``: its 12 pilot runs,
+  archived under ``runs/``), refitted with the study's own command (``calibrate fit``,
+  C1-AND, Laplace, its ``links.json``: ``rl.lr``, ``rl.staleness``, ``rl.lr_scale.X``)
+  into ``<out>/fit`` (the forecast study's fit folder keeps no ``latent.npz``).
+- **runs**: the forecast study's 36 held-out runs and the recommendation study's 112 C1
+  runs (C1-AND, math, tiny base, 200 steps, evaluation every 10, the same training config
+  as the forecast testbed's but for ``rl.lr`` and ``rl.lr_scale.X``; staleness 0), all
+  read from their committed logs; none of them is a pilot of this fit.
+- **methods**: ``weights`` (watch's importance weights, the first replay's options) and
+  ``laplace`` (:mod:`calibrate._watch_update`: the run's parameters refitted at each
+  evaluation), each through :func:`calibrate._watch.prepare` and
+  :func:`calibrate._watch.forecast` at the run's setting and the study's planned steps.
+- **rules**: the first replay's, imported (``paper/_watch_metrics.py``: the one collapse rule,
+  :func:`score`, :func:`curve`, :func:`breakdown`; ``watch_replay.THRESHOLDS``), lead goal
+  20 steps, threshold 0.5; the same runs score both methods.
+
+    python paper/watch_testbed.py [--quick --out /tmp/wt]   # -> paper/results/watch_testbed/
+
+Writes ``config.json`` (first), ``fit/``, ``replay.json``, ``summary.json`` (per method:
+``flagged_share``, ``lead_steps``, ``false_alert_share``, ...), ``table.md`` and a figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _watch_metrics as wm
+from watch_replay import THRESHOLDS, fix_config
+
+ROOT = Path(__file__).resolve().parent / "results"
+FORECAST = ROOT / "forecast"
+RECOMMEND = ROOT / "recommend"
+KNOBS = ("rl.lr", "rl.staleness", "rl.lr_scale.X")
+METHODS = ("weights", "laplace")
+PILOT_TASK = "math"
+
+
+def design(quick: bool) -> dict[str, Any]:
+    """The frozen design (what config.json holds)."""
+    return {
+        "question": "does watch's Laplace update (the run's own parameters refitted at each "
+        "evaluation) flag collapses of held-out real runs earlier, or with fewer false "
+        "alerts, than its importance weights?",
+        "fit": {
+            "pilots": "paper/results/forecast/observed.json runs with split 'pilot' (12)",
+            "command": "calibrate fit <pilot run folders> --motif C1 --gate AND --hierarchy "
+            "paper/results/forecast/links.json --method laplace"
+            + (" --samples 200" if quick else ""),
+        },
+        "runs": {
+            "forecast": "paper/results/forecast/runs: the 36 held-out runs (observed.json "
+            "split interpolation/extrapolation)",
+            "recommend": "paper/results/recommend/runs: every C1_* run (112; C2 runs left out: "
+            "another wiring)",
+            "quick": "3 forecast and 3 recommend runs" if quick else None,
+            "range": "a run is 'inside' when each of its knobs lies in the pilots' range "
+            "(lr 4e-3..2.5e-2, staleness 0..4, lr_scale.X 0.15..0.3), else 'outside'",
+        },
+        "methods": {
+            "weights": {
+                "draws": 40 if quick else 200,
+                "replicates": 2 if quick else 4,
+                "spread": 0.3,
+                "misfit": 0.05,
+                "seed": 0,
+            },
+            "laplace": {
+                "draws": 40 if quick else 200,
+                "spread": 0.3,
+                "misfit": 0.05,
+                "seed": 0,
+                "prior_draws": 1000,
+            },
+        },
+        "horizon": "the study's planned steps (200)",
+        "n_eval": "each evaluation's own n_eval from the log; the collapse rule's the run's median",
+        "rule": wm.RULE,
+        "lead_goal": 20,
+        "threshold": 0.5,
+        "thresholds": THRESHOLDS,
+        "reported": "per method at 0.5: flagged_share, lead_steps, false_alert_share; by source "
+        "(forecast, recommend) and range (inside, outside); the curve over thresholds; "
+        "breakdown (post hoc, as the first replay's); median draws carrying the weight",
+        "development": "while the update was written (before this file), two forecast "
+        "held-out runs (lr0.0625_k8_x0.3_s0, lr0.025_k8_x0.3_s1) were forecast by both "
+        "updates once to check the code ran; no option above was changed after it",
+        "revisions": [
+            "2026-12-04 17:23, after the first full replay stopped with an error before it wrote "
+            "anything (no forecast or score was seen): the recommend run C1_lr0.064_x0.6_s0 "
+            "diverged after 3 evaluations, fewer than the collapse rule's 4, and "
+            "_watch_metrics.collapse_step raised. The rule's own words apply: a run recorded "
+            "as diverged counts as collapsed at its last recorded step unless the rule fires "
+            "earlier (and with fewer than 4 evaluations it cannot); a run with fewer than 4 "
+            "that did not diverge would count as not collapsed (there is none). Labels are "
+            "now computed for every run before any forecast."
+        ],
+        "quick": quick,
+    }
+
+
+def _record(folder: Path, source: str, split: str) -> dict[str, Any]:
+    """One run's record (the first replay's fields) from its committed log."""
+    import numpy as np
+
+    import llm_runs
+
+    log = llm_runs.read_run(folder)
+    f = log.frame()
+    wide = log.competence()
+    cfg = log.manifest["config"]
+    rl = cfg["rl"]
+    setting = {"rl.lr": float(rl["lr"]), "rl.staleness": float(rl.get("staleness") or 0),
+               "rl.lr_scale.X": float((rl.get("lr_scale") or {}).get("X", 1.0))}  # fmt: skip
+    return {
+        "run": folder.name,
+        "experiment": source,
+        "split": split,
+        "steps": [int(s) for s in wide.index],
+        "curves": {a: [float(v) for v in wide[a]] for a in wide.columns},
+        "rows": f[["step", "agent", "competence", "n_eval"]].dropna().to_dict("records"),
+        "setting": setting,
+        "diverged": log.status == "diverged",
+        "horizon": int(cfg["steps"]),
+        "n_eval": int(np.median(f["n_eval"].dropna())),
+        "task": cfg["task"]["name"],
+        "shift_step": cfg["task"].get("shift", {}).get("step"),
+    }
+
+
+def testbed_runs(quick: bool) -> tuple[list[Path], list[dict[str, Any]]]:
+    """The pilots' folders and the replayed runs' records."""
+    obs = json.loads((FORECAST / "observed.json").read_text())
+    pilots = [FORECAST / "runs" / n for n, r in sorted(obs.items()) if r["split"] == "pilot"]
+    held = [(n, r["split"]) for n, r in sorted(obs.items()) if r["split"] != "pilot"]
+    pil = [r["setting"] for r in obs.values() if r["split"] == "pilot"]
+    rng = {k: (min(s[k] for s in pil), max(s[k] for s in pil)) for k in KNOBS}
+    runs = [_record(FORECAST / "runs" / n, "forecast", "") for n, _ in held]
+    runs += [_record(f, "recommend", "") for f in sorted((RECOMMEND / "runs").glob("C1_*"))]
+    for r in runs:  # the forecast study's split is the same rule on its own grid
+        inside = all(lo <= r["setting"][k] <= hi for k, (lo, hi) in rng.items())
+        r["split"] = "inside" if inside else "outside"
+    if quick:
+        runs = [r for r in runs if r["experiment"] == "forecast"][::12] + [
+            r for r in runs if r["experiment"] == "recommend"
+        ][::40]
+    return pilots, runs
+
+
+def label(r: dict[str, Any]) -> float | None:
+    """The run's collapse step by the first replay's rule (a diverged run with fewer than
+    the rule's 4 evaluations: collapsed at its last step, as the rule says)."""
+    if len(r["steps"]) < 4:
+        return float(r["steps"][-1]) if r["diverged"] else None
+    return wm.collapse_step(r["steps"], r["curves"], n_eval=r["n_eval"], diverged=r["diverged"])
+
+
+def fit_pilots(pilots: list[Path], out: Path, cfg: dict[str, Any]) -> Path:
+    """The forecast study's fit command on its pilots (kept when its draws are there)."""
+    from calibrate import StageError, fit_runs
+
+    fit_dir = out / "fit"
+    if (fit_dir / "latent.npz").is_file():
+        return fit_dir
+    args = ["--motif", "C1", "--gate", "AND", "--hierarchy", str(FORECAST / "links.json"),
+            "--method", "laplace"] + (["--samples", "200"] if cfg["quick"] else [])  # fmt: skip
+    try:
+        fit_runs(pilots, fit_dir, args=args, log=out / "fit.log")
+    except StageError as err:
+        raise SystemExit(f"error: calibrate fit of the pilots failed: {err}") from None
+    return fit_dir
+
+
+def replay(runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any]) -> list[dict]:
+    """Every run's P(collapse) series under each method (one prepare per setting)."""
+    import jax
+    import pandas as pd
+
+    jax.config.update("jax_enable_x64", True)
+    from calibrate import load_fit
+    from calibrate._watch import forecast, prepare
+
+    post = load_fit(fit_dir)
+    out = []
+    caches: dict[str, dict[tuple, Any]] = {m: {} for m in METHODS}
+    for i, r in enumerate(runs):
+        obs = pd.DataFrame(r["rows"])
+        rec = {k: r[k] for k in ("run", "experiment", "split", "setting", "task", "shift_step",
+                                 "steps", "diverged", "n_eval")}  # fmt: skip
+        rec["collapse_step"] = r["collapse_step"]
+        rec["final_observed"] = {a: c[-1] for a, c in r["curves"].items()}
+        for m in METHODS:
+            o = dict(cfg["methods"][m])
+            misfit, seed = o.pop("misfit"), o.pop("seed")
+            o.pop("prior_draws", None)
+            key = (tuple(sorted(r["setting"].items())), r["horizon"])
+            if key not in caches[m]:
+                caches[m][key] = prepare(post, r["setting"], steps=r["horizon"], update=m,
+                                         key=jax.random.key(seed), **o)  # fmt: skip
+            wd = caches[m][key]
+            series = [forecast(wd, obs[obs["step"] <= s], misfit=misfit) for s in r["steps"]]
+            rec[m] = {
+                "p_collapse": [f.p_collapse for f in series],
+                "ess": [f.ess for f in series],
+                "final_forecast": {a: series[-1].agents[a]["final"] for a in r["curves"]},
+            }
+        out.append(rec)
+        if (i + 1) % 10 == 0:
+            print(f"replayed {i + 1}/{len(runs)} runs", flush=True)
+    return out
+
+
+def _as_scored(rep: list[dict[str, Any]], method: str) -> list[dict[str, Any]]:
+    """The runs with ``p_collapse`` of one method, as :mod:`_watch_metrics` reads them."""
+    return [{**r, "p_collapse": r[method]["p_collapse"]} for r in rep]
+
+
+def summarize_method(rep: list[dict[str, Any]], cfg: dict[str, Any], method: str) -> dict:
+    """One method's numbers (the first replay's, plus by source and by range)."""
+    import numpy as np
+
+    runs, goal, thr = _as_scored(rep, method), cfg["lead_goal"], cfg["threshold"]
+    head = wm.score(runs, thr, lead_goal=goal)
+    collapsed = [r for r in runs if r["collapse_step"] is not None]
+
+    def part(sel):
+        s = wm.score(sel, thr, lead_goal=goal) if sel else None
+        return None if s is None else {k: v for k, v in s.items() if k != "lead_steps"}
+
+    at = (("first", 0), ("second", 1), ("fourth", 3), ("last", -1))
+    ess = {k: float(np.median([r[method]["ess"][i] for r in rep if len(r["steps"]) > i]))
+           for k, i in at}  # fmt: skip
+    return {
+        "n_collapsed": head["n_collapsed"],
+        "flagged_share": head["flagged_share"],
+        "alerted_before_share": head["alerted_before_share"],
+        "lead_steps": {r["run"]: v for r, v in zip(collapsed, head["lead_steps"], strict=True)},
+        "median_lead": head["median_lead"],
+        "false_alert_share": head["false_alert_share"],
+        "false_alerts": head["false_alerts"],
+        "by_source": {
+            g: part([r for r in runs if r["experiment"] == g]) for g in ("forecast", "recommend")
+        },
+        "by_range": {g: part([r for r in runs if r["split"] == g]) for g in ("inside", "outside")},
+        "curve": [
+            {k: v for k, v in s.items() if k != "lead_steps"}
+            for s in wm.curve(runs, cfg["thresholds"], lead_goal=goal)
+        ],
+        "breakdown": wm.breakdown(runs, thr, lead_goal=goal, task=PILOT_TASK),
+        "end_state": end_state(runs, thr),
+        "ess": ess,
+    }
+
+
+def end_state(runs: list[dict[str, Any]], thr: float) -> dict[str, int]:
+    """Read after the replay, not part of the design: where P(collapse) ends, at each run's
+    last evaluation (>= ``thr``: called a collapse), for collapsed and other runs."""
+    last = [(r["collapse_step"] is not None, r["p_collapse"][-1] >= thr) for r in runs]
+    return {
+        "collapsed_called": sum(c and a for c, a in last),
+        "n_collapsed": sum(c for c, _ in last),
+        "other_called": sum(a and not c for c, a in last),
+        "n_other": sum(not c for c, _ in last),
+    }
+
+
+def summarize(rep: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
+    """summary.json: per method, and the runs."""
+    return {
+        "threshold": cfg["threshold"],
+        "lead_goal": cfg["lead_goal"],
+        "n_runs": len(rep),
+        "n_collapsed": sum(r["collapse_step"] is not None for r in rep),
+        "methods": {m: summarize_method(rep, cfg, m) for m in METHODS},
+        "rule": cfg["rule"],
+        "command": "python paper/watch_testbed.py" + (" --quick" if cfg["quick"] else ""),
+    }
+
+
+def _fmt(x: Any) -> str:
+    return "–" if x is None else (f"{x:.2f}" if isinstance(x, float) else str(x))
+
+
+def table(summ: dict[str, Any]) -> str:
+    """table.md: both methods at the design threshold, by group, and over thresholds."""
+    ms = summ["methods"]
+    lines = [
+        f"{summ['n_runs']} held-out runs, {summ['n_collapsed']} collapsed by the rule; "
+        f"threshold {summ['threshold']:g}, lead goal {summ['lead_goal']} steps.",
+        "",
+        "| method | group | collapsed | flagged ≥ 20 ahead | alerted ≤ collapse | median lead "
+        "| false alerts |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for m, s in ms.items():
+        groups = [("all", s | {"n_other": summ["n_runs"] - s["n_collapsed"]})]
+        groups += [(g, v) for g, v in {**s["by_source"], **s["by_range"]}.items() if v]
+        for g, v in groups:
+            lines.append(
+                f"| {m} | {g} | {v['n_collapsed']}/{v['n_collapsed'] + v['n_other']} | "
+                f"{_fmt(v['flagged_share'])} | {_fmt(v['alerted_before_share'])} | "
+                f"{_fmt(v['median_lead'])} | {_fmt(v['false_alert_share'])} "
+                f"({v['false_alerts']}/{v['n_other']}) |"
+            )
+    lines += ["", "Over thresholds (flagged ≥ 20 ahead / false alerts):", "",
+              "| threshold | " + " | ".join(ms) + " |", "| --- |" + " --- |" * len(ms)]  # fmt: skip
+    for i, t in enumerate(summ["methods"]["weights"]["curve"]):
+        pts = [s["curve"][i] for s in ms.values()]
+        cells = [f"{_fmt(c['flagged_share'])} / {_fmt(c['false_alert_share'])}" for c in pts]
+        lines.append(f"| {t['threshold']:g} | " + " | ".join(cells) + " |")
+    lines += ["", "Collapses by class at the design threshold (read after the replay):", "",
+              "| class | " + " | ".join(ms) + " |", "| --- |" + " --- |" * len(ms)]  # fmt: skip
+    for c in ("forecastable", "too_early", "after_shift", "other_task"):
+        cells = [f"{s['breakdown'][c]['flagged']}/{s['breakdown'][c]['n']}" for s in ms.values()]
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    lines += [""]
+    for m, s in ms.items():
+        b, e = s["breakdown"], s["ess"]
+        lines.append(
+            f"{m}: false alerts at a run's first evaluation {b['false_alerts_at_first']} of "
+            f"{s['false_alerts']}; runs whose first alert came later {b['alerts_after_first']}; "
+            f"at the last evaluation P >= {summ['threshold']:g} for "
+            f"{s['end_state']['collapsed_called']}/{s['end_state']['n_collapsed']} collapses and "
+            f"{s['end_state']['other_called']}/{s['end_state']['n_other']} other runs; "
+            f"median effective draws {e['first']:.0f} / {e['second']:.0f} / {e['fourth']:.0f} / "
+            f"{e['last']:.0f} after the 1st / 2nd / 4th / last evaluation."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def figure(rep: list[dict[str, Any]], summ: dict[str, Any], path: Path) -> None:
+    """Flagged against false-alert share over thresholds per method; the series per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for m, mk in zip(METHODS, ("o-", "s-"), strict=True):
+        c = summ["methods"][m]["curve"]
+        fa = [s["false_alert_share"] or 0.0 for s in c]
+        axes[0].plot(fa, [s["flagged_share"] or 0.0 for s in c], mk, label=m)
+    axes[0].set(xlabel="false-alert share", ylabel="collapses flagged ≥ 20 steps ahead",
+                title="over thresholds, both updates")  # fmt: skip
+    axes[0].legend(fontsize=8)
+    for ax, m in zip(axes[1:], METHODS, strict=True):
+        for r in rep:
+            col = "tab:red" if r["collapse_step"] is not None else "tab:blue"
+            ax.plot(r["steps"], r[m]["p_collapse"], color=col, alpha=0.25, lw=0.8)
+        ax.axhline(summ["threshold"], color="k", lw=0.8, ls=":")
+        ax.set(xlabel="step", ylabel="P(collapse)", title=f"{m} (red: collapsed by the rule)")
+    fig.tight_layout(), fig.savefig(path, dpi=120), plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the held-out replay; writes the results folder."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=str(ROOT / "watch_testbed"))
+    p.add_argument("--quick", action="store_true", help="6 runs, few draws, a small fit")
+    p.add_argument("--design-only", action="store_true", help="write config.json and stop")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    cfg = design(args.quick)
+    fix_config(out, cfg)
+    if args.design_only:
+        return 0
+    pilots, runs = testbed_runs(args.quick)
+    for r in runs:  # every label before any forecast
+        r["collapse_step"] = label(r)
+    fit_dir = fit_pilots(pilots, out, cfg)
+    if (out / "replay.json").is_file():  # kept: summarised again
+        rep = json.loads((out / "replay.json").read_text())
+    else:
+        rep = replay(runs, fit_dir, cfg)
+        (out / "replay.json").write_text(json.dumps(rep, indent=1, default=float) + "\n")
+    summ = summarize(rep, cfg)
+    (out / "summary.json").write_text(json.dumps(summ, indent=2) + "\n")
+    (out / "table.md").write_text(table(summ))
+    figure(rep, summ, out / "watch_testbed.png")
+    print(table(summ) + f"results written to {out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
