@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -58,9 +58,7 @@ from ._new_run import JITTER_BASES, draw_phi, evaluation_noise, resolve_n_eval
 from ._posterior import Posterior
 from ._predict._checks import failed_draws
 from ._predict._core import _setting_matrix, predict_arrays
-
-if TYPE_CHECKING:
-    from ._watch import Forecast
+from ._watch_draws import Forecast, WatchDraws, summarize
 
 __all__ = [
     "UPDATES",
@@ -348,8 +346,6 @@ def forecast_laplace(lw: LaplaceWatch, obs: pd.DataFrame, *, misfit: float = 0.0
     Raises:
         ConfigError: A bad ``misfit``, or an agent that is not a node of the fit.
     """
-    from ._watch import WatchDraws, forecast
-
     if not (isinstance(misfit, int | float) and np.isfinite(misfit) and misfit > 0):
         raise ConfigError(f"misfit must be a finite number > 0, got {misfit!r}")
     cm = lw.post.model
@@ -373,5 +369,6 @@ def forecast_laplace(lw: LaplaceWatch, obs: pd.DataFrame, *, misfit: float = 0.0
         final=final[0], weighted=False, source=lw.source, logged=logged,
         band_note=lw.band_note,
     )  # fmt: skip
-    fc = forecast(wd, obs, misfit=misfit)
-    return dataclasses.replace(fc, update="laplace")
+    ok = np.all(np.isfinite(wd.final), axis=1)  # every draw that solved, weighted equally
+    w = ok / max(ok.sum(), 1) if ok.any() else np.full(ok.size, 1.0 / ok.size)
+    return summarize(wd, w, obs, update="laplace")

@@ -1,0 +1,140 @@
+"""The draws behind a ``watch`` forecast and the forecast they give (shared by both updates:
+:mod:`calibrate._watch`'s importance weights and :mod:`calibrate._watch_update`'s Laplace
+refit)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._predict._prediction import REGIME_GROUPS
+
+__all__ = ["Forecast", "WatchDraws", "summarize", "weighted_quantile"]
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchDraws:
+    """Draws of one new run's curves, solved once.
+
+    Attributes:
+        agents: Agent (node) names.
+        setting: The linked training-config fields the run was predicted at.
+        t: Steps of the curves ``(T,)`` from 0 to the horizon.
+        curves: Competence curves per draw ``(G, T, N)`` (NaN for failed solves).
+        codes: Per-node :class:`simulate.Regime` codes per draw ``(G, N)``.
+        final: Final competence per draw ``(G, N)`` (of the curve, no evaluation noise).
+        weighted: Whether :func:`forecast` weights the draws by the run's evaluations
+            (False for the run's own fit, whose draws already condition on them).
+        source: One phrase: where the draws come from.
+        logged: The final competence the run logs per draw ``(G, N)``: ``final`` with
+            evaluation noise at the run's ``n_eval`` (None: ``final``; the interval's).
+        band_note: What the interval of the final competence holds, in one phrase.
+    """
+
+    agents: tuple[str, ...]
+    setting: dict[str, float]
+    t: np.ndarray
+    curves: np.ndarray
+    codes: np.ndarray
+    final: np.ndarray
+    weighted: bool
+    source: str
+    logged: np.ndarray | None = None
+    band_note: str = "the final competence of the run's curve (posterior uncertainty)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Forecast:
+    """The forecast after the evaluations up to :attr:`step`.
+
+    Attributes:
+        step: The last evaluation step used.
+        evaluations: Evaluation steps used.
+        horizon: The step the final competence is forecast at.
+        agents: Per agent: ``final`` (``mean``, ``q05``, ``q95``) and ``p_collapse``.
+        network: ``p_converged``, ``p_oscillating``, ``p_collapse``, ``p_unsettled``,
+            ``p_failed`` of the network (its most severe agent's regime, as in classify).
+        ess: Effective number of draws after weighting.
+        draws: Draws behind the forecast.
+        band_note: What each agent's ``final`` interval holds (as ``predict``'s).
+        update: How the draws met the evaluations: ``weights`` or ``laplace``.
+    """
+
+    step: int
+    evaluations: int
+    horizon: float
+    agents: dict[str, dict[str, Any]]
+    network: dict[str, float]
+    ess: float
+    draws: int
+    band_note: str = ""
+    update: str = "weights"
+
+    @property
+    def p_collapse(self) -> float:
+        """P(the network collapses): some agent's regime is ``collapse``."""
+        return float(self.network["p_collapse"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return dataclasses.asdict(self)
+
+    def line(self) -> str:
+        """One terminal line: per agent the final competence [90 % interval], then P()."""
+        parts = [f"step {self.step:>5}"]
+        for a, d in self.agents.items():
+            f = d["final"]
+            parts.append(f"{a} {f['mean']:.2f} [{f['q05']:.2f}, {f['q95']:.2f}]")
+        n = self.network
+        parts.append(f"P(collapse) {n['p_collapse']:.2f}  P(oscillation) {n['p_oscillating']:.2f}")
+        return "  ".join(parts) + f"  (ess {self.ess:.0f})"
+
+
+def weighted_quantile(x: np.ndarray, w: np.ndarray, q: Sequence[float]) -> np.ndarray:
+    """Quantiles ``q`` of values ``x`` with weights ``w`` (NaN values dropped)."""
+    ok = np.isfinite(x) & (w > 0)
+    if not ok.any():
+        return np.full(len(q), np.nan)
+    order = np.argsort(x[ok])
+    xs, ws = x[ok][order], w[ok][order]
+    cum = (np.cumsum(ws) - 0.5 * ws) / ws.sum()
+    return np.interp(q, cum, xs)
+
+
+def summarize(
+    wd: WatchDraws, w: np.ndarray, obs: pd.DataFrame, update: str = "weights"
+) -> Forecast:
+    """The forecast of draws ``wd`` with normalised weights ``w`` ``(G,)`` after the
+    evaluations ``obs`` (their last step and count), by the update ``update``."""
+    from simulate.common import REGIME_SEVERITY
+
+    agents: dict[str, dict[str, Any]] = {}
+    final = wd.final if wd.logged is None else wd.logged
+    for j, a in enumerate(wd.agents):
+        f = final[:, j]
+        q05, q95 = weighted_quantile(f, w, [0.05, 0.95])
+        fin = np.isfinite(f)
+        mean = float(np.sum(np.where(fin, f, 0.0) * w) / max(w[fin].sum(), 1e-300))
+        agents[a] = {
+            "final": {"mean": mean, "q05": float(q05), "q95": float(q95)},
+            "p_collapse": float(np.sum(w * np.isin(wd.codes[:, j], REGIME_GROUPS["collapse"]))),
+        }
+    sev = np.asarray(REGIME_SEVERITY)
+    worst = np.take_along_axis(wd.codes, np.argmax(sev[wd.codes], -1)[:, None], -1)[:, 0]
+    network = {f"p_{g}": float(np.sum(w * np.isin(worst, c))) for g, c in REGIME_GROUPS.items()}
+    steps = sorted(set(obs["step"].tolist())) if len(obs) else []
+    return Forecast(
+        step=int(steps[-1]) if steps else 0,
+        evaluations=len(steps),
+        horizon=float(wd.t[-1]),
+        agents=agents,
+        network=network,
+        ess=float(1.0 / np.sum(w**2)),
+        draws=int(w.size),
+        band_note=wd.band_note,
+        update=update,
+    )
