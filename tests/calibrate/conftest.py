@@ -85,3 +85,22 @@ def knob_fit(tmp_path_factory):
     ]  # fmt: skip
     _, folder, caught = _family_fit(tmp_path_factory, "knob_fit", KNOB_PILOTS, links, configs)
     return folder, caught
+
+
+@pytest.fixture(scope="session")
+def watch_pilots_post():
+    """One Laplace fit of watch's three synthetic pilots (``tests/calibrate/test_watch.py``'s
+    model: rho and delta linked to rl.lr), shared by the watch tests."""
+    import calibrate as cal
+
+    from .test_watch import LRS, _curves
+
+    parts = []
+    for i, lr in enumerate(LRS):
+        d = _curves(lr, 10 + i)
+        parts.append(cal.CurveData.from_table(d.table.assign(run=f"p{i}", **{"rl.lr": lr})))
+    cfg = cal.FitConfig(
+        method="laplace", chains=1, samples=400,
+        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "rl.lr"), cal.Link("delta", "rl.lr"))),
+    )  # fmt: skip
+    return cal.fit(cal.CurveData.concat(parts), "C1", cfg, key=jax.random.key(0))

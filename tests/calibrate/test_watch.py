@@ -35,19 +35,9 @@ def _curves(lr: float, seed: int) -> cal.CurveData:
 
 
 @pytest.fixture(scope="module")
-def pilots_fit(tmp_path_factory):
+def pilots_fit(tmp_path_factory, watch_pilots_post):
     """A Laplace fit of three pilots, rho and delta linked to rl.lr, saved."""
-    parts = []
-    for i, lr in enumerate(LRS):
-        d = _curves(lr, 10 + i)
-        t = d.table.assign(run=f"p{i}", **{"rl.lr": lr})
-        parts.append(cal.CurveData.from_table(t))
-    data = cal.CurveData.concat(parts)
-    cfg = cal.FitConfig(
-        method="laplace", chains=1, samples=200,
-        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "rl.lr"), cal.Link("delta", "rl.lr"))),
-    )  # fmt: skip
-    post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
+    post = watch_pilots_post
     folder = tmp_path_factory.mktemp("watch") / "fit"
     post.save(folder, figure=False)
     return folder

@@ -14,23 +14,15 @@ from calibrate.__main__ import main
 from calibrate._watch import forecast, prepare
 from calibrate._watch_update import LaplaceWatch, run_map
 
-from .test_watch import BASE, LRS, STEPS, _curves, _delta, _start_run
+from .test_watch import BASE, STEPS, _delta, _start_run
 
 N_EVAL = 256
 
 
 @pytest.fixture(scope="module")
-def post():
-    """A Laplace fit of three synthetic pilots, rho and delta linked to rl.lr."""
-    parts = []
-    for i, lr in enumerate(LRS):
-        d = _curves(lr, 10 + i)
-        parts.append(cal.CurveData.from_table(d.table.assign(run=f"p{i}", **{"rl.lr": lr})))
-    cfg = cal.FitConfig(
-        method="laplace", chains=1, samples=400,
-        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "rl.lr"), cal.Link("delta", "rl.lr"))),
-    )  # fmt: skip
-    return cal.fit(cal.CurveData.concat(parts), "C1", cfg, key=jax.random.key(0))
+def post(watch_pilots_post):
+    """A Laplace fit of three synthetic pilots, rho and delta linked to rl.lr (shared)."""
+    return watch_pilots_post
 
 
 def _run(lr: float, effects: dict[str, float], seed: int) -> tuple[pd.DataFrame, dict]:
