@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "paper"))
 
 from _study import study_main  # noqa: E402
-from hypotheses_study import MOTIFS, task_spec  # noqa: E402
+from hypotheses_study import MOTIFS, run_name, task_spec  # noqa: E402
 
 Job = tuple[str, str, str, int]  # (condition, task, motif, seed)
 
@@ -178,10 +178,6 @@ QUICK = {
     "lag_lrs": [1e-3, 4e-3],
     "lag_staleness_choices": [2],
 }
-
-
-def run_name(cond: str, task: str, motif: str, seed: int) -> str:
-    return f"{cond}_{task}_{motif}_s{seed}"
 
 
 def main(argv: list[str] | None = None) -> int:
