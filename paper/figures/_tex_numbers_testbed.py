@@ -92,7 +92,8 @@ def recommend_testbed(m: Macros, results: Path) -> None:
 
 
 def watch(m: Macros, results: Path) -> None:
-    """The early-warning replay of the committed runs."""
+    """The early-warning replays: the first testbed's committed runs, and the held-out runs
+    of the testbed with both updates."""
     s = read_json(results / "watch" / "summary.json")
     m.add("WRuns", fmt(dig(s, "n_runs"), 0))
     m.add("WCollapsed", fmt(dig(s, "n_collapsed"), 0))
@@ -103,6 +104,13 @@ def watch(m: Macros, results: Path) -> None:
     m.add("WLaterAlerts", fmt(dig(s, "breakdown", "alerts_after_first"), 0))
     m.add("WEssFourth", fmt(dig(s, "ess", "fourth"), 0))
     m.add("WDraws", fmt(dig(s, "ess", "draws"), 0))
+    h = read_json(results / "watch_testbed" / "summary.json")
+    m.add("WHeldRuns", fmt(dig(h, "n_runs"), 0))
+    m.add("WHeldCollapsed", fmt(dig(h, "n_collapsed"), 0))
+    for method in ("weights", "laplace"):
+        tag = method.title()
+        m.add(f"WHeld{tag}Flagged", pct(dig(h, "methods", method, "flagged_share")))
+        m.add(f"WHeld{tag}False", pct(dig(h, "methods", method, "false_alert_share")))
 
 
 def hypotheses_testbed(m: Macros, results: Path) -> None:
