@@ -74,12 +74,7 @@ class StudyConfig:
         """``(condition, task, motif, seed)`` of a training phase (``pilots`` or ``runs``)."""
         if phase == "pilots":
             return [("plain", t, "C1", s) for s in self.pilot_seeds for t in self.tasks]
-        out: list[Job] = []
-        for seed in self.seeds:
-            for cond in ("pulse", "shift"):
-                out += [(cond, t, m, seed) for t in self.tasks for m in self.motifs]
-            out += [("lag", self.lag_task, m, seed) for m in self.lag_motifs]
-        return out
+        return study_jobs(self)
 
     def train_config(self, cond: str, task: str, motif: str, seed: int) -> dict[str, Any]:
         """The llm_runs config of one run."""
@@ -101,6 +96,17 @@ class StudyConfig:
             "threads": 1,
             "name": run_name(cond, task, motif, seed),
         }
+
+
+def study_jobs(cfg: Any) -> list[Job]:
+    """The test runs ``(condition, task, motif, seed)``, seed by seed: every type in both
+    tasks under the pulses and the shift, then the lag motifs under the shift."""
+    out: list[Job] = []
+    for seed in cfg.seeds:
+        for cond in ("pulse", "shift"):
+            out += [(cond, t, m, seed) for t in cfg.tasks for m in cfg.motifs]
+        out += [("lag", cfg.lag_task, m, seed) for m in cfg.lag_motifs]
+    return out
 
 
 def task_spec(cfg: Any, cond: str, task: str) -> dict[str, Any]:

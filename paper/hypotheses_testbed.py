@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "paper"))
 
 from _study import study_main  # noqa: E402
-from hypotheses_study import MOTIFS, run_name, task_spec  # noqa: E402
+from hypotheses_study import MOTIFS, run_name, task_spec, study_jobs  # noqa: E402
 
 Job = tuple[str, str, str, int]  # (condition, task, motif, seed)
 
@@ -131,12 +131,7 @@ class StudyDesign:
         """``(condition, task, motif, seed)`` of the ``runs`` phase, seed by seed."""
         if phase != "runs":
             raise ValueError(f"not a training phase: {phase!r}")
-        out: list[Job] = []
-        for seed in self.seeds:
-            for cond in ("pulse", "shift"):
-                out += [(cond, t, m, seed) for t in self.tasks for m in self.motifs]
-            out += [("lag", self.lag_task, m, seed) for m in self.lag_motifs]
-        return out
+        return study_jobs(self)  # the old study's runs and order
 
     def run_name(self, cond: str, task: str, motif: str, seed: int) -> str:
         return run_name(cond, task, motif, seed)
