@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "paper"))
 
 from _study import study_main  # noqa: E402
-from hypotheses_study import MOTIFS, run_name, task_spec, study_jobs  # noqa: E402
+from hypotheses_study import MOTIFS, run_name, study_jobs, task_spec  # noqa: E402
 
 Job = tuple[str, str, str, int]  # (condition, task, motif, seed)
 
