@@ -20,7 +20,6 @@ threshold, and the curve over thresholds), ``table.md`` and ``watch.png``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -33,6 +32,7 @@ import _watch_metrics as wm
 
 from calibrate import StageError, fit_runs
 from llm_runs.knobs import hierarchy_links
+from simulate import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent / "results"
 LINKS = hierarchy_links(("rl.lr", "rl.staleness"))  # the knob schema's default links
@@ -316,7 +316,7 @@ def figure(rep: list[dict[str, Any]], summ: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the replay; writes the results folder."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ArgumentParser(description=__doc__.splitlines()[0])  # one error: line
     p.add_argument("--out", default=str(ROOT / "watch"))
     p.add_argument("--quick", action="store_true", help="6 regime-map runs, few draws")
     args = p.parse_args(argv)

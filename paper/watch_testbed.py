@@ -26,7 +26,6 @@ Writes ``config.json`` (first), ``fit/``, ``replay.json``, ``summary.json`` (per
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -363,7 +362,9 @@ def figure(rep: list[dict[str, Any]], summ: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the held-out replay; writes the results folder."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from simulate import ArgumentParser
+
+    p = ArgumentParser(description=__doc__.splitlines()[0])  # one error: line
     p.add_argument("--out", default=str(ROOT / "watch_testbed"))
     p.add_argument("--quick", action="store_true", help="6 runs, few draws, a small fit")
     p.add_argument("--design-only", action="store_true", help="write config.json and stop")
