@@ -119,14 +119,20 @@ def test_quick_replay_writes_its_results(tmp_path):
     assert not any(r["run"].startswith(("lr0.001_k0", "lr0.015_k8")) for r in rep)  # pilots
 
 
-def test_the_data_knows_each_runs_task_and_scheduled_shift():
+def test_the_data_knows_each_runs_task_and_scheduled_shift(tmp_path):
     import _watch_data as wdata
 
-    runs = wdata.all_runs(Path(__file__).resolve().parents[1] / "paper" / "results")
-    by = {r["experiment"]: r for r in runs}
-    assert by["regime_map"]["task"] == "math" and by["regime_map"]["shift_step"] is None
+    root = tmp_path / "hypotheses"
+    root.mkdir()
+    cfg = {"lr": 2e-3, "lag_staleness": 4, "steps": 8, "shift_step": 4}
+    (root / "config.json").write_text(json.dumps(cfg))
+    run = {"run": "r", "steps": [0, 4, 8], "competence": [[0.5, 0.5, 0.5]] * 3}
+    groups = ("shift/rag/C1", "lag/math/I1", "pulse/math/C1")
+    (root / "runs.json").write_text(json.dumps({g: [run] for g in groups}))
+    by = {r["experiment"]: r for r in wdata.hypotheses_runs(tmp_path)}
     assert by["hypotheses/shift/rag/C1"]["task"] == "rag"
-    assert by["hypotheses/shift/rag/C1"]["shift_step"] == 24
-    assert by["hypotheses/lag/math/I1"]["shift_step"] == 24
+    assert by["hypotheses/shift/rag/C1"]["shift_step"] == 4
+    assert by["hypotheses/lag/math/I1"]["shift_step"] == 4
+    assert by["hypotheses/lag/math/I1"]["setting"] == {"rl.lr": 2e-3, "rl.staleness": 4.0}
+    assert by["hypotheses/pulse/math/C1"]["task"] == "math"
     assert by["hypotheses/pulse/math/C1"]["shift_step"] is None
-    assert {r["task"] for r in runs if r["experiment"].startswith("pool")} == {"math"}
