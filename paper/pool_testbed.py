@@ -27,8 +27,14 @@ Design (fixed before any run; ``config.json``):
   (``predictions.json``, once, before the pool runs); ES has no simulator counterpart and
   is not predicted.
 
+- Reported (rules in ``_pool_compare``, stated before the pool runs): K = 1 against K = 8
+  per setting and method (the variance ratio's 95 % F interval, resolved when it excludes
+  1; collapse rates by Fisher's exact test), every prediction checked against its cell
+  (right when inside the measured 95 % interval), and the stability-compute trade-off
+  (variance and collapse against adapter memory and wall time per step, ``tradeoff.png``).
+
 Phases (each resumable): ``restore``, ``scan``, ``choose``, ``single``, ``predict``, ``pool``,
-``summary``.
+``summary`` (``summary.json``, ``table.md``, ``compare.md``, ``pool.png``, ``tradeoff.png``).
 
 Usage: python paper/pool_testbed.py
        [--phase restore|scan|choose|single|predict|pool|summary|all]

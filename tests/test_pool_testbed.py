@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))
@@ -60,3 +61,79 @@ def test_quick_pipeline_writes_its_results(tmp_path):
     assert summ["command"] == "python paper/pool_testbed.py"
     n_runs = len(QUICK["seeds"]) * (1 + 3) + len(QUICK["es_ratios"]) * len(QUICK["scan_seeds"])
     assert len(list((out / "runs").glob("*/manifest.json"))) == n_runs
+    assert set(summ["k1_vs_k8"]["stable"]) == {"grad", "pbt", "es"}  # K = 2 is the largest
+    assert summ["compute"]["cells"]["stable"]["grad K=2"]["adapter_MB"] > 0
+    assert (out / "tradeoff.png").is_file() and (out / "compare.md").is_file()
+
+
+def test_variance_ratio_interval_covers_the_true_ratio_95_percent_of_the_time():
+    from _pool_compare import variance_ratio
+
+    rng = np.random.default_rng(0)
+    n1, n8, true = 10, 10, 0.5
+    hits, resolved = 0, 0
+    reps = 3000
+    for _ in range(reps):
+        v1 = rng.normal(0, 1.0, n1).var(ddof=1)
+        v8 = rng.normal(0, np.sqrt(true), n8).var(ddof=1)
+        got = variance_ratio(v8, n8, v1, n1)
+        hits += got["ci95"][0] <= true <= got["ci95"][1]
+        resolved += got["resolved"]
+        assert got["ratio"] == pytest.approx(v8 / v1)
+    assert abs(hits / reps - 0.95) < 0.015  # binomial sd at 3000 reps: 0.004
+    assert 0.1 < resolved / reps < 0.5  # a halved variance is sometimes resolved at 10 seeds
+    with pytest.raises(ValueError):
+        variance_ratio(1.0, 1, 1.0, 10)
+
+
+def test_collapse_difference_is_fishers_exact_test_by_hand():
+    from _pool_compare import collapse_difference
+
+    got = collapse_difference(5, 10, 0, 10)
+    # hypergeometric: P(5 of the 5 collapses in the K group) = C(10,5)/C(20,5); two-sided x2
+    assert got["p_fisher"] == pytest.approx(2 * 252 / 15504, rel=1e-9)
+    assert got["rate_K"] == 0.5 and got["rate_1"] == 0.0
+    assert collapse_difference(3, 10, 3, 10)["p_fisher"] == pytest.approx(1.0)
+
+
+def _cell(method, k, v, ci, collapsed, seeds=10, wilson=(0.0, 0.3)):
+    return {"method": method, "K": k, "seeds": seeds, "collapsed": collapsed,
+            "variance": {"competence": v, "competence_ci95": list(ci)},
+            "collapse_rate_ci95": list(wilson), "wall_s_mean": 200.0 * k}  # fmt: skip
+
+
+def test_k1_vs_k8_and_prediction_checks_on_made_up_cells():
+    from _pool_compare import compute_cost, k1_vs_k8, prediction_checks
+
+    methods = {"stable": {
+        "GRPO (single)": _cell("grad", 1, 4e-3, (2e-3, 1e-2), 0),
+        "grad K=8": _cell("grad", 8, 8e-4, (4e-4, 3e-3), 0),
+        "es K=8": _cell("es", 8, 4e-3, (2e-3, 1e-2), 5, wilson=(0.2, 0.8)),
+    }}  # fmt: skip
+    cmp = k1_vs_k8(methods)["stable"]
+    assert cmp["grad"]["variance"]["ratio"] == pytest.approx(0.2)  # F(0.975; 9, 9) = 4.03
+    assert cmp["grad"]["variance"]["resolved"] and not cmp["es"]["variance"]["resolved"]
+    assert cmp["es"]["collapse"]["rate_K"] == 0.5
+    pred = {"settings": {"stable": {
+        "predicted": {"1": {"competence_variance": 5e-3, "collapse_fraction": 0.0},
+                      "8": {"competence_variance": 4e-3, "collapse_fraction": 0.5}}}}}  # fmt: skip
+    checks = prediction_checks(methods, pred)
+    cells = checks["cells"]["stable"]
+    assert cells["grad K=1"]["variance_right"] and cells["grad K=1"]["collapse_right"]
+    assert not cells["grad K=8"]["variance_right"] and not cells["grad K=8"]["collapse_right"]
+    assert checks["variance_right"] == {"right": 1, "checked": 2}
+    cost = compute_cost(methods, type("Cfg", (), {"preset": "micro", "steps": 100})())
+    per = cost["adapter_params_per_member"]
+    assert cost["cells"]["stable"]["grad K=8"]["adapter_MB"] == pytest.approx(
+        8 * 3 * per * 4 / 2**20
+    )
+    assert cost["cells"]["stable"]["grad K=8"]["s_per_step"] == pytest.approx(16.0)
+
+
+def test_adapter_params_match_the_lora_count_by_hand():
+    from _pool_compare import adapter_params
+
+    # GPT-2 layer with LoRA rank r on c_attn (d -> 3d), attn c_proj (d -> d), c_fc (d -> 4d)
+    # and mlp c_proj (4d -> d): r (4d + 2d + 5d + 5d) = 16 r d per layer
+    assert adapter_params("micro", 8) == 16 * 8 * 32 * 2
+    assert adapter_params("tiny", 8) == 16 * 8 * 128 * 4
