@@ -72,6 +72,13 @@ def _parser() -> argparse.ArgumentParser:
         help="policy lag of --dynamics map, linked to rl.staleness: stale (the update of step "
         "t from the state of step t - lag) or erlang (simulate's chain); default none",
     )
+    f.add_argument(
+        "--pipeline",
+        default=None,
+        metavar="X->Y,Y->Z",
+        help="pipeline gates: each target's learning times an activating Hill occupancy of "
+        "its source (Kp[X->Y], m[X->Y] fitted; in every candidate of --motif auto)",
+    )
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
     f.add_argument(
@@ -124,7 +131,8 @@ def _config(args: argparse.Namespace):
     given = (("chains", args.chains), ("samples", args.samples), ("warmup", args.warmup),
              ("method", args.method), ("likelihood", args.likelihood), ("solver", args.solver),
              ("dt", args.dt), ("dynamics", args.dynamics))  # fmt: skip
-    base.update({k: v for k, v in (*given, ("lag", args.lag)) if v is not None})
+    given += (("lag", args.lag), ("pipeline", args.pipeline))
+    base.update({k: v for k, v in given if v is not None})
     if args.hierarchy:
         hier = read_json_object(args.hierarchy, what="--hierarchy file")
         h = FitConfig.from_dict({"hierarchy": hier})

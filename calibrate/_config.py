@@ -10,6 +10,8 @@ Priors (weakly informative, on interpretable scales; every one overridable)::
     A0[i]    logit-normal, median 0.05, logit-sd 1.5     competence at step 0
     K[e]     log-normal, median 0.5, log-sd 0.75          threshold, competence units
     n[e]     log-normal, median 2, log-sd 0.4             Hill coefficient
+    Kp[e]    log-normal, median 0.5, log-sd 0.75          pipeline gate threshold (pipeline)
+    m[e]     log-normal, median 2, log-sd 0.6             pipeline gate Hill coefficient
     phi      log-normal, median 50, log-sd 1.0            beta-binomial concentration
     tau[p]   log-normal, median 0.1, log-sd 0.75          sd of per-run random effects (log scale)
     c[p]     normal(0, 1)                                 hyperparameter link slopes
@@ -45,6 +47,8 @@ __all__ = ["ConfigError", "FitConfig", "Hierarchy", "Link", "Priors"]
 
 NODE_PARAMS = ("rho", "b", "delta", "A0")
 EDGE_PARAMS = ("K", "n")
+#: Parameters of each pipeline gate (``FitConfig.pipeline``), named ``Kp[X->Y]``, ``m[X->Y]``.
+PIPELINE_PARAMS = ("Kp", "m")
 #: Parameters of the whole network, free only under the map dynamics (``eta``) and a lag.
 GLOBAL_PARAMS = ("eta", "lag")
 _DYNAMICS = ("ode", "map")
@@ -156,6 +160,19 @@ def _hierarchy(data: Any) -> Hierarchy:
     return Hierarchy(random_effects=re, links=tuple(links))
 
 
+def _pipeline(value: Any) -> tuple[str, ...]:
+    """``FitConfig.pipeline`` as ``("X->Y", ...)`` from a list or a comma string (the form
+    checked here; the node names when the network is known, :func:`calibrate.build_model`)."""
+    from simulate import SpecError, parse_pipeline
+
+    if not isinstance(value, str):
+        value = _sequence(value, "pipeline")
+    try:
+        return tuple(f"{s}->{d}" for s, d in parse_pipeline(value))
+    except SpecError as err:
+        raise ConfigError(f"pipeline: {err}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class FitConfig:
     """Options of one fit (all JSON round-trip via :meth:`to_dict`/:meth:`from_dict`).
@@ -215,6 +232,12 @@ class FitConfig:
         lag_stages: Erlang stages of ``lag="erlang"``.
         max_lag: Longest ``stale`` lag in training steps (the history kept; longer lags
             are cut to it).
+        pipeline: Pipeline gates ``("X->Y", "Y->Z")`` (default none): each target's whole
+            learning term times an activating Hill occupancy of its source's level, with a
+            free threshold ``Kp[X->Y]`` and Hill coefficient ``m[X->Y]`` per edge, in every
+            candidate network of a selection (see :mod:`simulate._pipeline`). The edges
+            must name nodes of the fitted network (after ``--agents``), one source per
+            target.
         rhat_max: Diagnostics threshold for R-hat.
         ess_min: Diagnostics threshold for bulk and tail ESS.
     """
@@ -245,6 +268,7 @@ class FitConfig:
     lag: str = "none"
     lag_stages: int = 1
     max_lag: int = 16
+    pipeline: tuple[str, ...] = ()
     rhat_max: float = 1.01
     ess_min: float = 400.0
 
@@ -292,6 +316,7 @@ class FitConfig:
             raise ConfigError("target_accept must be in (0, 1)")
         for name in ("dt", "rtol", "atol", "rhat_max", "ess_min"):
             _pos(getattr(self, name), name)
+        object.__setattr__(self, "pipeline", _pipeline(self.pipeline))
         if isinstance(self.priors, Mapping):
             object.__setattr__(self, "priors", Priors(**self.priors))
         if isinstance(self.hierarchy, Mapping):

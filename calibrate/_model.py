@@ -306,6 +306,8 @@ def build_model(
         simulate.make_model(net, "competence", delay_stages=stages),
         fixed_structure=config.method == "nuts",
     )
+    if config.pipeline:  # the gates' Kp, m are free parameters (the layout's)
+        base = simulate.with_pipeline(base, config.pipeline)
     for i, node in enumerate(net.names):
         if not net.has_parents[i]:
             base = simulate.set_param(base, f"b[{node}]", 0.0)

@@ -13,7 +13,7 @@ import numpy as np
 import simulate
 from simulate.spec import NetworkSpec
 
-from ._config import EDGE_PARAMS, NODE_PARAMS, ConfigError, FitConfig
+from ._config import EDGE_PARAMS, NODE_PARAMS, PIPELINE_PARAMS, ConfigError, FitConfig
 
 __all__ = ["Layout", "make_layout", "resolve_network"]
 
@@ -64,8 +64,8 @@ class Layout(eqx.Module):
 
     Attributes:
         names: Natural names, e.g. ``rho[X]``, ``K[X->Y]``.
-        bases: Base of each (``rho``, ``b``, ``delta``, ``A0``, ``K``, ``n``, ``eta``,
-            ``lag``).
+        bases: Base of each (``rho``, ``b``, ``delta``, ``A0``, ``K``, ``n``, the pipeline
+            gates' ``Kp``, ``m``, ``eta``, ``lag``).
         targets: Node or edge of each (``""`` for ``eta`` and ``lag``).
         logit: True where the transform is sigmoid (b, A0), else exp.
         loc: Prior median on the transformed scale.
@@ -102,8 +102,14 @@ class Layout(eqx.Module):
 
 
 def make_layout(network: simulate.Network, config: FitConfig, horizon: float) -> Layout:
-    """Free parameters of ``network`` with their priors (b only for regulated nodes; ``eta``
-    under the map dynamics and ``lag`` with a policy lag, after the edges)."""
+    """Free parameters of ``network`` with their priors (b only for regulated nodes; the
+    pipeline gates' ``Kp``, ``m`` after the edges; then ``eta`` under the map dynamics and
+    ``lag`` with a policy lag).
+
+    Raises:
+        ConfigError: A pipeline edge names a node that is not in ``network``, or a prior
+            override names no free parameter.
+    """
     names, bases, targets = [], [], []
     has_parents = network.has_parents
     for base in NODE_PARAMS:
@@ -117,6 +123,15 @@ def make_layout(network: simulate.Network, config: FitConfig, horizon: float) ->
     edges = [e for e in network.edge_keys if sign[network.edge_index(e)] != 0]
     for base in EDGE_PARAMS:
         for e in edges:
+            names.append(f"{base}[{e}]")
+            bases.append(base)
+            targets.append(e)
+    try:
+        pipes = [f"{s}->{d}" for s, d in simulate.parse_pipeline(config.pipeline, network.names)]
+    except simulate.SpecError as err:
+        raise ConfigError(f"pipeline: {err}") from None
+    for base in PIPELINE_PARAMS:
+        for e in pipes:
             names.append(f"{base}[{e}]")
             bases.append(base)
             targets.append(e)

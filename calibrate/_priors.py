@@ -42,6 +42,11 @@ class Priors:
         K_sd: Log-sd of K.
         n_median: Median Hill coefficient.
         n_sd: Log-sd of n.
+        Kp_median: Median threshold of a pipeline gate (``FitConfig.pipeline``), competence
+            units.
+        Kp_sd: Log-sd of Kp.
+        m_median: Median Hill coefficient of a pipeline gate.
+        m_sd: Log-sd of m.
         phi_median: Median beta-binomial concentration.
         phi_sd: Log-sd of phi.
         re_median: Median sd of per-run random effects (log scale of the parameter).
@@ -69,6 +74,10 @@ class Priors:
     K_sd: float = 0.75
     n_median: float = 2.0
     n_sd: float = 0.4
+    Kp_median: float = 0.5
+    Kp_sd: float = 0.75
+    m_median: float = 2.0
+    m_sd: float = 0.6
     phi_median: float = 50.0
     phi_sd: float = 1.0
     re_median: float = 0.1

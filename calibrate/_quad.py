@@ -23,6 +23,8 @@ smaller error (7.9e-5 against 5.2e-4 at the benchmark's MAP, both at 5-step cell
 
 from __future__ import annotations
 
+from typing import cast
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -44,12 +46,17 @@ _JOIN_MATRIX_MAX = 32  # segments joined by an (S, S) matrix up to this many, el
 def feedforward_order(model: simulate.Model) -> tuple[int, ...] | None:
     """Topological order of the nodes if :class:`Quad` can solve ``model``, else None.
 
-    That needs competence kinetics, no policy lag and an acyclic wiring (every FFL preset,
-    with either gate, qualifies; a feedback or reward loop does not).
+    That needs competence kinetics, no policy lag and an acyclic wiring, pipeline gates
+    counted as edges (every FFL preset, with either gate, qualifies; a feedback or reward
+    loop does not).
     """
     if not isinstance(model.kinetics, simulate.CompetenceKinetics) or model.delay_stages:
         return None
     parents = [{j for j, w in enumerate(row) if w} for row in model.network.wiring]
+    pipe = model.kinetics.pipeline
+    for i, j in enumerate(pipe.source if pipe is not None else ()):
+        if j >= 0:  # a pipeline gate reads its source like a regulator
+            parents[i].add(j)
     order: list[int] = []
     while len(order) < len(parents):
         ready = [i for i, p in enumerate(parents) if i not in order and p <= set(order)]
@@ -209,13 +216,23 @@ class Quad(AbstractCurveSolver):
         shape = (grid.h.shape[0] + 1,)
         levels: list = [None] * model.size  # levels and time derivatives, in topological order
         slopes: list = [None] * model.size
+        pipe = kin.pipeline
         for i in order:
-            G, dG = jax.jvp(lambda lv, i=i: net.node_regulation(i, lv), (levels,), (slopes,))
             gain = kin.rho[i] * (1.0 - kin.b[i]) * drive[i]
-            r = jnp.broadcast_to(kin.rho[i] * kin.b[i] + gain * G, shape)
+            if pipe is None or pipe.source[i] < 0:
+                G, dG = jax.jvp(lambda lv, i=i: net.node_regulation(i, lv), (levels,), (slopes,))
+                r, dr = kin.rho[i] * kin.b[i] + gain * G, gain * dG
+            else:  # the learning rate times the pipeline gate P_i (see simulate.Pipeline)
+
+                def rate(lv, i=i, gain=gain, pipe: simulate.Pipeline = pipe):
+                    P = cast(jax.Array, pipe.gate(i, lv))  # node i is gated
+                    return P * (kin.rho[i] * kin.b[i] + gain * net.node_regulation(i, lv))
+
+                r, dr = jax.jvp(rate, (levels,), (slopes,))
+            r = jnp.broadcast_to(r, shape)
             A = _node_levels(
                 r + kin.delta[i],
-                jnp.broadcast_to(gain * dG, shape),
+                jnp.broadcast_to(dr, shape),
                 kin.delta[i],
                 kin.A0[i],
                 grid.h,

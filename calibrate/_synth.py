@@ -40,6 +40,7 @@ def synthetic_curves(
     hyper: Mapping[str, Sequence[float]] | None = None,
     phi: float | None = None,
     gate: str = "AND",
+    pipeline: str | Sequence[str] = (),
 ) -> CurveData:
     """Simulate binomial (or beta-binomial) competence logs.
 
@@ -54,6 +55,8 @@ def synthetic_curves(
         hyper: Optional per-run hyperparameter columns, e.g. ``{"lr": [1e-4, 3e-4]}``.
         phi: Beta-binomial concentration (None = binomial noise).
         gate: Gate for a bare motif name.
+        pipeline: Pipeline gates (``"X->Y,Y->Z"``, :func:`simulate.with_pipeline`); their
+            ``Kp[X->Y]``, ``m[X->Y]`` are set in ``params`` like any other parameter.
 
     Returns:
         Validated :class:`CurveData` with runs ``r0..``, seeds ``0..``.
@@ -67,7 +70,10 @@ def synthetic_curves(
     rows = []
     keys = jax.random.split(key, runs)
     for r in range(runs):
-        model = simulate.make_model(net, "competence", dict(params))
+        model = simulate.make_model(net, "competence")
+        if pipeline:
+            model = simulate.with_pipeline(model, pipeline)
+        model = simulate.set_params(model, dict(params))
         if run_params is not None:
             model = simulate.set_params(model, dict(run_params[r]))
         A, ok = _solve(model, jnp.asarray(steps_arr))

@@ -108,6 +108,9 @@ if TYPE_CHECKING:
     from ._phase import PhaseResult as PhaseResult
     from ._phase import phase_diagram as phase_diagram
     from ._phase_plot import plot_phase_grid as plot_phase_grid
+    from ._pipeline import Pipeline as Pipeline
+    from ._pipeline import parse_pipeline as parse_pipeline
+    from ._pipeline import with_pipeline as with_pipeline
     from ._pool import PoolPaths as PoolPaths
     from ._pool import compute_cost as compute_cost
     from ._pool import pool_paths as pool_paths
@@ -174,6 +177,9 @@ _LAZY: dict[str, str] = {
     "phase_diagram": "_phase",
     "enable_compilation_cache": "_jaxsetup",
     "plot_phase_grid": "_phase_plot",
+    "Pipeline": "_pipeline",
+    "parse_pipeline": "_pipeline",
+    "with_pipeline": "_pipeline",
     "PoolPaths": "_pool",
     "PoolStats": "_pool_stats",
     "compute_cost": "_pool",

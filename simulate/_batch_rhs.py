@@ -46,9 +46,10 @@ def batched_rhs(models: Model) -> tuple[Callable, Callable, np.ndarray] | None:
         level ``s``, everything that depends on the input only (once per step);
         ``f(Y, prep(s))`` maps the values ``Y`` of the rows, shape ``(len(rows), B)``, to
         ``dY/dt``. Cells are independent: a non-finite cell only affects its own column.
-        None for models with policy lag (``delay_stages > 0``); use :meth:`Model.rhs` there.
+        None for models with policy lag (``delay_stages > 0``) or pipeline gates; use
+        :meth:`Model.rhs` there.
     """
-    if models.delay_stages > 0:
+    if models.delay_stages > 0 or getattr(models.kinetics, "pipeline", None) is not None:
         return None
     net = models.network
     N = net.size

@@ -17,6 +17,8 @@ Two kinetics share :class:`~simulate.Network`:
 
   ``rho_i`` learning rate (1/step), ``b_i`` basal learning (in [0, 1]), ``delta_i``
   forgetting (1/step). Input nodes have ``G_i`` multiplied by the input ``x(t)`` in [0, 1].
+  Optional pipeline gates (:mod:`simulate._pipeline`) scale the learning term of their
+  targets by ``P_i(A)``.
 
 :class:`Model` bundles network, kinetics and the options that make training oscillate:
 policy lag (Erlang delay by the linear-chain trick), learning-step size ``eta`` for the
@@ -35,6 +37,7 @@ import numpy as np
 from jaxtyping import Array
 
 from ._network import AbstractNetwork
+from ._pipeline import Pipeline
 from .spec import SpecError
 
 __all__ = ["AlonKinetics", "CompetenceKinetics", "Kinetics", "Model", "Schedule"]
@@ -140,12 +143,17 @@ class AlonKinetics(Kinetics):
 class CompetenceKinetics(Kinetics):
     """Bounded competence kinetics ``rho [b + (1-b) drive G] (1-A) - delta A``.
 
+    With pipeline gates the learning term of a gated node is multiplied by its gate
+    ``P_i(A)``: ``rho P [b + (1-b) drive G] (1-A) - delta A``.
+
     Attributes:
         rho: Learning rate, 1/step, shape ``(N,)``.
         b: Basal learning in [0, 1], shape ``(N,)``.
         delta: Forgetting rate, 1/step, shape ``(N,)``.
         A0: Initial competences in [0, 1], shape ``(N,)``.
         x0: Input level in (0, 1] when the schedule is on.
+        pipeline: Pipeline gates (:class:`~simulate._pipeline.Pipeline`), or None (none:
+            the rate law above, unchanged); add them with :func:`simulate.with_pipeline`.
     """
 
     rho: Array
@@ -153,6 +161,7 @@ class CompetenceKinetics(Kinetics):
     delta: Array
     A0: Array
     x0: Array
+    pipeline: Pipeline | None = None
     name: ClassVar[str] = "competence"
     bounded: ClassVar[bool] = True
     node_params: ClassVar[tuple[str, ...]] = ("rho", "b", "delta", "A0")
@@ -166,6 +175,9 @@ class CompetenceKinetics(Kinetics):
         )
 
     def rates(self, A, G, drive):
+        if self.pipeline is not None:
+            learn = self.rho * self.pipeline.gates(A) * (self.b + (1.0 - self.b) * drive * G)
+            return learn * (1.0 - A) - self.delta * A
         return self.rho * (self.b + (1.0 - self.b) * drive * G) * (1.0 - A) - self.delta * A
 
 

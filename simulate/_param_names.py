@@ -33,6 +33,8 @@ _BOUNDS: dict[str, tuple[float, bool, float, bool]] = {
     "gamma": (0, False, np.inf, False),
     "K": (0, False, np.inf, False),
     "n": (0, False, np.inf, False),
+    "Kp": (0, False, np.inf, False),
+    "m": (0, False, np.inf, False),
     "sigma": (0, True, np.inf, False),
     "tau": (0, False, np.inf, False),
     "eta": (0, False, np.inf, False),

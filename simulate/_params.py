@@ -5,6 +5,7 @@ Parameter names (shared with calibrate's summaries)::
     rho[X]  b[X]  delta[X]  A0[X]      competence kinetics, per node
     beta[Y] gamma[Z] A0[X]             alon kinetics, per node
     K[X->Y] n[X->Y]                    per edge
+    Kp[X->Y] m[X->Y]                   per pipeline gate (simulate.with_pipeline)
     sigma[X]                           gradient noise, per node
     tau  eta  x0                       policy lag, learning-step size, input level
 
@@ -55,6 +56,8 @@ def _where(model: Model, base: str, target: str | None):
         if target is None:
             return (lambda m: getattr(m.network, base)), model.network.edge_mask
         return (lambda m: getattr(m.network, base)), model.network.edge_index(target)
+    if base in ("Kp", "m"):
+        return _where_pipeline(model, base, target)
     if base == "sigma" or base in kin.node_params:
         get = (lambda m: m.sigma) if base == "sigma" else (lambda m: getattr(m.kinetics, base))
         if target is None:
@@ -69,6 +72,23 @@ def _where(model: Model, base: str, target: str | None):
         f"unknown parameter {base}{'[' + target + ']' if target else ''} for "
         f"{kin.name} kinetics; known names include {known}, …"
     )
+
+
+def _where_pipeline(model: Model, base: str, target: str | None):
+    """(getter, index) of a pipeline gate's ``Kp`` or ``m`` (``target`` its edge)."""
+    pipe = getattr(model.kinetics, "pipeline", None)
+    if pipe is None:
+        raise SpecError(f"{base} is a pipeline-gate parameter; the model has no pipeline gates")
+    field = "K" if base == "Kp" else "n"
+    get = lambda m: getattr(m.kinetics.pipeline, field)  # noqa: E731
+    gated = np.asarray([j >= 0 for j in pipe.source])
+    if target is None:
+        return get, gated
+    keys = pipe.edge_keys(model.network.names)
+    key = "->".join(s.strip() for s in target.split("->", 1))
+    if key not in keys:
+        raise SpecError(f"no pipeline gate {target!r}; pipeline gates are {keys}")
+    return get, model.network.index(key.split("->")[1])
 
 
 def set_param(model: Model, name: str, value: Any) -> Model:
@@ -118,6 +138,9 @@ def param_names(model: Model) -> list[str]:
     names += [f"sigma[{node}]" for node in model.network.names]
     for key in model.network.edge_keys:
         names += [f"K[{key}]", f"n[{key}]"]
+    pipe = getattr(model.kinetics, "pipeline", None)
+    for key in pipe.edge_keys(model.network.names) if pipe is not None else []:
+        names += [f"Kp[{key}]", f"m[{key}]"]
     return [*names, "tau", "eta", "x0"]
 
 
