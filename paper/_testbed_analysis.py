@@ -281,8 +281,12 @@ def _wiring_sets(cfg: Any) -> dict[str, list[tuple]]:
     return sets
 
 
-def fit_wiring(cfg: Any, runs: Path, out: Path) -> None:
-    """``calibrate fit --motif auto`` of every wiring set whose runs have all finished."""
+def fit_wiring(
+    cfg: Any, runs: Path, out: Path, *, extra: tuple[str, ...] = (), logs: Path | None = None
+) -> None:
+    """``calibrate fit --motif auto`` of every wiring set whose runs have all finished, into
+    ``out/wiring/<set>`` (``extra``: more ``calibrate fit`` options, e.g. ``--pipeline``;
+    ``logs``: the fits' log folder, default ``runs/logs``)."""
     from testbed_study import run_name
 
     links = write_json(out / "wiring_links.json", {"links": [
@@ -299,8 +303,8 @@ def fit_wiring(cfg: Any, runs: Path, out: Path) -> None:
             print(f"  {name}: runs missing, skipped")
             continue
         args = ["--motif", "auto", "--gate", "AND", "--hierarchy", str(links),
-                "--method", "laplace"]  # fmt: skip
-        fit_runs(paths, fit, args=args, log=runs / "logs" / f"fit_{name}.log")
+                "--method", "laplace", *extra]  # fmt: skip
+        fit_runs(paths, fit, args=args, log=(logs or runs / "logs") / f"fit_{name}.log")
         print(f"  {name}: fitted")
 
 
