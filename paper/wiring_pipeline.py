@@ -118,11 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a toy synthetic testbed, for tests")
     a = ap.parse_args(argv)
     out, testbed = Path(a.out), Path(a.testbed)
-    extra: tuple[str, ...] = ()
-    if a.quick:
-        from _wiring_quick import quick_testbed
-
-        testbed, extra = quick_testbed(out / "quick_testbed")
+    testbed = out / "quick_testbed" if a.quick else testbed
     want = design(testbed, a.quick)
     cfg_path = out / "config.json"
     if cfg_path.is_file():
@@ -131,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     else:
         write_json(cfg_path, want)
+    extra: tuple[str, ...] = ()
+    if a.quick:
+        from _wiring_quick import quick_testbed
+
+        testbed, extra = quick_testbed(testbed)
     cfg = tb.StudyConfig(**json.loads((testbed / "config.json").read_text()))
     cfg.bind(testbed)
     t0 = time.perf_counter()
