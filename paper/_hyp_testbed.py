@@ -5,6 +5,7 @@ statistics as they will be measured, and the summary."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -16,6 +17,8 @@ from _hypotheses_predict import DELAY_STAGES, OSCILLATING, _draws, predict_task
 from _pool_analysis import run_curves
 from _study import fit_pilots, store_once
 from _testbed_analysis import archive_runs
+
+from simulate.common import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -221,4 +224,41 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
 
     n = archive_runs(runs, out)
     print(f"  archived {n} finished runs into {out / 'runs'}")
-    return summarise(cfg, runs, out)
+    summary = summarise(cfg, runs, out)
+    pred_path = out / "predictions.json"
+    if pred_path.is_file():
+        summary["predictions_checked"] = check_predictions(
+            summary, json.loads(pred_path.read_text())
+        )
+    summary["command"] = "python paper/hypotheses_testbed.py"
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+def check_predictions(summary: dict[str, Any], pred: dict[str, Any]) -> dict[str, Any]:
+    """Each stored new-run interval against what the runs measured: per hypothesis and task,
+    the 90 % interval of the statistic as the runs would measure it, the measured effect,
+    whether it fell inside, and the predicted P(holds) beside the test's verdict on that
+    task (p < alpha with a positive effect)."""
+    doc: dict[str, Any] = {}
+    for key, tag in (("c1_filters_spurious", "h1"), ("i1_adapts_faster", "h2")):
+        h = summary["hypotheses"][key]
+        for task, t in h.get("per_task", {}).items():
+            band = pred["tasks"][task][f"{tag}_measured"]
+            lo, hi = band["ci90"]
+            doc.setdefault(key, {})[task] = {
+                "predicted_mean": band["mean"], "predicted_ci90": [lo, hi],
+                "measured": t["effect"], "measured_ci95": t["ci95"],
+                "inside_ci90": bool(lo <= t["effect"] <= hi),
+                "predicted_p_holds": band["p_holds"],
+                "holds_on_task": bool(t["effect"] > 0 and t["p"] < h["alpha"]),
+            }  # fmt: skip
+    osc = summary["hypotheses"]["i1_adapts_faster"].get("oscillation")
+    if osc is not None:
+        lag = pred["tasks"][osc["setting"]["task"]].get("lag_oscillation_fraction", {})
+        doc["oscillation"] = {
+            m: {"predicted_fraction": lag.get(m), "measured": f"{k}/{osc['runs']}",
+                "inside_wilson95": bool(osc["ci95"][m][0] <= lag.get(m, -1) <= osc["ci95"][m][1])}
+            for m, k in osc["oscillating"].items()
+        }  # fmt: skip
+    return doc

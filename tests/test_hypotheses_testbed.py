@@ -119,5 +119,33 @@ def test_quick_pipeline_writes_its_results(tmp_path):
     assert set(pred["tasks"]) == {"math"} and "h1_measured" in pred["tasks"]["math"]
     summ = json.loads((out / "summary.json").read_text())
     assert set(summ["hypotheses"]) == {"c1_filters_spurious", "i1_adapts_faster"}
+    assert summ["command"] == "python paper/hypotheses_testbed.py"
+    checked = summ["predictions_checked"]["c1_filters_spurious"]["math"]
+    assert checked["predicted_ci90"] == pred["tasks"]["math"]["h1_measured"]["ci90"]
     n_runs = QUICK["min_seeds"] * (2 * len(QUICK["motifs"]) + 2)
     assert len(list((out / "runs").glob("*/manifest.json"))) == n_runs
+
+
+def test_each_stored_interval_is_checked_against_the_measured_effect():
+    from _hyp_testbed import check_predictions
+
+    def hyp(effect, p):
+        return {"alpha": 0.05, "per_task": {"math": {"effect": effect, "p": p, "ci95": [0, 1]}}}
+
+    summary = {"hypotheses": {"c1_filters_spurious": hyp(0.02, 0.2),
+                              "i1_adapts_faster": hyp(0.09, 0.01)}}  # fmt: skip
+    summary["hypotheses"]["i1_adapts_faster"]["oscillation"] = {
+        "setting": {"task": "math"}, "runs": 3, "oscillating": {"I1": 2, "C1": 0},
+        "ci95": {"I1": [0.2, 0.94], "C1": [0.0, 0.56]}}  # fmt: skip
+    band = {"mean": 0.0, "ci90": [-0.01, 0.03], "p_holds": 0.2}
+    pred = {"tasks": {"math": {"h1_measured": band, "h2_measured": {**band, "p_holds": 0.8},
+                               "lag_oscillation_fraction": {"I1": 0.04, "C1": 0.0}}}}  # fmt: skip
+    got = check_predictions(summary, pred)
+    h1, h2 = got["c1_filters_spurious"]["math"], got["i1_adapts_faster"]["math"]
+    assert h1["inside_ci90"] and not h1["holds_on_task"]
+    assert not h2["inside_ci90"] and h2["holds_on_task"] and h2["predicted_p_holds"] == 0.8
+    assert not got["oscillation"]["I1"]["inside_wilson95"]  # 0.04 below [0.2, 0.94]
+    assert (
+        got["oscillation"]["C1"]["inside_wilson95"]
+        and got["oscillation"]["I1"]["measured"] == "2/3"
+    )
