@@ -105,12 +105,12 @@ if TYPE_CHECKING:
     from ._params import param_setter as param_setter
     from ._params import set_param as set_param
     from ._params import set_params as set_params
+    from ._params import with_pipeline as with_pipeline
     from ._phase import PhaseResult as PhaseResult
     from ._phase import phase_diagram as phase_diagram
     from ._phase_plot import plot_phase_grid as plot_phase_grid
     from ._pipeline import Pipeline as Pipeline
     from ._pipeline import parse_pipeline as parse_pipeline
-    from ._pipeline import with_pipeline as with_pipeline
     from ._pool import PoolPaths as PoolPaths
     from ._pool import compute_cost as compute_cost
     from ._pool import pool_paths as pool_paths
@@ -173,13 +173,13 @@ _LAZY: dict[str, str] = {
     "param_setter": "_params",
     "set_param": "_params",
     "set_params": "_params",
+    "with_pipeline": "_params",
     "PhaseResult": "_phase",
     "phase_diagram": "_phase",
     "enable_compilation_cache": "_jaxsetup",
     "plot_phase_grid": "_phase_plot",
     "Pipeline": "_pipeline",
     "parse_pipeline": "_pipeline",
-    "with_pipeline": "_pipeline",
     "PoolPaths": "_pool",
     "PoolStats": "_pool_stats",
     "compute_cost": "_pool",

@@ -16,6 +16,7 @@ For ``alon`` kinetics on a network with nodes X, Y, Z the textbook shorthands ap
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -27,9 +28,10 @@ import numpy as np
 from ._kinetics import KINETICS, Kinetics, Model
 from ._network import AbstractNetwork, as_network
 from ._param_names import ALON_SHORT, check_param_value, parse_param_name
+from ._pipeline import Pipeline, parse_pipeline
 from .spec import NetworkSpec, SpecError
 
-__all__ = ["get_param", "make_model", "param_names", "set_param", "set_params"]
+__all__ = ["get_param", "make_model", "param_names", "set_param", "set_params", "with_pipeline"]
 
 
 def _check_value(name: str, base: str, value: Any, kinetics: Kinetics) -> None:
@@ -219,3 +221,30 @@ def param_setter(model: Model, names: Sequence[str]) -> Callable[[Model, Any], M
         return m
 
     return setter
+
+
+def with_pipeline(
+    model: Model, edges: str | Sequence[str], *, K: float = 0.5, n: float = 2.0
+) -> Model:
+    """``model`` with pipeline gates on ``edges`` (``"X->Y,Y->Z"``), each of threshold ``K``
+    and Hill coefficient ``n`` (set them per edge with ``Kp[X->Y]``, ``m[X->Y]``).
+
+    Raises:
+        SpecError: ``model`` does not have competence kinetics, or an edge is invalid
+            (:func:`~simulate.parse_pipeline`).
+    """
+    if model.kinetics.name != "competence":
+        raise SpecError("pipeline gates need competence kinetics")
+    names = model.network.names
+    pairs = parse_pipeline(edges, names)
+    source = [-1] * len(names)
+    for src, dst in pairs:
+        source[names.index(dst)] = names.index(src)
+    gated = jnp.asarray([s >= 0 for s in source])
+    pipe = Pipeline(
+        source=tuple(source),
+        K=jnp.where(gated, float(K), 1.0).astype(float),
+        n=jnp.where(gated, float(n), 1.0).astype(float),
+    )
+    kin = dataclasses.replace(model.kinetics, pipeline=pipe)  # type: ignore[call-arg]
+    return eqx.tree_at(lambda m: m.kinetics, model, kin)

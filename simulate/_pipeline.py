@@ -14,15 +14,13 @@ are no pipeline target are not gated (their rate law is unchanged, to the bit). 
 reads the source's current level (not a policy-lagged one).
 
 :class:`Pipeline` holds the gates (a field of :class:`~simulate.CompetenceKinetics`);
-:func:`parse_pipeline` reads and checks ``"X->Y,Y->Z"``; :func:`with_pipeline` adds gates to
-a model.
+:func:`parse_pipeline` reads and checks ``"X->Y,Y->Z"``; :func:`simulate.with_pipeline` adds
+gates to a model.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -31,10 +29,7 @@ from jaxtyping import Array
 from ._regulation import hill_activation
 from .spec import SpecError
 
-if TYPE_CHECKING:
-    from ._kinetics import Model
-
-__all__ = ["Pipeline", "parse_pipeline", "with_pipeline"]
+__all__ = ["Pipeline", "parse_pipeline"]
 
 
 def parse_pipeline(
@@ -109,30 +104,3 @@ class Pipeline(eqx.Module):
     def edge_keys(self, names: Sequence[str]) -> list[str]:
         """``"SRC->DST"`` of every gate, in node order."""
         return [f"{names[j]}->{names[i]}" for i, j in enumerate(self.source) if j >= 0]
-
-
-def with_pipeline(
-    model: Model, edges: str | Sequence[str], *, K: float = 0.5, n: float = 2.0
-) -> Model:
-    """``model`` with pipeline gates on ``edges`` (``"X->Y,Y->Z"``), each of threshold ``K``
-    and Hill coefficient ``n`` (set them per edge with ``Kp[X->Y]``, ``m[X->Y]``).
-
-    Raises:
-        SpecError: ``model`` does not have competence kinetics, or an edge is invalid
-            (:func:`parse_pipeline`).
-    """
-    if model.kinetics.name != "competence":
-        raise SpecError("pipeline gates need competence kinetics")
-    names = model.network.names
-    pairs = parse_pipeline(edges, names)
-    source = [-1] * len(names)
-    for src, dst in pairs:
-        source[names.index(dst)] = names.index(src)
-    gated = jnp.asarray([s >= 0 for s in source])
-    pipe = Pipeline(
-        source=tuple(source),
-        K=jnp.where(gated, float(K), 1.0).astype(float),
-        n=jnp.where(gated, float(n), 1.0).astype(float),
-    )
-    kin = dataclasses.replace(model.kinetics, pipeline=pipe)  # type: ignore[call-arg]
-    return eqx.tree_at(lambda m: m.kinetics, model, kin)
