@@ -15,14 +15,15 @@ Design (``config.json``, written before any fit): the testbed's eight committed 
 (rho, delta ~ rl.lr) and options as ``_testbed_analysis.fit_wiring`` (``--motif auto --gate
 AND --method laplace``), plus ``--pipeline X->Y,Y->Z``. Measures: those of
 ``_testbed_analysis.wiring_identification``, with the gate and, read from the testbed's
-fits, without it. Each set is fitted once (a set with a ``selection.json`` is kept).
+fits, without it. Each set is fitted once (a set with a ``selection.json`` is kept);
+``--no-fit`` writes the summary of the sets fitted so far (``missing_sets``: the rest).
 
 ``--quick`` (for tests): a toy testbed of synthetic run logs (one C2 set from the calibrate
 model with pipeline gates, at reduced fit sizes) made under ``<out>/quick_testbed``, fitted
 without the gate there and with it in ``<out>``.
 
 Usage: python paper/wiring_pipeline.py [--testbed paper/results/testbed]
-       [--out paper/results/wiring_pipeline] [--quick]
+       [--out paper/results/wiring_pipeline] [--quick] [--no-fit]
 """
 
 from __future__ import annotations
@@ -98,8 +99,12 @@ def table(summary: dict[str, Any]) -> str:
         true = (n or o or {}).get("true", "")
         lines.append(f"| {name} | {true} | {cell(o)} | {cell(n)} |")
     lines.append("")
+    n_new = len(new["sets"])
+    of = f" (gate: over the {n_new} of {n_new + len(summary.get('missing_sets', []))} sets fitted)"
     for key in ("truth_first_or_indistinguishable", "no_wrong_sign", "share_two_signs"):
-        lines.append(f"- {key}: no gate {old[key]}, gate {new[key]}")
+        lines.append(f"- {key}: no gate {old[key]}, gate {new[key]}{of}")
+    if summary.get("missing_sets"):
+        lines.append(f"- not fitted yet (with the gate): {', '.join(summary['missing_sets'])}")
     lines += ["", f"Reproduce: `{summary['command']}`", ""]
     return "\n".join(lines)
 
@@ -116,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--testbed", default=str(ROOT / "paper/results/testbed"))
     ap.add_argument("--out", default=str(ROOT / "paper/results/wiring_pipeline"))
     ap.add_argument("--quick", action="store_true", help="a toy synthetic testbed, for tests")
+    ap.add_argument(
+        "--no-fit", action="store_true", help="only the summary of the sets fitted so far"
+    )
     a = ap.parse_args(argv)
     out, testbed = Path(a.out), Path(a.testbed)
     testbed = out / "quick_testbed" if a.quick else testbed
@@ -128,16 +136,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         write_json(cfg_path, want)
     extra: tuple[str, ...] = ()
-    if a.quick:
+    if a.quick and not a.no_fit:
         from _wiring_quick import quick_testbed
 
         testbed, extra = quick_testbed(testbed)
     cfg = tb.StudyConfig(**json.loads((testbed / "config.json").read_text()))
     cfg.bind(testbed)
     t0 = time.perf_counter()
-    ta.fit_wiring(
-        cfg, testbed / "runs", out, extra=("--pipeline", PIPELINE, *extra), logs=out / "logs"
-    )
+    if not a.no_fit:
+        ta.fit_wiring(
+            cfg, testbed / "runs", out, extra=("--pipeline", PIPELINE, *extra), logs=out / "logs"
+        )
     timing = {}
     for name in sorted((out / "wiring").glob("*/selection.json")):
         timing[name.parent.name] = json.loads(name.read_text())["timing_s"]["total_s"]
@@ -146,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         "pipeline": PIPELINE,
         "with_pipeline": ta.wiring_identification(cfg, out),
         "without_pipeline": ta.wiring_identification(cfg, testbed),
+        "missing_sets": [n for n in ta._wiring_sets(cfg) if n not in timing],
         "fit_seconds": timing,
         "this_call_seconds": time.perf_counter() - t0,
         "command": want["command"],
