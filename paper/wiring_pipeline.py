@@ -86,7 +86,7 @@ def table(summary: dict[str, Any]) -> str:
         return f"{v['rank']}{star} | {v['best']} | {ident or 'nothing'}"
 
     lines = [
-        "Wiring read-back of the testbed's real runs, without and with the pipeline gate "
+        "Wiring read-back of the testbed's runs, without and with the pipeline gate "
         f"(--pipeline {PIPELINE}; post hoc). Rank of the true type (* in the "
         "indistinguishable set), the best type, the signs identified.",
         "",

@@ -54,6 +54,7 @@ def test_quick_reanalysis_end_to_end(tmp_path):
     ]
     r = subprocess.run(args, capture_output=True, text=True, timeout=3000, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
+    assert "C2_set0: fitted" in r.stdout
     s = json.loads((out / "summary.json").read_text())
     assert s["post_hoc"] and json.loads((out / "config.json").read_text())["post_hoc"]
     for side in ("with_pipeline", "without_pipeline"):
@@ -69,4 +70,4 @@ def test_quick_reanalysis_end_to_end(tmp_path):
     assert post["pipeline"] == ["X->Y", "Y->Z"]
     assert (out / "table.md").is_file()
     r2 = subprocess.run(args, capture_output=True, text=True, timeout=900, cwd=tmp_path)
-    assert r2.returncode == 0 and "fitted" not in r2.stdout  # every set kept
+    assert r2.returncode == 0 and "C2_set0: fitted" not in r2.stdout  # every set kept
