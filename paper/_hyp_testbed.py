@@ -230,6 +230,7 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         summary["predictions_checked"] = check_predictions(
             summary, json.loads(pred_path.read_text())
         )
+    summary["post_hoc_by_xy_sign"] = by_edge_sign(summary["per_motif"])
     summary["command"] = "python paper/hypotheses_testbed.py"
     write_json(out / "summary.json", summary)
     return summary
@@ -261,4 +262,31 @@ def check_predictions(summary: dict[str, Any], pred: dict[str, Any]) -> dict[str
                 "inside_wilson95": bool(osc["ci95"][m][0] <= lag.get(m, -1) <= osc["ci95"][m][1])}
             for m, k in osc["oscillating"].items()
         }  # fmt: skip
+    return doc
+
+
+def by_edge_sign(per: dict[str, Any], edge: str = "X->Y") -> dict[str, Any]:
+    """A reading after the tests, not part of the design: per condition's measure (dip at
+    the pulses, recovery after the shift) and task, the mean over the types whose ``edge``
+    activates and over those where it represses (each type's mean over seeds), and their
+    difference."""
+    import simulate
+
+    motifs = {m for c in per.values() for t in c.values() for m in t}
+    src, dst = edge.split("->")
+    sign = {
+        m: next(e.sign for e in simulate.ffl_spec(m).edges if (e.source, e.target) == (src, dst))
+        for m in motifs
+    }
+    doc: dict[str, Any] = {"edge": edge, "post_hoc": True}
+    for cond, measure in (("pulse", "dip"), ("shift", "recovery")):
+        for task, by in per.get(cond, {}).items():
+            means = {m: float(np.mean(r[measure]["values"])) for m, r in by.items()}
+            act = [v for m, v in means.items() if sign[m] > 0]
+            rep = [v for m, v in means.items() if sign[m] < 0]
+            doc.setdefault(measure, {})[task] = {
+                "activating": float(np.mean(act)), "repressing": float(np.mean(rep)),
+                "difference": float(np.mean(act) - np.mean(rep)),
+                "activating_range": [min(act), max(act)], "repressing_range": [min(rep), max(rep)],
+            }  # fmt: skip
     return doc

@@ -119,7 +119,7 @@ def pool(runs: list[dict[str, Any]], new: dict[str, str]) -> dict[str, Any]:
 
 def hypotheses(runs: list[dict[str, Any]], new: dict[str, str], root: Path) -> dict[str, Any]:
     """Oscillating C1 / I1 runs at the lagged setting, and label counts, old vs new."""
-    summ = json.loads((root / "hypotheses" / "summary.json").read_text())
+    summ = json.loads((root / "hypotheses_old_testbed" / "summary.json").read_text())
     osc = summ["hypotheses"]["i1_adapts_faster"].get("oscillation", {})
     task = osc.get("setting", {}).get("task", "math")
     hyp = [r for r in runs if r["experiment"].startswith("hypotheses/")]

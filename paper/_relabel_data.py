@@ -45,8 +45,8 @@ def _old_labels(root: Path) -> dict[str, dict[str, Any]]:
     obs = json.loads((root / "regime_map" / "observed.json").read_text())
     for name, r in obs.items():
         out[f"regime_map:{name}"] = {"label": r["regime"], "nodes": r["node_regimes"]}
-    for exp in ("pool", "hypotheses"):
-        rows = json.loads((root / exp / "runs.json").read_text())
+    for exp, folder in (("pool", "pool"), ("hypotheses", "hypotheses_old_testbed")):
+        rows = json.loads((root / folder / "runs.json").read_text())
         for group, runs in rows.items():
             for r in runs:
                 entry: dict[str, Any] = {"label": r.get("regime"), "group": group}
@@ -94,7 +94,7 @@ def committed_runs(root: Path) -> list[dict[str, Any]]:
     (its committed label, None when none was stored) and ``old_rule_collapsed`` (pool)."""
     runs = regime_map_runs(root) + pool_runs(root) + hypotheses_runs(root) + testbed_runs(root)
     old = _old_labels(root)
-    shift = json.loads((root / "hypotheses" / "config.json").read_text())["shift_step"]
+    shift = json.loads((root / "hypotheses_old_testbed" / "config.json").read_text())["shift_step"]
     for r in runs:
         exp = r["experiment"]
         if exp.startswith("hypotheses/shift/"):

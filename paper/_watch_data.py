@@ -3,7 +3,7 @@
 Only curves are committed, not the run folders: ``regime_map/observed.json`` (32 runs,
 C1-AND, math, 4 ``rl.lr`` x 4 ``rl.staleness`` x 2 seeds, 200 steps, evaluations every 10),
 ``pool/runs.json`` (80 runs, lr 1e-3 / 8e-3, single agents and pools, 60 steps, every 10)
-and ``hypotheses/runs.json`` (170 runs, 8 FFL types, pulses / shift / lag, lr 2e-3, 48
+and ``hypotheses_old_testbed/runs.json`` (170 runs, 8 FFL types, pulses / shift / lag, lr 2e-3, 48
 steps, every 4). ``recommend/`` holds picks and final scores, no curves: not used.
 """
 
@@ -99,8 +99,8 @@ def pool_runs(root: Path) -> list[dict[str, Any]]:
 
 def hypotheses_runs(root: Path) -> list[dict[str, Any]]:
     """The hypotheses study's 170 runs (lr 2e-3; staleness 4 for the lag experiment)."""
-    cfg = json.loads((root / "hypotheses" / "config.json").read_text())
-    rows = json.loads((root / "hypotheses" / "runs.json").read_text())
+    cfg = json.loads((root / "hypotheses_old_testbed" / "config.json").read_text())
+    rows = json.loads((root / "hypotheses_old_testbed" / "runs.json").read_text())
 
     def setting(group: str) -> dict[str, float]:
         lag = float(cfg["lag_staleness"]) if group.startswith("lag/") else 0.0

@@ -28,7 +28,7 @@ Phases (each resumable; a finished run is never retrained): ``pilots``, ``predic
 ``hypotheses.png``).
 
 Usage: python paper/hypotheses_study.py [--phase pilots|predict|runs|summary|all]
-       [--runs runs/hypotheses] [--out paper/results/hypotheses] [--workers 2]
+       [--runs runs/hypotheses] [--out paper/results/hypotheses_old_testbed] [--workers 2]
        [--code DIR] [--quick]
 """
 
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         phases=["pilots", "predict", "runs", "summary"],
         gated="runs",
         default_runs="runs/hypotheses",
-        default_out="paper/results/hypotheses",
+        default_out="paper/results/hypotheses_old_testbed",
         steps={
             "predict": "_hypotheses_predict:make_predictions",
             "summary": "_hypotheses_analysis:summarise",

@@ -1,6 +1,6 @@
 """The motif hypotheses on the testbed where every agent learns (issue 35 §1): the same
 pre-stated measures and tests as ``paper/hypotheses_study.py`` (the old testbed's record,
-``paper/results/hypotheses/``), re-run where the edges into Z act.
+``paper/results/hypotheses_old_testbed/``), re-run where the edges into Z act.
 
 - **H1, C1 filters spurious reward.** Under spurious-reward pulses (reward flips), C1-AND's
   end-to-end accuracy dips less than the other seven FFL types' (measure ``dip``).
@@ -46,7 +46,7 @@ the committed archive ``out/runs``), ``power``, ``choose``, ``predict``, ``runs`
 
 Usage: python paper/hypotheses_testbed.py
        [--phase restore|power|choose|predict|runs|summary|all]
-       [--runs runs/hypotheses_testbed] [--out paper/results/hypotheses_testbed]
+       [--runs runs/hypotheses_testbed] [--out paper/results/hypotheses]
        [--workers 2] [--code DIR] [--quick]
 """
 
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         phases=["restore", "power", "choose", "predict", "runs", "summary"],
         gated="runs",
         default_runs="runs/hypotheses_testbed",
-        default_out="paper/results/hypotheses_testbed",
+        default_out="paper/results/hypotheses",
         steps={
             "restore": "_testbed_analysis:restore_phase",
             "power": "_hyp_testbed:power_phase",

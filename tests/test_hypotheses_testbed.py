@@ -149,3 +149,17 @@ def test_each_stored_interval_is_checked_against_the_measured_effect():
         got["oscillation"]["C1"]["inside_wilson95"]
         and got["oscillation"]["I1"]["measured"] == "2/3"
     )
+
+
+def test_the_post_hoc_grouping_follows_each_type_s_x_to_y_sign():
+    from _hyp_testbed import by_edge_sign
+
+    # recovery 0.3 where X->Y activates (C1, C3, I1, I3 in the FFL presets), 0.1 where it
+    # represses (C2, C4, I2, I4)
+    act = {"C1", "C3", "I1", "I3"}
+    types = ("C1", "C2", "C3", "C4", "I1", "I2", "I3", "I4")
+    rec = {m: {"recovery": {"values": [0.3 if m in act else 0.1] * 3}} for m in types}
+    per = {"shift": {"math": rec}}
+    got = by_edge_sign(per)["recovery"]["math"]
+    assert got["activating"] == pytest.approx(0.3) and got["repressing"] == pytest.approx(0.1)
+    assert got["difference"] == pytest.approx(0.2)

@@ -124,12 +124,12 @@ def test_missing_results_read_pending_with_the_same_names(tmp_path):
 
 
 def test_hypotheses_section_generated_from_the_summary(tmp_path):
-    """Without paper/results/hypotheses/summary.json the text says "not yet tested"; with one,
-    the verdicts come from it."""
+    """Without the old testbed's summary.json the text says "not yet tested"; with one, the
+    verdicts come from it."""
     results = tmp_path / "results"
-    (results / "hypotheses").mkdir(parents=True)
+    (results / "hypotheses_old_testbed").mkdir(parents=True)
     h = '{"holds": false, "predicted": true, "effect": -0.0123, "ci95": [-0.03, 0.01], "test": "t"}'
-    (results / "hypotheses" / "summary.json").write_text(
+    (results / "hypotheses_old_testbed" / "summary.json").write_text(
         f'{{"hypotheses": {{"c1_filters_spurious": {h}}}}}', encoding="utf-8"
     )
     out = tmp_path / "n.tex"
@@ -140,7 +140,7 @@ def test_hypotheses_section_generated_from_the_summary(tmp_path):
     assert v["ValHypOneDetail"] == "Effect -0.012 [-0.030, 0.010]; test: t."
     assert v["ValHypTwoVerdict"] == "pending"  # the second hypothesis is missing from it
     committed = _values((PAPER / "numbers.tex").read_text(encoding="utf-8"))
-    if not (PAPER / "results" / "hypotheses" / "summary.json").exists():
+    if not (PAPER / "results" / "hypotheses_old_testbed" / "summary.json").exists():
         assert committed["ValHypTested"] == "not yet tested"
         assert "Neither hypothesis has been tested yet" in committed["ValHypStatusSentence"]
 

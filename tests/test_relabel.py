@@ -35,7 +35,7 @@ def _tiny_root(tmp: Path) -> Path:
     for exp, names in {
         "regime_map": ("config.json", "observed.json", "predictions.json", "summary.json"),
         "pool": ("config.json", "runs.json"),
-        "hypotheses": ("config.json", "runs.json", "summary.json"),
+        "hypotheses_old_testbed": ("config.json", "runs.json", "summary.json"),
     }.items():
         (root / exp).mkdir(parents=True)
         for n in names:
@@ -48,9 +48,9 @@ def _tiny_root(tmp: Path) -> Path:
     pool["stable/grad/K1"][0]["competence"] = np.stack([fall, flat, flat], 1).round(4).tolist()
     pool["stable/grad/K1"][1]["competence"] = np.stack([flat, flat, flat], 1).tolist()
     (root / "pool" / "runs.json").write_text(json.dumps(pool))
-    hyp = json.loads((root / "hypotheses" / "runs.json").read_text())
+    hyp = json.loads((root / "hypotheses_old_testbed" / "runs.json").read_text())
     hyp = {k: v[:1] for k, v in hyp.items() if k in ("lag/math/C1", "lag/math/I1", "shift/rag/C1")}
-    (root / "hypotheses" / "runs.json").write_text(json.dumps(hyp))
+    (root / "hypotheses_old_testbed" / "runs.json").write_text(json.dumps(hyp))
     (root / "relabel").mkdir()
     shutil.copy(src / "relabel" / "config.json", root / "relabel" / "config.json")
     return root

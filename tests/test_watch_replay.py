@@ -122,7 +122,7 @@ def test_quick_replay_writes_its_results(tmp_path):
 def test_the_data_knows_each_runs_task_and_scheduled_shift(tmp_path):
     import _watch_data as wdata
 
-    root = tmp_path / "hypotheses"
+    root = tmp_path / "hypotheses_old_testbed"
     root.mkdir()
     cfg = {"lr": 2e-3, "lag_staleness": 4, "steps": 8, "shift_step": 4}
     (root / "config.json").write_text(json.dumps(cfg))

@@ -25,7 +25,7 @@ def _band(b: Any, digits: int = 3, key: str = "ci95") -> str:
 
 def hypotheses(m: Macros, results: Path) -> None:
     """Design, stored predictions and outcome; "not yet tested" until the summary exists."""
-    root = results / "hypotheses"
+    root = results / "hypotheses_old_testbed"
     cfg, pred = read_json(root / "config.json"), read_json(root / "predictions.json")
     s = read_json(root / "summary.json")
     m.add("HypTested", "tested" if s is not None else "not yet tested")

@@ -1,7 +1,7 @@
 """The new testbed's macros of ``tex_numbers.py`` (split for module size): the testbed study
 (``testbed/``), the forecast and recommendation benchmarks on it (``forecast/``,
 ``recommend/``), the early-warning replay (``watch/``) and the hypotheses study on it
-(``hypotheses_testbed/``). A missing file or field reads "pending"."""
+(``hypotheses/``). A missing file or field reads "pending"."""
 
 from __future__ import annotations
 
@@ -114,9 +114,9 @@ def watch(m: Macros, results: Path) -> None:
 
 
 def hypotheses_testbed(m: Macros, results: Path) -> None:
-    """The hypotheses study on the testbed: its power calculation, lagged setting and stored
-    predictions (the results, once its runs have finished, in ``summary.json``)."""
-    root = results / "hypotheses_testbed"
+    """The hypotheses study on the testbed: its power calculation, lagged setting, stored
+    predictions and results (``summary.json``)."""
+    root = results / "hypotheses"
     cfg, pw = read_json(root / "config.json"), read_json(root / "power.json")
     ch, pred = read_json(root / "choose.json"), read_json(root / "predictions.json")
     m.add("HTEffect", fmt(dig(cfg, "effect")))
@@ -131,3 +131,39 @@ def hypotheses_testbed(m: Macros, results: Path) -> None:
         for h, tag in (("h1", "HOne"), ("h2", "HTwo")):
             m.add(f"HT{t}{tag}", signed(dig(pred, "tasks", task, f"{h}_statistic", "mean")))
             m.add(f"HT{t}{tag}Holds", fmt(dig(pred, "tasks", task, f"{h}_measured", "p_holds")))
+    hypotheses_results(m, read_json(root / "summary.json"))
+
+
+def _verdict(h: Any) -> str:
+    holds = dig(h, "holds")
+    return PENDING if holds is None else ("holds" if holds else "does not hold")
+
+
+def hypotheses_results(m: Macros, s: Any) -> None:
+    """The tests' verdicts, each stored interval checked, and the post-hoc X->Y grouping."""
+    for key, tag in (("c1_filters_spurious", "One"), ("i1_adapts_faster", "Two")):
+        h = dig(s, "hypotheses", key)
+        m.add(f"HT{tag}Effect", signed(dig(h, "effect")))
+        m.add(f"HT{tag}CI", fmt_ci(dig(h, "ci95"), 3))
+        m.add(f"HT{tag}P", fmt(dig(h, "p")))
+        m.add(f"HT{tag}Verdict", _verdict(h))
+        for task in ("math", "rag"):
+            c = dig(s, "predictions_checked", key, task)
+            t = letters(task).title()
+            m.add(f"HT{t}H{tag}Measured", signed(dig(c, "measured")))
+            inside = dig(c, "inside_ci90")
+            m.add(f"HT{t}H{tag}Inside", PENDING if inside is None else
+                  ("inside" if inside else "outside"))  # fmt: skip
+    osc = dig(s, "hypotheses", "i1_adapts_faster", "oscillation")
+    for motif in ("I1", "C1"):
+        k, n = dig(osc, "oscillating", motif), dig(osc, "runs")
+        m.add(f"HTOsc{letters(motif)}", PENDING if k is None or n is None else f"{k}/{n}")
+    m.add("HTOscVerdict", _verdict(osc))
+    rec = dig(s, "post_hoc_by_xy_sign", "recovery", "math")
+    m.add("HTRecAct", fmt(dig(rec, "activating")))
+    m.add("HTRecRep", fmt(dig(rec, "repressing")))
+    dips = [dig(s, "per_motif", "pulse", "math", mt, "dip", "mean") for mt in
+            ("C1", "C2", "C3", "C4", "I1", "I2", "I3", "I4")]  # fmt: skip
+    ok = [d for d in dips if isinstance(d, float)]
+    m.add("HTMathDipMin", fmt(min(ok) if len(ok) == len(dips) else None, 3))
+    m.add("HTMathDipMax", fmt(max(ok) if len(ok) == len(dips) else None, 3))

@@ -2,13 +2,13 @@
 
 The numbers come from the figure scripts' JSON (``--figures``: ``presets.json``,
 ``oscillation.json``, ``phase/summary.json``) and the committed study results (``--results``:
-``regime_map/``, ``recommend_old_testbed/``, ``pool/``, ``hypotheses/``; the new
-testbed's ``testbed/``, ``forecast/``, ``recommend/``, ``watch/``, ``hypotheses_testbed/``).
+``regime_map/``, ``recommend_old_testbed/``, ``pool/``, ``hypotheses_old_testbed/``; the new
+testbed's ``testbed/``, ``forecast/``, ``recommend/``, ``watch/``, ``hypotheses/``).
 Nothing is typed by hand. Every macro is always defined, whatever is present: a number
 whose source file is missing reads "pending", so the set of names never depends on which
 results exist. Names are ``\\Val`` followed by letters only (``\\ValPhaseCOneSustained``).
 
-``hypotheses/summary.json`` (written by the hypotheses study, not yet run) is read as
+``hypotheses_old_testbed/summary.json`` (written by the old testbed's hypotheses study) is read as
 ``{"hypotheses": {"c1_filters_spurious": H, "i1_adapts_faster": H}}`` with
 ``H = {"holds": bool, "predicted": bool, "effect": float, "ci95": [lo, hi], "test": str}``;
 a missing field reads "pending".
