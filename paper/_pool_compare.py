@@ -21,6 +21,8 @@ Rules (stated with the design, before the pool runs):
 from __future__ import annotations
 
 import functools
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -132,16 +134,30 @@ def adapter_params(preset: str, r: int, targets: tuple[str, ...] | None = None) 
     return int(sum(p.numel() for n, p in peft_model.named_parameters() if "lora_" in n))
 
 
-def compute_cost(methods: dict[str, dict[str, Any]], cfg: Any, roles: int = 3) -> dict[str, Any]:
-    """Per setting and cell: adapter memory (MB, float32) and wall seconds per step."""
+def step_seconds(run: Path, steps: int) -> float | None:
+    """Wall seconds per step of a finished run: its ``timing.json`` seconds over the steps
+    its last process trained (a resumed run's timing covers only those); None without one."""
+    path = Path(run) / "timing.json"
+    if not path.is_file():
+        return None
+    t = json.loads(path.read_text())
+    done = steps - int(t.get("start_step") or 0)
+    return float(t["seconds"]) / done if done > 0 else None
+
+
+def compute_cost(
+    methods: dict[str, dict[str, Any]], cfg: Any, step_s: dict[tuple[str, str], float | None],
+    roles: int = 3,
+) -> dict[str, Any]:  # fmt: skip
+    """Per setting and cell: adapter memory (MB, float32) and wall seconds per step
+    (``step_s[(setting, cell label)]``, the mean of :func:`step_seconds` over its runs)."""
     per_member = adapter_params(cfg.preset, 8)
     doc: dict[str, Any] = {"adapter_params_per_member": per_member, "cells": {}}
     for setting, ms in methods.items():
         for name, m in ms.items():
-            wall = m.get("wall_s_mean")
             doc["cells"].setdefault(setting, {})[name] = {
                 "adapter_MB": m["K"] * roles * per_member * 4 / 2**20,
-                "s_per_step": None if wall is None else wall / cfg.steps,
+                "s_per_step": step_s.get((setting, name)),
                 "variance": m["variance"]["competence"],
                 "variance_ci95": m["variance"]["competence_ci95"],
                 "collapse_rate": m["collapsed"] / m["seeds"],

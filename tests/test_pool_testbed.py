@@ -122,12 +122,25 @@ def test_k1_vs_k8_and_prediction_checks_on_made_up_cells():
     assert cells["grad K=1"]["variance_right"] and cells["grad K=1"]["collapse_right"]
     assert not cells["grad K=8"]["variance_right"] and not cells["grad K=8"]["collapse_right"]
     assert checks["variance_right"] == {"right": 1, "checked": 2}
-    cost = compute_cost(methods, type("Cfg", (), {"preset": "micro", "steps": 100})())
+    cost = compute_cost(
+        methods, type("Cfg", (), {"preset": "micro"})(), {("stable", "grad K=8"): 16.0}
+    )
     per = cost["adapter_params_per_member"]
     assert cost["cells"]["stable"]["grad K=8"]["adapter_MB"] == pytest.approx(
         8 * 3 * per * 4 / 2**20
     )
     assert cost["cells"]["stable"]["grad K=8"]["s_per_step"] == pytest.approx(16.0)
+    assert cost["cells"]["stable"]["es K=8"]["s_per_step"] is None
+
+
+def test_step_seconds_count_only_the_steps_the_last_process_trained(tmp_path):
+    from _pool_compare import step_seconds
+
+    assert step_seconds(tmp_path, 200) is None
+    (tmp_path / "timing.json").write_text(json.dumps({"seconds": 300.0, "start_step": 50}))
+    assert step_seconds(tmp_path, 200) == pytest.approx(2.0)  # resumed at 50: 150 steps
+    (tmp_path / "timing.json").write_text(json.dumps({"seconds": 300.0, "start_step": 0}))
+    assert step_seconds(tmp_path, 200) == pytest.approx(1.5)
 
 
 def test_adapter_params_match_the_lora_count_by_hand():
