@@ -284,6 +284,9 @@ def by_edge_sign(per: dict[str, Any], edge: str = "X->Y") -> dict[str, Any]:
             means = {m: float(np.mean(r[measure]["values"])) for m, r in by.items()}
             act = [v for m, v in means.items() if sign[m] > 0]
             rep = [v for m, v in means.items() if sign[m] < 0]
+            if not act or not rep:  # every type tested shares the sign: nothing to compare
+                doc.setdefault(measure, {})[task] = None
+                continue
             doc.setdefault(measure, {})[task] = {
                 "activating": float(np.mean(act)), "repressing": float(np.mean(rep)),
                 "difference": float(np.mean(act) - np.mean(rep)),

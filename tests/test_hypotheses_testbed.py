@@ -163,3 +163,5 @@ def test_the_post_hoc_grouping_follows_each_type_s_x_to_y_sign():
     got = by_edge_sign(per)["recovery"]["math"]
     assert got["activating"] == pytest.approx(0.3) and got["repressing"] == pytest.approx(0.1)
     assert got["difference"] == pytest.approx(0.2)
+    only_act = {"shift": {"math": {m: rec[m] for m in ("C1", "I1")}}}
+    assert by_edge_sign(only_act)["recovery"]["math"] is None
