@@ -78,6 +78,11 @@ def k1_vs_k8(methods: dict[str, dict[str, Any]], k: int = 8) -> dict[str, Any]:
     return doc
 
 
+def inside(x: float, lo: float, hi: float, tol: float = 1e-9) -> bool:
+    """``lo <= x <= hi`` up to ``tol`` (a Wilson bound at 0 or 1 is computed, not exact)."""
+    return bool(lo - tol <= x <= hi + tol)
+
+
 def prediction_checks(methods: dict[str, dict[str, Any]], pred: dict[str, Any]) -> dict[str, Any]:
     """Each predicted grad/pbt cell against its measured cell (rules in the module doc).
 
@@ -98,8 +103,8 @@ def prediction_checks(methods: dict[str, dict[str, Any]], pred: dict[str, Any]) 
                     continue
                 lo, hi = m["variance"]["competence_ci95"]
                 clo, chi = m["collapse_rate_ci95"]
-                v_ok = bool(lo <= p["competence_variance"] <= hi)
-                c_ok = bool(clo <= p["collapse_fraction"] <= chi)
+                v_ok = inside(p["competence_variance"], lo, hi)
+                c_ok = inside(p["collapse_fraction"], clo, chi)
                 for what, ok in (("variance", v_ok), ("collapse", c_ok)):
                     n[what][0] += ok
                     n[what][1] += 1
@@ -192,15 +197,16 @@ def tradeoff_figure(cost: dict[str, Any], path: Any) -> Any:
             x = np.array([c["adapter_MB"] for c in got])
             v = np.array([c["variance"] for c in got])
             ci = np.array([c["variance_ci95"] for c in got])
-            row[0].errorbar(x, v, yerr=[v - ci[:, 0], ci[:, 1] - v], fmt=mk + "-", capsize=3,
+            row[0].errorbar(x, v, yerr=_err(v, ci), fmt=mk + "-", capsize=3,
                             label=method)  # fmt: skip
             t = np.array([c["s_per_step"] for c in got])
             rate = np.array([c["collapse_rate"] for c in got])
             cr = np.array([c["collapse_ci95"] for c in got])
-            row[1].errorbar(t, rate, yerr=[rate - cr[:, 0], cr[:, 1] - rate], fmt=mk + "-",
+            row[1].errorbar(t, rate, yerr=_err(rate, cr), fmt=mk + "-",
                             capsize=3, label=method)  # fmt: skip
-            for c, xi, vi in zip(got, x, v, strict=True):
-                row[0].annotate(f"K={c['K']}", (xi, vi), fontsize=6, xytext=(3, 3),
+            for c, xi, vi, ti, ri in zip(got, x, v, t, rate, strict=True):
+                for ax, pt in ((row[0], (xi, vi)), (row[1], (ti, ri))):
+                    ax.annotate(f"K={c['K']}", pt, fontsize=6, xytext=(3, 3),
                                 textcoords="offset points")  # fmt: skip
         row[0].set(xscale="log", yscale="log", xlabel="adapter memory (MB, float32)",
                    ylabel="variance of A_i across seeds",
@@ -212,3 +218,9 @@ def tradeoff_figure(cost: dict[str, Any], path: Any) -> Any:
             ax.legend(fontsize=7)
     fig.tight_layout()
     return save_figure(fig, path, dpi=120)
+
+
+def _err(x: np.ndarray, ci: np.ndarray) -> list[np.ndarray]:
+    """Error bar lengths of values ``x`` with intervals ``ci`` (rounding can put a computed
+    bound a hair past its value)."""
+    return [np.maximum(x - ci[:, 0], 0.0), np.maximum(ci[:, 1] - x, 0.0)]

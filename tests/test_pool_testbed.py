@@ -143,6 +143,13 @@ def test_step_seconds_count_only_the_steps_the_last_process_trained(tmp_path):
     assert step_seconds(tmp_path, 200) == pytest.approx(1.5)
 
 
+def test_a_computed_bound_a_hair_past_its_value_still_counts_as_inside():
+    from _pool_compare import inside
+
+    assert inside(0.0, 1e-17, 0.28) and inside(1.0, 0.7, 1.0 - 1e-16)
+    assert not inside(0.0, 0.01, 0.28) and not inside(0.5, 0.1, 0.4)
+
+
 def test_adapter_params_match_the_lora_count_by_hand():
     from _pool_compare import adapter_params
 
