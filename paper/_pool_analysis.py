@@ -22,6 +22,7 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+from _pool_compare import step_seconds
 from _recommend_summary import cluster_bootstrap
 from _regime_report import wilson
 from _study import fit_pilots, simulator_params, store_once
@@ -61,6 +62,7 @@ def run_curves(path: Path) -> dict[str, Any] | None:
         "collapsed": label == "collapse",
         "regime": label,
         "seconds": json.loads(timing.read_text())["seconds"] if timing.is_file() else None,
+        "step_seconds": step_seconds(path, int(log.manifest["config"]["steps"])),
         "n_probe": log.manifest["config"]["task"]["n_probe"],
     }
 
@@ -255,6 +257,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
             "collapsed": n_col, "collapse_rate_ci95": wilson(n_col, len(group), z=Z95),
             "regimes": [g["regime"] for g in group],
             "wall_s_mean": float(np.mean(secs)) if secs else None,
+            "s_per_step_mean": _mean_or_none([g["step_seconds"] for g in group]),
             "e2e_mean_curve": _stack(group, "e2e").mean(0).tolist(),
             "e2e_sd_curve": _stack(group, "e2e").std(0, ddof=1).tolist(),
             "steps": group[0]["steps"].tolist(),
@@ -297,6 +300,11 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
 
     pool_figure(summary, out / "pool.png")
     return summary
+
+
+def _mean_or_none(xs: list[float | None]) -> float | None:
+    got = [x for x in xs if x is not None]
+    return float(np.mean(got)) if got else None
 
 
 def _fmt(x: float | None, d: int = 3) -> str:

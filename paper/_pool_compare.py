@@ -150,19 +150,16 @@ def step_seconds(run: Path, steps: int) -> float | None:
     return float(t["seconds"]) / done if done > 0 else None
 
 
-def compute_cost(
-    methods: dict[str, dict[str, Any]], cfg: Any, step_s: dict[tuple[str, str], float | None],
-    roles: int = 3,
-) -> dict[str, Any]:  # fmt: skip
-    """Per setting and cell: adapter memory (MB, float32) and wall seconds per step
-    (``step_s[(setting, cell label)]``, the mean of :func:`step_seconds` over its runs)."""
+def compute_cost(methods: dict[str, dict[str, Any]], cfg: Any, roles: int = 3) -> dict[str, Any]:
+    """Per setting and cell: adapter memory (MB, float32) and wall seconds per step (the
+    cell's ``s_per_step_mean``: :func:`step_seconds` of its runs, averaged)."""
     per_member = adapter_params(cfg.preset, 8)
     doc: dict[str, Any] = {"adapter_params_per_member": per_member, "cells": {}}
     for setting, ms in methods.items():
         for name, m in ms.items():
             doc["cells"].setdefault(setting, {})[name] = {
                 "adapter_MB": m["K"] * roles * per_member * 4 / 2**20,
-                "s_per_step": step_s.get((setting, name)),
+                "s_per_step": m.get("s_per_step_mean"),
                 "variance": m["variance"]["competence"],
                 "variance_ci95": m["variance"]["competence_ci95"],
                 "collapse_rate": m["collapsed"] / m["seeds"],

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _pool_analysis import group_runs, make_predictions, method_label, run_curves, summarise
-from _pool_compare import compute_cost, k1_vs_k8, prediction_checks, step_seconds, tradeoff_figure
+from _pool_analysis import make_predictions, run_curves, summarise
+from _pool_compare import compute_cost, k1_vs_k8, prediction_checks, tradeoff_figure
 from _study import store_once
 from _testbed_analysis import archive_runs
 
@@ -61,12 +61,7 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     pred = json.loads(pred_path.read_text()) if pred_path.is_file() else {}
     summary["k1_vs_k8"] = k1_vs_k8(summary["methods"], k=max(cfg.grad_K))
     summary["prediction_checks"] = prediction_checks(summary["methods"], pred)
-    step_s = {}
-    for (setting, method, k), group in group_runs(cfg, runs).items():
-        secs = [step_seconds(Path(g["path"]), cfg.steps) for g in group]
-        got = [x for x in secs if x is not None]
-        step_s[(setting, method_label(method, k))] = float(np.mean(got)) if got else None
-    summary["compute"] = compute_cost(summary["methods"], cfg, step_s)
+    summary["compute"] = compute_cost(summary["methods"], cfg)
     write_json(out / "summary.json", summary)
     write_text(out / "compare.md", compare_table(summary, k=max(cfg.grad_K)))
     tradeoff_figure(summary["compute"], out / "tradeoff.png")

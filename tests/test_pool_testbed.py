@@ -122,9 +122,8 @@ def test_k1_vs_k8_and_prediction_checks_on_made_up_cells():
     assert cells["grad K=1"]["variance_right"] and cells["grad K=1"]["collapse_right"]
     assert not cells["grad K=8"]["variance_right"] and not cells["grad K=8"]["collapse_right"]
     assert checks["variance_right"] == {"right": 1, "checked": 2}
-    cost = compute_cost(
-        methods, type("Cfg", (), {"preset": "micro"})(), {("stable", "grad K=8"): 16.0}
-    )
+    methods["stable"]["grad K=8"]["s_per_step_mean"] = 16.0
+    cost = compute_cost(methods, type("Cfg", (), {"preset": "micro"})())
     per = cost["adapter_params_per_member"]
     assert cost["cells"]["stable"]["grad K=8"]["adapter_MB"] == pytest.approx(
         8 * 3 * per * 4 / 2**20
