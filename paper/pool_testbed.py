@@ -22,6 +22,7 @@ Design (fixed before any run; ``config.json``):
   the ratio with the highest mean final end-to-end accuracy (ties: the smaller) is written
   to ``scan.json`` once, before any pool run.
 - ``seeds`` (>= 10) seeds per cell.
+- Revision 1 (``revisions``): ES runs on-policy, staleness 0, in the unstable setting too.
 - ``predict``: the simulator's pool model (``simulate.pool_variance``) calibrated on each
   setting's K = 1 runs predicts every grad and pbt cell's variance and collapse fraction
   (``predictions.json``, once, before the pool runs); ES has no simulator counterpart and
@@ -58,6 +59,16 @@ from _study import study_main  # noqa: E402
 
 Job = tuple[str, str, int, int]  # (setting, method, K, seed)
 
+#: The design's one revision, made before any run it changes had trained a step.
+REVISION_1 = (
+    "2026-12-04 23:10 UTC, before any unstable ES run had trained a step: every ES run of "
+    "the unstable setting had stopped at its start, because llm_runs refuses a staleness "
+    "with evolution strategies (they are on-policy: each member is scored on fresh "
+    "rollouts of its own weights). ES runs train with staleness 0 in every setting; the "
+    "unstable setting keeps its learning rate and X's learning-rate scale for ES. No other "
+    "cell changes; ES is not predicted by the simulator, so no prediction is affected."
+)
+
 
 @dataclasses.dataclass
 class PoolDesign:
@@ -84,6 +95,9 @@ class PoolDesign:
     scan_seeds: list[int] = dataclasses.field(default_factory=lambda: [100, 101])
     exploit_every: int = 20
     exploit_frac: float = 0.25
+    #: ES runs on-policy (``rl.staleness`` 0) in every setting (revision 1).
+    es_on_policy: bool = True
+    revisions: list[str] = dataclasses.field(default_factory=lambda: [REVISION_1])
 
     def bind(self, out: Path) -> None:
         """Where the results live (``scan.json`` decides ES's learning rate)."""
@@ -123,7 +137,10 @@ class PoolDesign:
         lr = float(knobs.pop("lr"))
         if method.startswith("es"):
             lr *= float(method[2:]) if method != "es" else self.es_ratio
-        rl: dict[str, Any] = {"lr": lr, "staleness": int(knobs.pop("staleness", 0))}
+        staleness = int(knobs.pop("staleness", 0))
+        if method.startswith("es") and self.es_on_policy:
+            staleness = 0  # llm_runs refuses a stale ES update (revision 1)
+        rl: dict[str, Any] = {"lr": lr, "staleness": staleness}
         for key, v in knobs.items():  # lr_scale.ROLE
             rl.setdefault("lr_scale", {})[key.split(".", 1)[1]] = v
         pool: dict[str, Any] = {
