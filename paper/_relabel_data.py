@@ -45,7 +45,7 @@ def _old_labels(root: Path) -> dict[str, dict[str, Any]]:
     obs = json.loads((root / "regime_map" / "observed.json").read_text())
     for name, r in obs.items():
         out[f"regime_map:{name}"] = {"label": r["regime"], "nodes": r["node_regimes"]}
-    for exp, folder in (("pool", "pool"), ("hypotheses", "hypotheses_old_testbed")):
+    for exp, folder in (("pool", "pool_old_testbed"), ("hypotheses", "hypotheses_old_testbed")):
         rows = json.loads((root / folder / "runs.json").read_text())
         for group, runs in rows.items():
             for r in runs:

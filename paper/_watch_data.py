@@ -88,8 +88,8 @@ def _lists(name: str, rows, setting_of, horizon, task_of) -> list[dict[str, Any]
 
 def pool_runs(root: Path) -> list[dict[str, Any]]:
     """The pool study's 80 runs (staleness 0; ``rl.lr`` of the stable / unstable setting)."""
-    cfg = json.loads((root / "pool" / "config.json").read_text())
-    rows = json.loads((root / "pool" / "runs.json").read_text())
+    cfg = json.loads((root / "pool_old_testbed" / "config.json").read_text())
+    rows = json.loads((root / "pool_old_testbed" / "runs.json").read_text())
 
     def setting(group: str) -> dict[str, float]:
         return {"rl.lr": float(cfg["settings"][group.split("/")[0]]), "rl.staleness": 0.0}

@@ -22,7 +22,7 @@ made once, before the pool runs); ``pool`` trains the pools; ``summary`` writes
 ``summary.json``, ``table.md`` and ``pool.png``.
 
 Usage: python paper/pool_study.py [--phase single|predict|pool|summary|all]
-       [--runs runs/pool] [--out paper/results/pool] [--workers 2] [--code DIR] [--quick]
+       [--runs runs/pool] [--out paper/results/pool_old_testbed] [--workers 2] [--code DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         phases=["single", "predict", "pool", "summary"],
         gated="pool",
         default_runs="runs/pool",
-        default_out="paper/results/pool",
+        default_out="paper/results/pool_old_testbed",
         steps={"predict": "_pool_analysis:make_predictions", "summary": "_pool_analysis:summarise"},
     )
 

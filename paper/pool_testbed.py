@@ -2,7 +2,7 @@
 members per role reduce the variance across seeds and protect against collapse, with
 gradient pools, evolution strategies at their own learning rate, and PBT-style exploit?
 
-The old testbed's study (``paper/pool_study.py``, ``paper/results/pool/``) is the record;
+The old testbed's study (``paper/pool_study.py``, ``paper/results/pool_old_testbed/``) is the record;
 this one uses the same measures (``_pool_analysis``: variance across seeds with chi-square
 intervals, collapse by the one rule for real runs, final end-to-end accuracy, wall time).
 
@@ -39,7 +39,7 @@ Phases (each resumable): ``restore``, ``scan``, ``choose``, ``single``, ``predic
 
 Usage: python paper/pool_testbed.py
        [--phase restore|scan|choose|single|predict|pool|summary|all]
-       [--runs runs/pool_testbed] [--out paper/results/pool_testbed] [--workers 2]
+       [--runs runs/pool_testbed] [--out paper/results/pool] [--workers 2]
        [--code DIR] [--quick]
 """
 
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         phases=["restore", "scan", "choose", "single", "predict", "pool", "summary"],
         gated="pool",
         default_runs="runs/pool_testbed",
-        default_out="paper/results/pool_testbed",
+        default_out="paper/results/pool",
         steps={
             "restore": "_testbed_analysis:restore_phase",
             "choose": "_pool_testbed:choose_phase",

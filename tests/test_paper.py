@@ -236,9 +236,9 @@ def test_latex_toolchain_choice(monkeypatch, tmp_path):
 def test_pool_numbers_from_a_summary_in_the_study_schema(tmp_path):
     """The macros read paper/pool_study.py's summary.json (methods by setting and label)."""
     results = tmp_path / "results"
-    (results / "pool").mkdir(parents=True)
+    (results / "pool_old_testbed").mkdir(parents=True)
     pred = {"created": "2026-12-01T20:51:38+00:00", "settings": {}}
-    (results / "pool" / "predictions.json").write_text(json.dumps(pred))
+    (results / "pool_old_testbed" / "predictions.json").write_text(json.dumps(pred))
 
     def row(var, ci, collapsed):
         return {"seeds": 5, "collapsed": collapsed, "final_e2e": 0.8125,
@@ -246,7 +246,7 @@ def test_pool_numbers_from_a_summary_in_the_study_schema(tmp_path):
 
     methods = {"GRPO (single)": row(2e-3, [1e-3, 3e-3], 0), "grad K=8": row(5e-4, [2e-4, 8e-4], 1)}
     summary = {"methods": {"stable": methods}, "predictions_created": None}
-    (results / "pool" / "summary.json").write_text(json.dumps(summary))
+    (results / "pool_old_testbed" / "summary.json").write_text(json.dumps(summary))
     out = tmp_path / "n.tex"
     assert tex_numbers.main(["--results", str(results), "--out", str(out)]) == 0
     v = _values(out.read_text(encoding="utf-8"))

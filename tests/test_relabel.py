@@ -34,20 +34,20 @@ def _tiny_root(tmp: Path) -> Path:
     root = tmp / "results"
     for exp, names in {
         "regime_map": ("config.json", "observed.json", "predictions.json", "summary.json"),
-        "pool": ("config.json", "runs.json"),
+        "pool_old_testbed": ("config.json", "runs.json"),
         "hypotheses_old_testbed": ("config.json", "runs.json", "summary.json"),
     }.items():
         (root / exp).mkdir(parents=True)
         for n in names:
             shutil.copy(src / exp / n, root / exp / n)
-    pool = json.loads((root / "pool" / "runs.json").read_text())
+    pool = json.loads((root / "pool_old_testbed" / "runs.json").read_text())
     pool = {k: v[:2] for k, v in pool.items() if k in ("stable/grad/K1", "unstable/grad/K1")}
     steps = pool["stable/grad/K1"][0]["steps"]
     fall = np.interp(steps, [0, 20, 60], [0.75, 0.0625, 0.0208])  # k / 48 values
     flat = np.full(len(steps), 0.5)
     pool["stable/grad/K1"][0]["competence"] = np.stack([fall, flat, flat], 1).round(4).tolist()
     pool["stable/grad/K1"][1]["competence"] = np.stack([flat, flat, flat], 1).tolist()
-    (root / "pool" / "runs.json").write_text(json.dumps(pool))
+    (root / "pool_old_testbed" / "runs.json").write_text(json.dumps(pool))
     hyp = json.loads((root / "hypotheses_old_testbed" / "runs.json").read_text())
     hyp = {k: v[:1] for k, v in hyp.items() if k in ("lag/math/C1", "lag/math/I1", "shift/rag/C1")}
     (root / "hypotheses_old_testbed" / "runs.json").write_text(json.dumps(hyp))

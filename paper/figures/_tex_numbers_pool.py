@@ -22,7 +22,7 @@ POOL_METHODS = {  # summary label -> macro tag
 
 def pool(m: Macros, results: Path) -> None:
     """Design, the simulator's stored prediction and (when finished) the measured pools."""
-    root = results / "pool"
+    root = results / "pool_old_testbed"
     cfg = read_json(root / "config.json")
     pred = read_json(root / "predictions.json")
     s = read_json(root / "summary.json")
