@@ -22,7 +22,8 @@ made once, before the pool runs); ``pool`` trains the pools; ``summary`` writes
 ``summary.json``, ``table.md`` and ``pool.png``.
 
 Usage: python paper/pool_study.py [--phase single|predict|pool|summary|all]
-       [--runs runs/pool] [--out paper/results/pool_old_testbed] [--workers 2] [--code DIR] [--quick]
+       [--runs runs/pool] [--out paper/results/pool_old_testbed] [--workers 2] [--code DIR]
+       [--quick]
 """
 
 from __future__ import annotations

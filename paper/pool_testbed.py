@@ -2,8 +2,8 @@
 members per role reduce the variance across seeds and protect against collapse, with
 gradient pools, evolution strategies at their own learning rate, and PBT-style exploit?
 
-The old testbed's study (``paper/pool_study.py``, ``paper/results/pool_old_testbed/``) is the record;
-this one uses the same measures (``_pool_analysis``: variance across seeds with chi-square
+The old testbed's study (``paper/pool_study.py``, ``paper/results/pool_old_testbed/``) is the
+record; this one uses the same measures (``_pool_analysis``: variance across seeds with chi-square
 intervals, collapse by the one rule for real runs, final end-to-end accuracy, wall time).
 
 Design (fixed before any run; ``config.json``):

@@ -257,3 +257,63 @@ def test_pool_numbers_from_a_summary_in_the_study_schema(tmp_path):
     assert "lies below the single agent's" in v["ValPoolVerdictStable"]
     assert v["ValPoolVerdictUnstable"] == "pending" and v["ValPoolVarStablePPO"] == "pending"
     assert "another prediction" in v["ValPoolPredictedFirst"]  # the summary names none
+
+
+def test_pool_testbed_numbers_from_a_made_up_study(tmp_path):
+    """The \\ValPT macros read paper/pool_testbed.py's summary (built here by the study's own
+    comparison rules from made-up cells): ratios, resolved words, checks, verdicts."""
+    sys.path.insert(0, str(PAPER))
+    from _pool_compare import k1_vs_k8, prediction_checks
+
+    def cell(method, k, var, ci, collapsed, seeds=10):
+        return {"method": method, "K": k, "seeds": seeds, "collapsed": collapsed,
+                "collapse_rate_ci95": [0.0, 0.3] if collapsed == 0 else [0.55, 0.98],
+                "final_e2e": 0.5,
+                "variance": {"competence": var, "competence_ci95": ci}}  # fmt: skip
+
+    methods = {
+        "stable": {"GRPO (single)": cell("grad", 1, 2e-3, [1e-3, 6e-3], 0),
+                   "grad K=8": cell("grad", 8, 2e-4, [1e-4, 6e-4], 0),
+                   "es K=8": cell("es", 8, 2.2e-3, [1e-3, 7e-3], 0)},
+        "unstable": {"GRPO (single)": cell("grad", 1, 2e-2, [1e-2, 6e-2], 9),
+                     "pbt K=8": cell("pbt", 8, 1.5e-2, [7e-3, 5e-2], 0)},
+    }  # fmt: skip
+    pred = {"created": "2026-12-04T21:14:50+00:00", "settings": {
+        "stable": {"predicted": {"1": {"competence_variance": 2e-3, "collapse_fraction": 0.0},
+                                 "8": {"competence_variance": 1.8e-3, "collapse_fraction": 0.0}}},
+        "unstable": {"predicted_pbt": {"8": {"competence_variance": 1e-2,
+                                             "collapse_fraction": 0.6}}}}}  # fmt: skip
+    summary = {"methods": methods, "predictions_created": pred["created"],
+               "k1_vs_k8": k1_vs_k8(methods), "prediction_checks": prediction_checks(methods, pred),
+               "compute": {"adapter_params_per_member": 65536, "cells": {"stable": {
+                   "GRPO (single)": {"adapter_MB": 0.75, "s_per_step": 0.5},
+                   "grad K=8": {"adapter_MB": 6.0, "s_per_step": 0.75}}}}}  # fmt: skip
+    root = tmp_path / "results" / "pool"
+    root.mkdir(parents=True)
+    scan = {"ratio": 64.0, "mean_final_e2e": {"1": 0.0, "64": 0.09}}
+    cfg = {"seeds": list(range(10)), "es_ratios": [1.0, 64.0]}
+    for name, doc in (("summary", summary), ("predictions", pred), ("scan", scan),
+                      ("config", cfg)):  # fmt: skip
+        (root / f"{name}.json").write_text(json.dumps(doc))
+    out = tmp_path / "n.tex"
+    assert tex_numbers.main(["--results", str(tmp_path / "results"), "--out", str(out)]) == 0
+    v = _values(out.read_text(encoding="utf-8"))
+    assert v["ValPTSeeds"] == "10" and v["ValPTPoolRuns"] == "30"
+    assert v["ValPTEsRatio"] == "64" and v["ValPTEsRatioWhere"] == "the largest ratio scanned"
+    assert v["ValPTVarStableGradKEight"] == "0.20 [0.10, 0.60]"
+    # 0.1 with 9 and 9 df: the F interval excludes 1 -> resolved; ES's 1.1 is not
+    assert v["ValPTRatioStableGrad"].startswith("0.10 [")
+    assert v["ValPTResolvedStableGrad"] == "resolved"
+    assert v["ValPTResolvedStableEs"] == "not resolved"
+    assert v["ValPTVerdictVariance"] == (
+        "1 of the 3 ratios is resolved: gradient pools in the stable setting (smaller, ratio 0.10)"
+    )
+    assert v["ValPTVerdictCollapse"].startswith(r"PBT in the unstable setting (90\% of single")
+    # variance: K=1 and PBT inside, grad K=8's 1.8e-3 above [1e-4, 6e-4]; collapse: PBT's 0.6
+    assert v["ValPTPredRightVariance"] == "2 of 3" and v["ValPTPredRightCollapse"] == "2 of 3"
+    assert v["ValPTPredWrong"] == (
+        "gradient pools K = 8 (stable, variance) and PBT K = 8 (unstable, collapse)"
+    )
+    assert v["ValPTPredVarStableEsKEight"] == "--" and v["ValPTPredVarStableGradKEight"] == "1.80"
+    assert v["ValPTStepRatioStableGrad"] == "1.50" and v["ValPTMemKEight"] == "6.00"
+    assert v["ValPTVarUnstableEsKEight"] == "pending"

@@ -2,8 +2,9 @@
 
 The numbers come from the figure scripts' JSON (``--figures``: ``presets.json``,
 ``oscillation.json``, ``phase/summary.json``) and the committed study results (``--results``:
-``regime_map/``, ``recommend_old_testbed/``, ``pool/``, ``hypotheses_old_testbed/``; the new
-testbed's ``testbed/``, ``forecast/``, ``recommend/``, ``watch/``, ``hypotheses/``).
+``regime_map/``, ``recommend_old_testbed/``, ``pool_old_testbed/``, ``hypotheses_old_testbed/``;
+the new testbed's ``testbed/``, ``forecast/``, ``recommend/``, ``watch/``, ``hypotheses/``,
+``pool/``).
 Nothing is typed by hand. Every macro is always defined, whatever is present: a number
 whose source file is missing reads "pending", so the set of names never depends on which
 results exist. Names are ``\\Val`` followed by letters only (``\\ValPhaseCOneSustained``).
@@ -318,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(HERE))
     from _tex_numbers_hyp import hypotheses
     from _tex_numbers_pool import pool
+    from _tex_numbers_pool_testbed import pool_testbed
     from _tex_numbers_testbed import forecast, hypotheses_testbed, recommend_testbed, testbed, watch
 
     ap = argparse.ArgumentParser(
@@ -342,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         recommend_testbed(m, results)
         watch(m, results)
         hypotheses_testbed(m, results)
+        pool_testbed(m, results)
     except (OSError, ValueError, KeyError, TypeError) as err:  # malformed or unreadable input
         print(f"error: numbers.tex not written: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
