@@ -80,6 +80,7 @@ def design(m: Macros, cfg: Any, scan: Any) -> None:
     m.add("PTSeeds", PENDING if seeds is None else str(len(seeds)))
     m.add("PTSteps", fmt(dig(cfg, "steps"), 0))
     m.add("PTPoolKs", PENDING if not ks else and_list(ks))
+    m.add("PTResolvable", PENDING if not seeds else fmt(resolvable(len(seeds)), 1))
     m.add("PTLrStable", fmt(dig(cfg, "settings", "stable", "lr"), 3))
     m.add("PTLrUnstable", fmt(dig(cfg, "settings", "unstable", "lr"), 2))
     m.add("PTStalenessUnstable", fmt(dig(cfg, "settings", "unstable", "staleness"), 0))
@@ -95,6 +96,14 @@ def design(m: Macros, cfg: Any, scan: Any) -> None:
           ("the largest ratio scanned" if edge else "inside the scanned range"))  # fmt: skip
     means = dig(scan, "mean_final_e2e")
     m.add("PTEsScanFinals", PENDING if not means else and_list([fmt(v, 2) for v in means.values()]))
+
+
+def resolvable(n: int) -> float:
+    """The factor a ratio of two variances of ``n`` seeds each must exceed (either way) for
+    its 95 % F interval to exclude 1: the F(n-1, n-1) 97.5 % quantile."""
+    from scipy.stats import f
+
+    return float(f.ppf(0.975, n - 1, n - 1))
 
 
 def predicted_variance(p: Any, label: str) -> str:
