@@ -15,7 +15,10 @@ shared; issue 20); a grad pool's step at K = 8 within 1.5x of K = 1 at matched r
 (issue 33 §5).
 
 Usage: python benchmarks/bench_pool.py [--K 1,2,4,8] [--steps 8] [--preset tiny]
-       [--batch 8 --group 4] [--cache DIR]
+       [--algo grpo] [--batch 8 --group 4] [--cache DIR]
+
+The Pool-of-Agents study on the testbed (``paper/pool_testbed.py``) trains REINFORCE with
+32 problems of one rollout: ``--algo reinforce --batch 32 --group 1`` times its steps.
 """
 
 from __future__ import annotations
@@ -49,10 +52,13 @@ def _bytes(st) -> int:
 
 
 def main() -> int:
+    from llm_runs.config import ALGOS
+
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--K", default="1,2,4,8")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--algo", default="grpo", choices=ALGOS)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--group", type=int, default=4)
     ap.add_argument("--cache", default=None)
@@ -79,7 +85,7 @@ def main() -> int:
                 cfg = TrainConfig.from_dict(
                     {
                         "model": {"preset": a.preset, "base_cache": a.cache},
-                        "rl": {"algo": "grpo", "batch": a.batch, "group": a.group},
+                        "rl": {"algo": a.algo, "batch": a.batch, "group": a.group},
                         "pool_size": k,
                         "pool": {**pool, "batched": path == "batched"},
                         "threads": 1,
@@ -97,8 +103,8 @@ def main() -> int:
     single = ("grad", 1, "single")
     ref_t = statistics.median(wall[single]) if single in wall else None
     ref_m = _bytes(runs[single]) if single in runs else None
-    print(f"pool step time and memory, {a.preset} base, {a.batch * a.group} rollouts/step, "
-          f"{a.steps} interleaved steps, load {load_average()}")  # fmt: skip
+    print(f"pool step time and memory, {a.preset} base, {a.algo}, {a.batch * a.group} "
+          f"rollouts/step, {a.steps} interleaved steps, load {load_average()}")  # fmt: skip
     print(f"{'update':>6} {'K':>3} {'path':>10} {'s/step':>8} {'x K=1':>7} {'x per-m':>8} "
           f"{'pool bytes':>11} {'x K=1':>7}")  # fmt: skip
     for (update, k, path), st in runs.items():
