@@ -41,6 +41,12 @@ def test_the_design_s_runs_and_configs(tmp_path):
     (tmp_path / "scan.json").write_text(json.dumps({"ratio": 4.0}))
     es = cfg.train_config("unstable", "es", 8, 0)
     assert es["rl"]["lr"] == pytest.approx(4e-2) and es["pool_size"] == 8
+    # revision 1: ES is on-policy, so its unstable runs train without the setting's staleness
+    assert es["rl"]["staleness"] == 0 and es["rl"]["lr_scale"] == {"X": 0.3}
+    assert cfg.revisions and "staleness 0" in cfg.revisions[0]
+    from llm_runs.config import TrainConfig
+
+    TrainConfig.from_dict(es)  # a config llm_runs accepts (it refuses a stale ES update)
     assert cfg.run_name("unstable", "es", 8, 0) == es["name"] == "unstable_es_K8_s0"
 
 
