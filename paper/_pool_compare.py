@@ -78,6 +78,54 @@ def k1_vs_k8(methods: dict[str, dict[str, Any]], k: int = 8) -> dict[str, Any]:
     return doc
 
 
+def ratio_power(ratio: float, n: int) -> float:
+    """Power of the two-sided 95 % F test of equal variances (``n`` seeds in each cell) when
+    the true variance ratio is ``ratio``."""
+    from scipy.stats import f
+
+    d = n - 1
+    lo, hi = f.ppf(0.025, d, d), f.ppf(0.975, d, d)
+    return float(f.cdf(lo / ratio, d, d) + f.sf(hi / ratio, d, d))
+
+
+def design_power(
+    seeds: int, pred: dict[str, Any], k: int = 8, power: float = 0.8, most: int = 2000
+) -> dict[str, Any]:
+    """What ``seeds`` per cell can resolve (descriptive; added after the rules above): the
+    variance ratio below 1 detected with ``power``, and for each setting the simulator's
+    predicted K = ``k`` / K = 1 ratio (grad and pbt) with the seeds per cell that would
+    detect it (None: more than ``most``, or a predicted ratio of 1)."""
+    from scipy.optimize import brentq
+
+    def needed(r: float) -> int | None:
+        if not 0 < r < 1 or ratio_power(r, most) < power:
+            return None
+        lo, hi = 2, most  # ratio_power grows with n: bisect on integers
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if ratio_power(r, mid) < power else (lo, mid)
+        return lo
+
+    doc: dict[str, Any] = {
+        "seeds": seeds, "power": power,
+        "detectable_ratio": float(brentq(lambda r: ratio_power(r, seeds) - power, 1e-6, 0.999)),
+        "predicted": {},
+    }  # fmt: skip
+    for setting, sp in pred.get("settings", {}).items():
+        for method, key in (("grad", "predicted"), ("pbt", "predicted_pbt")):
+            cells = sp.get(key) or {}
+            one = (sp.get("predicted") or {}).get("1")
+            if one is None or str(k) not in cells or one["competence_variance"] <= 0:
+                continue
+            r = cells[str(k)]["competence_variance"] / one["competence_variance"]
+            doc["predicted"].setdefault(setting, {})[method] = {
+                "ratio": r,
+                "power": ratio_power(r, seeds),
+                "seeds_needed": needed(r),
+            }
+    return doc
+
+
 def inside(x: float, lo: float, hi: float, tol: float = 1e-9) -> bool:
     """``lo <= x <= hi`` up to ``tol`` (a Wilson bound at 0 or 1 is computed, not exact)."""
     return bool(lo - tol <= x <= hi + tol)

@@ -10,7 +10,13 @@ from typing import Any
 
 import numpy as np
 from _pool_analysis import make_predictions, run_curves, summarise
-from _pool_compare import compute_cost, k1_vs_k8, prediction_checks, tradeoff_figure
+from _pool_compare import (
+    compute_cost,
+    design_power,
+    k1_vs_k8,
+    prediction_checks,
+    tradeoff_figure,
+)
 from _study import store_once
 from _testbed_analysis import archive_runs
 
@@ -62,6 +68,7 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     summary["k1_vs_k8"] = k1_vs_k8(summary["methods"], k=max(cfg.grad_K))
     summary["prediction_checks"] = prediction_checks(summary["methods"], pred)
     summary["compute"] = compute_cost(summary["methods"], cfg)
+    summary["power"] = design_power(len(cfg.seeds), pred, k=max(cfg.grad_K))
     write_json(out / "summary.json", summary)
     write_text(out / "compare.md", compare_table(summary, k=max(cfg.grad_K)))
     tradeoff_figure(summary["compute"], out / "tradeoff.png")

@@ -263,7 +263,7 @@ def test_pool_testbed_numbers_from_a_made_up_study(tmp_path):
     """The \\ValPT macros read paper/pool_testbed.py's summary (built here by the study's own
     comparison rules from made-up cells): ratios, resolved words, checks, verdicts."""
     sys.path.insert(0, str(PAPER))
-    from _pool_compare import k1_vs_k8, prediction_checks
+    from _pool_compare import design_power, k1_vs_k8, prediction_checks
 
     def cell(method, k, var, ci, collapsed, seeds=10):
         return {"method": method, "K": k, "seeds": seeds, "collapsed": collapsed,
@@ -287,7 +287,8 @@ def test_pool_testbed_numbers_from_a_made_up_study(tmp_path):
                "k1_vs_k8": k1_vs_k8(methods), "prediction_checks": prediction_checks(methods, pred),
                "compute": {"adapter_params_per_member": 65536, "cells": {"stable": {
                    "GRPO (single)": {"adapter_MB": 0.75, "s_per_step": 0.5},
-                   "grad K=8": {"adapter_MB": 6.0, "s_per_step": 0.75}}}}}  # fmt: skip
+                   "grad K=8": {"adapter_MB": 6.0, "s_per_step": 0.75}}}},
+               "power": design_power(10, pred)}  # fmt: skip
     root = tmp_path / "results" / "pool"
     root.mkdir(parents=True)
     scan = {"ratio": 64.0, "mean_final_e2e": {"1": 0.0, "64": 0.09}}
@@ -317,3 +318,6 @@ def test_pool_testbed_numbers_from_a_made_up_study(tmp_path):
     assert v["ValPTPredVarStableEsKEight"] == "--" and v["ValPTPredVarStableGradKEight"] == "1.80"
     assert v["ValPTStepRatioStableGrad"] == "1.50" and v["ValPTMemKEight"] == "6.00"
     assert v["ValPTVarUnstableEsKEight"] == "pending"
+    assert v["ValPTDetectableRatio"] == "0.14"  # 80 % power with 10 seeds per cell
+    assert v["ValPTPredRatioStableGrad"] == "0.90" and v["ValPTSeedsNeededStableGrad"] != "pending"
+    assert v["ValPTSeedsNeededUnstablePbt"] == "pending"  # no PBT K=1 prediction there

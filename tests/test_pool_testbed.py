@@ -162,3 +162,29 @@ def test_adapter_params_match_the_lora_count_by_hand():
     # and mlp c_proj (4d -> d): r (4d + 2d + 5d + 5d) = 16 r d per layer
     assert adapter_params("micro", 8) == 16 * 8 * 32 * 2
     assert adapter_params("tiny", 8) == 16 * 8 * 128 * 4
+
+
+def test_design_power_against_monte_carlo_and_its_own_search():
+    """The F test's power (what 10 seeds per cell can resolve) against a Monte Carlo of
+    normal samples; the seeds needed for a predicted ratio are the smallest with power 0.8."""
+    from _pool_compare import design_power, ratio_power
+    from scipy.stats import f
+
+    rng = np.random.default_rng(3)
+    n, r, reps = 10, 0.25, 20000
+    a = rng.normal(size=(reps, n)).var(axis=1, ddof=1) * r  # K = 8 cell, variance r
+    b = rng.normal(size=(reps, n)).var(axis=1, ddof=1)  # K = 1 cell, variance 1
+    lo, hi = f.ppf(0.025, n - 1, n - 1), f.ppf(0.975, n - 1, n - 1)
+    mc = np.mean((a / b < lo) | (a / b > hi))
+    assert ratio_power(r, n) == pytest.approx(mc, abs=0.015)
+    assert ratio_power(1.0, n) == pytest.approx(0.05, abs=1e-12)  # the test's size
+    pred = {"settings": {"s": {
+        "predicted": {"1": {"competence_variance": 1e-2}, "8": {"competence_variance": 4e-3}},
+        "predicted_pbt": {"8": {"competence_variance": 1e-2}}}}}  # fmt: skip
+    doc = design_power(n, pred)
+    assert ratio_power(doc["detectable_ratio"], n) == pytest.approx(0.8, abs=1e-6)
+    g = doc["predicted"]["s"]["grad"]
+    assert g["ratio"] == pytest.approx(0.4) and g["power"] == pytest.approx(ratio_power(0.4, n))
+    m = g["seeds_needed"]
+    assert ratio_power(0.4, m) >= 0.8 > ratio_power(0.4, m - 1)
+    assert doc["predicted"]["s"]["pbt"]["seeds_needed"] is None  # a predicted ratio of 1

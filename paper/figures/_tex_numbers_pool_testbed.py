@@ -72,6 +72,18 @@ def pool_testbed(m: Macros, results: Path) -> None:
     m.add("PTVerdictVariance", verdict_variance(dig(s, "k1_vs_k8")))
     m.add("PTVerdictCollapse", verdict_collapse(dig(s, "k1_vs_k8")))
     cost(m, dig(s, "compute"))
+    power = dig(s, "power")
+    m.add("PTDetectableRatio", fmt(dig(power, "detectable_ratio"), 2))
+    m.add("PTPowerLevel", fmt(dig(power, "power"), 0, 100.0))
+    for setting in SETTINGS:
+        for method in ("grad", "pbt"):
+            c = dig(power, "predicted", setting, method)
+            tag = f"{setting.capitalize()}{METHODS[method]}"
+            m.add(f"PTPredRatio{tag}", fmt(dig(c, "ratio"), 2))
+            m.add(f"PTPredPower{tag}", fmt(dig(c, "power"), 2))
+            need = dig(c, "seeds_needed")
+            m.add(f"PTSeedsNeeded{tag}", PENDING if c is None else
+                  (str(need) if need is not None else "more than 2000"))  # fmt: skip
 
 
 def design(m: Macros, cfg: Any, scan: Any) -> None:
