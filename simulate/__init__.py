@@ -83,6 +83,8 @@ if TYPE_CHECKING:
     from ._boundary import secant_threshold as secant_threshold
     from ._boundary import stability_scan as stability_scan
     from ._demo import run_demo as run_demo
+    from ._edge_weight import node_weights as node_weights
+    from ._edge_weight import with_edge_weights as with_edge_weights
     from ._features import zigzag_update as zigzag_update
     from ._hill import with_log_hill as with_log_hill
     from ._jaxsetup import enable_compilation_cache as enable_compilation_cache
@@ -167,6 +169,8 @@ _LAZY: dict[str, str] = {
     "Sharded": "_options",
     "SolveOptions": "_options",
     "resolve_options": "_options",
+    "node_weights": "_edge_weight",
+    "with_edge_weights": "_edge_weight",
     "get_param": "_params",
     "make_model": "_params",
     "param_names": "_params",

@@ -46,10 +46,13 @@ def batched_rhs(models: Model) -> tuple[Callable, Callable, np.ndarray] | None:
         level ``s``, everything that depends on the input only (once per step);
         ``f(Y, prep(s))`` maps the values ``Y`` of the rows, shape ``(len(rows), B)``, to
         ``dY/dt``. Cells are independent: a non-finite cell only affects its own column.
-        None for models with policy lag (``delay_stages > 0``) or pipeline gates; use
-        :meth:`Model.rhs` there.
+        None for models with policy lag (``delay_stages > 0``), pipeline gates or edge
+        weights; use :meth:`Model.rhs` there.
     """
-    if models.delay_stages > 0 or getattr(models.kinetics, "pipeline", None) is not None:
+    kin = models.kinetics
+    if models.delay_stages > 0 or any(
+        getattr(kin, f, None) is not None for f in ("pipeline", "weight")
+    ):
         return None
     net = models.network
     N = net.size

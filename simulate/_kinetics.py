@@ -18,7 +18,9 @@ Two kinetics share :class:`~simulate.Network`:
   ``rho_i`` learning rate (1/step), ``b_i`` basal learning (in [0, 1]), ``delta_i``
   forgetting (1/step). Input nodes have ``G_i`` multiplied by the input ``x(t)`` in [0, 1].
   Optional pipeline gates (:mod:`simulate._pipeline`) scale the learning term of their
-  targets by ``P_i(A)``.
+  targets by ``P_i(A)``; optional node weights ``w_i`` in [0, 1]
+  (:mod:`simulate._edge_weight`) replace ``G_i`` by llm_runs' coupling factor
+  ``1 - w_i + w_i G_i``.
 
 :class:`Model` bundles network, kinetics and the options that make training oscillate:
 policy lag (Erlang delay by the linear-chain trick), learning-step size ``eta`` for the
@@ -144,7 +146,9 @@ class CompetenceKinetics(Kinetics):
     """Bounded competence kinetics ``rho [b + (1-b) drive G] (1-A) - delta A``.
 
     With pipeline gates the learning term of a gated node is multiplied by its gate
-    ``P_i(A)``: ``rho P [b + (1-b) drive G] (1-A) - delta A``.
+    ``P_i(A)``: ``rho P [b + (1-b) drive G] (1-A) - delta A``. With node weights ``w`` the
+    gated regulation ``G`` is replaced by ``1 - w + w G`` (llm_runs' learning-rate coupling
+    factor; ``w = 1`` is the law above, ``w = 0`` the unregulated ``rho [b + (1-b) drive]``).
 
     Attributes:
         rho: Learning rate, 1/step, shape ``(N,)``.
@@ -154,6 +158,9 @@ class CompetenceKinetics(Kinetics):
         x0: Input level in (0, 1] when the schedule is on.
         pipeline: Pipeline gates (:class:`~simulate._pipeline.Pipeline`), or None (none:
             the rate law above, unchanged); add them with :func:`simulate.with_pipeline`.
+        weight: Per-node weight ``w`` in [0, 1] of the gated regulation (dimensionless),
+            shape ``(N,)``, or None (none: the rate law above, unchanged to the bit); add
+            it with :func:`simulate.with_edge_weights`.
     """
 
     rho: Array
@@ -162,6 +169,7 @@ class CompetenceKinetics(Kinetics):
     A0: Array
     x0: Array
     pipeline: Pipeline | None = None
+    weight: Array | None = None
     name: ClassVar[str] = "competence"
     bounded: ClassVar[bool] = True
     node_params: ClassVar[tuple[str, ...]] = ("rho", "b", "delta", "A0")
@@ -175,6 +183,8 @@ class CompetenceKinetics(Kinetics):
         )
 
     def rates(self, A, G, drive):
+        if self.weight is not None:  # llm_runs' coupling factor 1 - w + w G (simulate._edge_weight)
+            G = (1.0 - self.weight) + self.weight * G
         if self.pipeline is not None:
             learn = self.rho * self.pipeline.gates(A) * (self.b + (1.0 - self.b) * drive * G)
             return learn * (1.0 - A) - self.delta * A

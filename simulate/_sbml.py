@@ -83,6 +83,8 @@ def to_sbml(
     net, kin = model.network, model.kinetics
     if getattr(kin, "pipeline", None) is not None:
         raise SpecError("SBML export does not write pipeline gates; export the model without")
+    if getattr(kin, "weight", None) is not None:
+        raise SpecError("SBML export does not write edge weights; export the model without")
     N, k = model.size, model.delay_stages
     ids = [_sid(n) for n in net.names]
     if len(set(ids)) != N:
