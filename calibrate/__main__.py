@@ -79,6 +79,14 @@ def _parser() -> argparse.ArgumentParser:
         help="pipeline gates: each target's learning times an activating Hill occupancy of "
         "its source (Kp[X->Y], m[X->Y] fitted; in every candidate of --motif auto)",
     )
+    f.add_argument(
+        "--edge-weights",
+        action="store_const",
+        const=True,
+        default=None,
+        help="give each run its known edge weights (llm_runs' coupling 1 - w + w G, w read "
+        "from the run's config: network.edges / default_weight); needs run folders",
+    )
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
     f.add_argument(
@@ -131,7 +139,7 @@ def _config(args: argparse.Namespace):
     given = (("chains", args.chains), ("samples", args.samples), ("warmup", args.warmup),
              ("method", args.method), ("likelihood", args.likelihood), ("solver", args.solver),
              ("dt", args.dt), ("dynamics", args.dynamics))  # fmt: skip
-    given += (("lag", args.lag), ("pipeline", args.pipeline))
+    given += (("lag", args.lag), ("pipeline", args.pipeline), ("edge_weights", args.edge_weights))
     base.update({k: v for k, v in given if v is not None})
     if args.hierarchy:
         hier = read_json_object(args.hierarchy, what="--hierarchy file")
@@ -197,6 +205,10 @@ def _fit(args: argparse.Namespace) -> int:
 
     data = load(args)
     cfg = _proposed_links(_config(args), args, data)
+    if cfg.edge_weights:  # every run's weights readable, before any work
+        from ._edge_weights import run_edge_weights
+
+        run_edge_weights(data)
     nodes = tuple(a.strip() for a in args.agents.split(",")) if args.agents else None
     out = Path(args.out)
     key = jax.random.key(args.seed)

@@ -238,6 +238,11 @@ class FitConfig:
             candidate network of a selection (see :mod:`simulate._pipeline`). The edges
             must name nodes of the fitted network (after ``--agents``), one source per
             target.
+        edge_weights: Give each run its known edge weights (default false): the gated
+            regulation ``G_i`` of node ``i`` becomes llm_runs' coupling factor ``1 - w_i +
+            w_i G_i``, ``w_i`` the largest weight of the edges into ``i`` in the run's own
+            training config (data, not fitted; :mod:`calibrate._edge_weights`). Needs
+            inputs that carry their llm_runs config (run folders).
         rhat_max: Diagnostics threshold for R-hat.
         ess_min: Diagnostics threshold for bulk and tail ESS.
     """
@@ -269,6 +274,7 @@ class FitConfig:
     lag_stages: int = 1
     max_lag: int = 16
     pipeline: tuple[str, ...] = ()
+    edge_weights: bool = False
     rhat_max: float = 1.01
     ess_min: float = 400.0
 
@@ -291,7 +297,8 @@ class FitConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
-        for name in ("dense_mass", "laplace_mass", "reparam", "pool_adaptation", "forward_mode"):
+        bools = ("dense_mass", "laplace_mass", "reparam", "pool_adaptation", "forward_mode")
+        for name in (*bools, "edge_weights"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.chain_method not in _CHAIN_METHODS:

@@ -125,6 +125,6 @@ def _adaptive_error(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
     theta = cm.theta(params)
     A, _ = cm.curves(theta)
     ref, _ = jax.vmap(
-        lambda th: solve_at(cm.with_params(th), jnp.asarray(cm.ts), options=_REFERENCE)
-    )(theta)
+        lambda th, w: solve_at(cm.with_params(th, w), jnp.asarray(cm.ts), options=_REFERENCE)
+    )(theta, cm.weights_for(theta))
     return jnp.max(jnp.abs(A - ref))

@@ -27,6 +27,7 @@ from simulate.spec import NetworkSpec
 
 from ._config import ConfigError, FitConfig
 from ._curve_data import CurveData, DataError
+from ._edge_weights import run_node_weights
 from ._knobs import check_values, transform_values
 from ._link_rows import LinkRow
 from ._map import solve_map
@@ -75,6 +76,8 @@ class CurveModel(eqx.Module):
         substeps: RK4 steps per interval of ``ts`` (``rk4``).
         quad: The quadrature grid on ``ts`` (``quad``).
         map_ts: ``ts`` as a static tuple (``map`` dynamics: the step count is static).
+        run_weights: Per run and node, the run's known edge weight ``w`` in [0, 1]
+            (``FitConfig.edge_weights``; data, not fitted), shape ``(R, N)``; None: none.
     """
 
     network: simulate.Network
@@ -99,6 +102,7 @@ class CurveModel(eqx.Module):
     substeps: int = eqx.field(static=True, default=1)
     quad: QuadGrid | None = None
     map_ts: tuple[float, ...] = eqx.field(static=True, default=())
+    run_weights: np.ndarray | None = None
 
     @property
     def link_names(self) -> tuple[str, ...]:
@@ -113,7 +117,12 @@ class CurveModel(eqx.Module):
     @property
     def pooled(self) -> bool:
         """True when every run shares all parameters (then one solve serves all runs)."""
-        return not self.re_index.size and not self.link_index.size
+        return not self.re_index.size and not self.link_index.size and self.run_weights is None
+
+    def weights_for(self, theta_runs: jax.Array) -> np.ndarray | None:
+        """:attr:`run_weights` if ``theta_runs`` has a row per run, else None (unweighted)."""
+        w = self.run_weights
+        return w if w is not None and theta_runs.shape[0] == self.n_runs else None
 
     # -- parameters -------------------------------------------------------------------
     def run_params(self, z, c=None, tau_z=None, eps=None) -> jax.Array:
@@ -135,10 +144,12 @@ class CurveModel(eqx.Module):
         """:meth:`run_params` from a dict of latent sites (as the sampler returns them)."""
         return self.run_params(params["z"], params.get("c"), params.get("tau_z"), params.get("eps"))
 
-    def with_params(self, theta: jax.Array) -> simulate.Model:
+    def with_params(self, theta: jax.Array, weight: jax.Array | None = None) -> simulate.Model:
         """The simulate model with natural parameter vector ``theta`` (D,) written in (a
         ``lag`` in training steps as the Erlang chain's ``tau = eta * lag``, or not at all:
-        the ``stale`` lag is the map's, :meth:`curves`)."""
+        the ``stale`` lag is the map's, :meth:`curves`), and node weights ``weight`` (N,)."""
+        if weight is not None:
+            return simulate.with_edge_weights(self.with_params(theta), weight)
         names = self.layout.names
         if "lag" not in names:
             return simulate.param_setter(self.base, names)(self.base, theta)
@@ -164,10 +175,10 @@ class CurveModel(eqx.Module):
             stale = cfg.lag == "stale"
             j = self.layout.names.index("lag") if stale else 0
             return jax.vmap(
-                lambda th: solve_map(
-                    self.with_params(th), t, lag=th[j] if stale else None, max_lag=cfg.max_lag
+                lambda th, w: solve_map(
+                    self.with_params(th, w), t, lag=th[j] if stale else None, max_lag=cfg.max_lag
                 )
-            )(theta_runs)
+            )(theta_runs, self.weights_for(theta_runs))
         method = solver or cfg.solver
         grid = self.ts if ts is None else ts
         if method == "quad":
@@ -181,9 +192,9 @@ class CurveModel(eqx.Module):
         else:
             grid = jnp.asarray(grid, dtype=float)
             how = RK4(self.substeps if substeps is None else substeps) if method == "rk4" else None
-        return jax.vmap(
-            lambda th: solve_at(self.with_params(th), grid, solver=how, options=cfg.solve_options())
-        )(theta_runs)
+        opts = cfg.solve_options()
+        f = lambda th, w: solve_at(self.with_params(th, w), grid, solver=how, options=opts)  # noqa: E731
+        return jax.vmap(f)(theta_runs, self.weights_for(theta_runs))
 
     def mean_obs(self, theta_runs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Mean competence at each observation, and an all-runs-ok flag."""
@@ -279,7 +290,8 @@ def build_model(
 
     Raises:
         DataError: An agent in the data is not a node of the network, a node has no data
-            (it would be fitted from its priors alone), or < 2 distinct steps.
+            (it would be fitted from its priors alone), < 2 distinct steps, or (with
+            ``config.edge_weights``) a run without readable weights.
         ConfigError: A link or random effect names an unknown parameter or column.
         DataError: A linked column has a value outside its link transform's domain.
     """
@@ -308,6 +320,7 @@ def build_model(
     )
     if config.pipeline:  # the gates' Kp, m are free parameters (the layout's)
         base = simulate.with_pipeline(base, config.pipeline)
+    weights = run_node_weights(data, net.names) if config.edge_weights else None
     for i, node in enumerate(net.names):
         if not net.has_parents[i]:
             base = simulate.set_param(base, f"b[{node}]", 0.0)
@@ -382,4 +395,5 @@ def build_model(
         if config.solver == "quad" and config.dynamics == "ode"
         else None,
         map_ts=tuple(ts.tolist()) if config.dynamics == "map" else (),
+        run_weights=weights,
     )

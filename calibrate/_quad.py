@@ -216,17 +216,22 @@ class Quad(AbstractCurveSolver):
         shape = (grid.h.shape[0] + 1,)
         levels: list = [None] * model.size  # levels and time derivatives, in topological order
         slopes: list = [None] * model.size
-        pipe = kin.pipeline
+        pipe, w = kin.pipeline, kin.weight
+
+        def reg(i: int, lv: list) -> jax.Array:  # G_i, or 1 - w_i + w_i G_i with weights
+            G = net.node_regulation(i, lv)
+            return G if w is None else (1.0 - w[i]) + w[i] * G
+
         for i in order:
             gain = kin.rho[i] * (1.0 - kin.b[i]) * drive[i]
             if pipe is None or pipe.source[i] < 0:
-                G, dG = jax.jvp(lambda lv, i=i: net.node_regulation(i, lv), (levels,), (slopes,))
+                G, dG = jax.jvp(lambda lv, i=i: reg(i, lv), (levels,), (slopes,))
                 r, dr = kin.rho[i] * kin.b[i] + gain * G, gain * dG
             else:  # the learning rate times the pipeline gate P_i (see simulate.Pipeline)
 
                 def rate(lv, i=i, gain=gain, pipe: simulate.Pipeline = pipe):
                     P = cast(jax.Array, pipe.gate(i, lv))  # node i is gated
-                    return P * (kin.rho[i] * kin.b[i] + gain * net.node_regulation(i, lv))
+                    return P * (kin.rho[i] * kin.b[i] + gain * reg(i, lv))
 
                 r, dr = jax.jvp(rate, (levels,), (slopes,))
             r = jnp.broadcast_to(r, shape)

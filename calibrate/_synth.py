@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -15,6 +17,7 @@ from simulate import SolveOptions
 from simulate.spec import NetworkSpec
 
 from ._curve_data import CurveData, DataError
+from ._edge_weights import config_edge_weights
 from ._network import resolve_network
 from ._solvers import solve_at
 
@@ -41,6 +44,7 @@ def synthetic_curves(
     phi: float | None = None,
     gate: str = "AND",
     pipeline: str | Sequence[str] = (),
+    network_configs: Sequence[Mapping[str, Any]] | None = None,
 ) -> CurveData:
     """Simulate binomial (or beta-binomial) competence logs.
 
@@ -57,6 +61,10 @@ def synthetic_curves(
         gate: Gate for a bare motif name.
         pipeline: Pipeline gates (``"X->Y,Y->Z"``, :func:`simulate.with_pipeline`); their
             ``Kp[X->Y]``, ``m[X->Y]`` are set in ``params`` like any other parameter.
+        network_configs: Optional per-run llm_runs ``network`` configs (length ``runs``):
+            each run is simulated with the edge weights they give (llm_runs' coupling
+            ``1 - w + w G``, :func:`simulate.with_edge_weights`) and keeps ``{"network":
+            ...}`` as its config, as a run folder does (``FitConfig.edge_weights``).
 
     Returns:
         Validated :class:`CurveData` with runs ``r0..``, seeds ``0..``.
@@ -67,6 +75,9 @@ def synthetic_curves(
         raise DataError("steps must be >= 2 increasing integers")
     if run_params is not None and len(run_params) != runs:
         raise DataError(f"run_params must have {runs} entries")
+    if network_configs is not None and len(network_configs) != runs:
+        raise DataError(f"network_configs must have {runs} entries")
+    configs = {f"r{r}": {"network": dict(c)} for r, c in enumerate(network_configs or ())}
     rows = []
     keys = jax.random.split(key, runs)
     for r in range(runs):
@@ -76,6 +87,9 @@ def synthetic_curves(
         model = simulate.set_params(model, dict(params))
         if run_params is not None:
             model = simulate.set_params(model, dict(run_params[r]))
+        if network_configs is not None:
+            _, edges = config_edge_weights(f"r{r}", configs[f"r{r}"])
+            model = simulate.with_edge_weights(model, simulate.node_weights(net.names, edges))
         A, ok = _solve(model, jnp.asarray(steps_arr))
         if not bool(ok):
             raise DataError(f"simulation failed for run {r}")
@@ -97,4 +111,5 @@ def synthetic_curves(
                 for col, vals in (hyper or {}).items():
                     row[col] = float(vals[r])
                 rows.append(row)
-    return CurveData.from_table(pd.DataFrame(rows), source="synthetic")
+    data = CurveData.from_table(pd.DataFrame(rows), source="synthetic")
+    return dataclasses.replace(data, configs=configs) if configs else data
