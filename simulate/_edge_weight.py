@@ -118,8 +118,11 @@ def with_edge_weights(
         w = jnp.asarray(weights, dtype=jnp.result_type(float))
         if w.shape != (net.size,):
             raise SpecError(f"node weights must have shape ({net.size},), got {w.shape}")
-        if not isinstance(w, jax.core.Tracer):
-            for node, value in zip(net.names, np.asarray(w).tolist(), strict=True):
-                _check_weight(value, f"weight of node {node}")
+        try:
+            values = np.asarray(w).tolist()
+        except jax.errors.TracerArrayConversionError:  # traced (e.g. vmapped): as it is
+            values = []
+        for node, value in zip(net.names, values, strict=False):
+            _check_weight(value, f"weight of node {node}")
     kin = dataclasses.replace(model.kinetics, weight=w)  # type: ignore[call-arg]
     return eqx.tree_at(lambda m: m.kinetics, model, kin)

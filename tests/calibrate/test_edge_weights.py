@@ -218,3 +218,43 @@ def test_bad_weights_exit_2_with_one_error_line(tmp_path, capsys, net, says):
     assert rc == 2 and len(err) == 1 and err[0].startswith("error: "), err
     assert says in err[0], err[0]
     assert not out.exists()
+
+
+@pytest.mark.slow  # ~65 s quiet: 16 Laplace fits
+def test_a_weight_family_reads_the_wiring_back_with_the_weights_only():
+    """Three C2-AND runs behind pipeline gates X->Y, Y->Z that differ only in their edge
+    weights (llm_runs' default_weight 0, 0.45, 0.9): selection over the 8 AND types with
+    ``edge_weights`` ranks C2 first or indistinguishable and every sign it identifies is
+    right, the repressions X->Y and X->Z among them; without the weights the same data
+    identify no sign and put C2 outside the types they cannot tell apart (measured: C2
+    first, indistinguishable from I2, X->Y '-' and X->Z '-' identified; without, C2 last of
+    8 and no sign identified)."""
+    T = {"rho[X]": 0.03, "rho[Y]": 0.06, "rho[Z]": 0.06, "delta": 0.002, "b": 0.15,
+         "A0": 0.05, "K": 0.4, "n": 3.0, "Kp[X->Y]": 0.4, "m[X->Y]": 3.0, "Kp[Y->Z]": 0.4,
+         "m[Y->Z]": 3.0}  # fmt: skip
+    nets = [{"motif": "C2", "gate": "AND", "default_weight": w} for w in (0.0, 0.45, 0.9)]
+    data = cal.synthetic_curves(
+        "C2-AND", T, key=jax.random.key(3), steps=np.arange(0, 201, 10), runs=3, n_eval=64,
+        pipeline="X->Y,Y->Z", network_configs=nets,
+    )  # fmt: skip
+    truth = {
+        f"{e.source}->{e.target}": "+" if e.sign > 0 else "-"
+        for e in simulate.ffl_spec("C2", "AND").edges
+    }
+    got = {}
+    for weights in (True, False):
+        cfg = cal.FitConfig(
+            method="laplace", chains=1, samples=300, map_starts=2, map_steps=150, dt=5.0,
+            pipeline=("X->Y", "Y->Z"), edge_weights=weights,
+        )  # fmt: skip
+        s = cal.select(data, cal.candidates("auto", ["AND"]), cfg, key=jax.random.key(0), kfold=0)
+        print(weights, "\n".join(s.report()))
+        got[weights] = s
+    s = got[True]
+    assert s.best["label"] == "C2-AND" or "C2-AND" in s.indistinguishable
+    known = {e: v for e, v in s.identified.items() if e in truth and v is not None}
+    assert known == {e: truth[e] for e in known}
+    assert known.get("X->Y") == "-" and known.get("X->Z") == "-"
+    plain = got[False]
+    assert plain.best["label"] != "C2-AND" and "C2-AND" not in plain.indistinguishable
+    assert not any(plain.identified.get(e) for e in truth)
