@@ -258,3 +258,21 @@ def test_a_weight_family_reads_the_wiring_back_with_the_weights_only():
     plain = got[False]
     assert plain.best["label"] != "C2-AND" and "C2-AND" not in plain.indistinguishable
     assert not any(plain.identified.get(e) for e in truth)
+
+
+@pytest.mark.slow  # ~60 s quiet: one Laplace fit from the command line
+def test_fit_from_run_folders_keeps_each_runs_weights(tmp_path):
+    """``calibrate fit --edge-weights --pipeline`` on run folders fits, and the saved fit
+    reloads with each run's weights (from its run configs)."""
+    data = _data()
+    paths = _run_folders(tmp_path, data, dict(data.configs))
+    out = tmp_path / "fit"
+    rc = main(
+        ["fit", *paths, "--edge-weights", "--pipeline", "X->Y,Y->Z", "--motif", "C1",
+         "--gate", "AND", "--method", "laplace", "--samples", "100", "--out", str(out),
+         "--no-progress", "--figures", "none"]
+    )  # fmt: skip
+    assert rc == 0
+    post = cal.load_fit(out)
+    assert post.model.config.edge_weights
+    np.testing.assert_array_equal(post.model.run_weights, W)
