@@ -224,10 +224,9 @@ def test_bad_weights_exit_2_with_one_error_line(tmp_path, capsys, net, says):
 def test_a_weight_family_reads_the_wiring_back_with_the_weights_only():
     """Three C2-AND runs behind pipeline gates X->Y, Y->Z that differ only in their edge
     weights (llm_runs' default_weight 0, 0.45, 0.9): selection over the 8 AND types with
-    ``edge_weights`` ranks C2 first or indistinguishable and every sign it identifies is
-    right, the repressions X->Y and X->Z among them, and fits far better (elpd) than
-    without; without the weights the same data identify no sign and put C2 outside the
-    types they cannot tell apart. Measured at this seed (3): with the weights C2 first
+    ``edge_weights`` ranks C2 first or indistinguishable, every sign it identifies is
+    right, and it fits far better (elpd) than without, where the same data identify no
+    sign. Measured at this seed (3): with the weights C2 first
     (elpd -429.1, I2 within 2 se), X->Y '-' and X->Z '-' identified; without, best
     elpd -745.5, C2 last of 8, no sign. At data seeds 4 and 5 (not asserted) C2 ranked
     second and indistinguishable with the weights but no sign was identified (elpd -431
@@ -253,14 +252,14 @@ def test_a_weight_family_reads_the_wiring_back_with_the_weights_only():
         s = cal.select(data, cal.candidates("auto", ["AND"]), cfg, key=jax.random.key(0), kfold=0)
         print(weights, "\n".join(s.report()))
         got[weights] = s
+    # Asserted: what held at every data seed tried (3, 4, 5); which signs are identified
+    # varied with the seed (docstring), so it is recorded, not asserted.
     s = got[True]
     assert s.best["label"] == "C2-AND" or "C2-AND" in s.indistinguishable
     known = {e: v for e, v in s.identified.items() if e in truth and v is not None}
-    assert known == {e: truth[e] for e in known}
-    assert known.get("X->Y") == "-" and known.get("X->Z") == "-"
+    assert known == {e: truth[e] for e in known}  # no identified sign is wrong
     plain = got[False]
     assert s.best["elpd"] > plain.best["elpd"] + 100  # the unweighted law misfits the family
-    assert plain.best["label"] != "C2-AND" and "C2-AND" not in plain.indistinguishable
     assert not any(plain.identified.get(e) for e in truth)
 
 
