@@ -57,14 +57,19 @@ def pool(m: Macros, results: Path) -> None:
                 fmt(dig(p, "predicted", str(k), "collapse_fraction"), 0, 100),
             )
         for label, mtag in POOL_METHODS.items():
-            row = dig(s, "methods", setting, label)
-            var = dig(row, "variance")
-            v, ci = fmt(dig(var, "competence"), 2, 1e3), fmt_ci(dig(var, "competence_ci95"), 2, 1e3)
-            m.add(f"PoolVar{tag}{mtag}", PENDING if PENDING in (v, ci) else f"{v} {ci}")
-            n, c = dig(row, "seeds"), dig(row, "collapsed")
-            m.add(f"PoolCollapsed{tag}{mtag}", PENDING if n is None or c is None else f"{c}/{n}")
-            m.add(f"PoolFinal{tag}{mtag}", fmt(dig(row, "final_e2e"), 2))
+            cell_macros(m, "Pool", f"{tag}{mtag}", dig(s, "methods", setting, label))
         m.add(f"PoolVerdict{tag}", verdict(dig(s, "methods", setting)))
+
+
+def cell_macros(m: Macros, prefix: str, tag: str, row: Any) -> None:
+    """A pool cell's ``<prefix>Var``, ``Collapsed`` and ``Final`` macros (``row``: a
+    ``summary.json`` method entry, or None: pending)."""
+    var = dig(row, "variance")
+    v, ci = fmt(dig(var, "competence"), 2, 1e3), fmt_ci(dig(var, "competence_ci95"), 2, 1e3)
+    m.add(f"{prefix}Var{tag}", PENDING if PENDING in (v, ci) else f"{v} {ci}")
+    n, c = dig(row, "seeds"), dig(row, "collapsed")
+    m.add(f"{prefix}Collapsed{tag}", PENDING if n is None or c is None else f"{c}/{n}")
+    m.add(f"{prefix}Final{tag}", fmt(dig(row, "final_e2e"), 2))
 
 
 def and_list(items: list[Any]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _tex_numbers_pool import and_list, predicted_first
+from _tex_numbers_pool import and_list, cell_macros, predicted_first
 from tex_numbers import PENDING, Macros, dig, fmt, fmt_ci, letters, read_json
 
 SETTINGS = ("stable", "unstable")
@@ -46,13 +46,7 @@ def pool_testbed(m: Macros, results: Path) -> None:
         tag = setting.capitalize()
         p = dig(pred, "settings", setting)
         for label, ctag in cells().items():
-            row = dig(s, "methods", setting, label)
-            var = dig(row, "variance")
-            v, ci = fmt(dig(var, "competence"), 2, 1e3), fmt_ci(dig(var, "competence_ci95"), 2, 1e3)
-            m.add(f"PTVar{tag}{ctag}", PENDING if PENDING in (v, ci) else f"{v} {ci}")
-            n, c = dig(row, "seeds"), dig(row, "collapsed")
-            m.add(f"PTCollapsed{tag}{ctag}", PENDING if n is None or c is None else f"{c}/{n}")
-            m.add(f"PTFinal{tag}{ctag}", fmt(dig(row, "final_e2e"), 2))
+            cell_macros(m, "PT", f"{tag}{ctag}", dig(s, "methods", setting, label))
             m.add(f"PTStep{tag}{ctag}", fmt(dig(compute, setting, label, "s_per_step"), 2))
             m.add(f"PTPredVar{tag}{ctag}", predicted_variance(p, label))
         for method, mtag in METHODS.items():
