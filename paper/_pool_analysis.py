@@ -216,10 +216,11 @@ def _predict_pools(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
 
 
 # -- the summary -------------------------------------------------------------------------
-def method_label(method: str, k: int) -> str:
+def method_label(method: str, k: int, single: str = "GRPO (single)") -> str:
+    """A cell's name in the summary; ``single`` names the single agent (K = 1 grad)."""
     if method == "pbt":
         return f"pbt K={k}"
-    return {"grad": f"grad K={k}" if k > 1 else "GRPO (single)", "ppo": "PPO (single)"}.get(
+    return {"grad": f"grad K={k}" if k > 1 else single, "ppo": "PPO (single)"}.get(
         method, f"es K={k}"
     )
 
@@ -248,7 +249,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
                     None) for g in group]  # fmt: skip
         n_col = sum(g["collapsed"] for g in group)
         secs = [g["seconds"] for g in group if g["seconds"] is not None]
-        name = method_label(method, k)
+        name = method_label(method, k, getattr(cfg, "single_label", "GRPO (single)"))
         methods.setdefault(setting, {})[name] = {
             "method": method, "K": k, "seeds": len(group), "variance": var,
             "final_e2e": float(finals.mean()),

@@ -49,7 +49,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -123,6 +123,9 @@ class PoolDesign:
         raise ValueError(f"not a training phase: {phase!r}")
 
     command: str = dataclasses.field(default="python paper/pool_testbed.py", init=False, repr=False)
+    #: The single agent's name in the summary: the testbed trains REINFORCE (not a field of
+    #: the stored design).
+    single_label: ClassVar[str] = "REINFORCE (single)"
 
     def training_phases(self) -> tuple[str, ...]:
         """The phases whose runs the summary reads."""

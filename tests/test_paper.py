@@ -272,10 +272,10 @@ def test_pool_testbed_numbers_from_a_made_up_study(tmp_path):
                 "variance": {"competence": var, "competence_ci95": ci}}  # fmt: skip
 
     methods = {
-        "stable": {"GRPO (single)": cell("grad", 1, 2e-3, [1e-3, 6e-3], 0),
+        "stable": {"REINFORCE (single)": cell("grad", 1, 2e-3, [1e-3, 6e-3], 0),
                    "grad K=8": cell("grad", 8, 2e-4, [1e-4, 6e-4], 0),
                    "es K=8": cell("es", 8, 2.2e-3, [1e-3, 7e-3], 0)},
-        "unstable": {"GRPO (single)": cell("grad", 1, 2e-2, [1e-2, 6e-2], 9),
+        "unstable": {"REINFORCE (single)": cell("grad", 1, 2e-2, [1e-2, 6e-2], 9),
                      "pbt K=8": cell("pbt", 8, 1.5e-2, [7e-3, 5e-2], 0)},
     }  # fmt: skip
     pred = {"created": "2026-12-04T21:14:50+00:00", "settings": {
@@ -286,7 +286,7 @@ def test_pool_testbed_numbers_from_a_made_up_study(tmp_path):
     summary = {"methods": methods, "predictions_created": pred["created"],
                "k1_vs_k8": k1_vs_k8(methods), "prediction_checks": prediction_checks(methods, pred),
                "compute": {"adapter_params_per_member": 65536, "cells": {"stable": {
-                   "GRPO (single)": {"adapter_MB": 0.75, "s_per_step": 0.5},
+                   "REINFORCE (single)": {"adapter_MB": 0.75, "s_per_step": 0.5},
                    "grad K=8": {"adapter_MB": 6.0, "s_per_step": 0.75}}}},
                "power": design_power(10, pred)}  # fmt: skip
     root = tmp_path / "results" / "pool"

@@ -63,7 +63,7 @@ def test_quick_pipeline_writes_its_results(tmp_path):
     assert scan["ratio"] in QUICK["es_ratios"]
     summ = json.loads((out / "summary.json").read_text())
     names = set(summ["methods"]["stable"])
-    assert {"GRPO (single)", "grad K=2", "pbt K=2", "es K=2"} <= names
+    assert {"REINFORCE (single)", "grad K=2", "pbt K=2", "es K=2"} <= names
     assert summ["command"] == "python paper/pool_testbed.py"
     n_runs = len(QUICK["seeds"]) * (1 + 3) + len(QUICK["es_ratios"]) * len(QUICK["scan_seeds"])
     assert len(list((out / "runs").glob("*/manifest.json"))) == n_runs
@@ -112,7 +112,7 @@ def test_k1_vs_k8_and_prediction_checks_on_made_up_cells():
     from _pool_compare import compute_cost, k1_vs_k8, prediction_checks
 
     methods = {"stable": {
-        "GRPO (single)": _cell("grad", 1, 4e-3, (2e-3, 1e-2), 0),
+        "REINFORCE (single)": _cell("grad", 1, 4e-3, (2e-3, 1e-2), 0),
         "grad K=8": _cell("grad", 8, 8e-4, (4e-4, 3e-3), 0),
         "es K=8": _cell("es", 8, 4e-3, (2e-3, 1e-2), 5, wilson=(0.2, 0.8)),
     }}  # fmt: skip

@@ -14,12 +14,13 @@ from tex_numbers import PENDING, Macros, dig, fmt, fmt_ci, letters, read_json
 SETTINGS = ("stable", "unstable")
 METHODS = {"grad": "Grad", "pbt": "Pbt", "es": "Es"}
 POOL_K = (2, 4, 8)
+SINGLE = "REINFORCE (single)"  # the single agent's summary label (pool_testbed.single_label)
 NAMES = {"grad": "gradient pools", "pbt": "PBT", "es": "ES"}  # method -> words in the text
 
 
 def cells() -> dict[str, str]:
-    """Summary label -> macro tag of every cell (``GRPO (single)`` is K = 1 of all methods)."""
-    out = {"GRPO (single)": "KOne"}
+    """Summary label -> macro tag of every cell (``REINFORCE (single)`` is K = 1 of all methods)."""
+    out = {SINGLE: "KOne"}
     for method, tag in METHODS.items():
         for k in POOL_K:
             out[f"{method} K={k}"] = f"{tag}K{letters(str(k))}"
@@ -57,7 +58,8 @@ def pool_testbed(m: Macros, results: Path) -> None:
             res = dig(ratio, "resolved")
             m.add(f"PTResolved{tag}{mtag}", PENDING if res is None else
                   ("resolved" if res else "not resolved"))  # fmt: skip
-            m.add(f"PTCollapseP{tag}{mtag}", fmt(dig(c, "collapse", "p_fisher"), 3))
+            p_f = dig(c, "collapse", "p_fisher")
+            m.add(f"PTCollapseP{tag}{mtag}", PENDING if p_f is None else p_text(p_f))
     checks = dig(s, "prediction_checks")
     for what in ("variance", "collapse"):
         right, n = dig(checks, f"{what}_right", "right"), dig(checks, f"{what}_right", "checked")
@@ -116,7 +118,7 @@ def predicted_variance(p: Any, label: str) -> str:
     """The stored predicted competence variance (x 1e3) of a grad or pbt cell; "--" for ES."""
     if label.startswith("es "):
         return "--"
-    k = "1" if label == "GRPO (single)" else label.split("=")[1]
+    k = "1" if label == SINGLE else label.split("=")[1]
     key = "predicted_pbt" if label.startswith("pbt ") else "predicted"
     return fmt(dig(p, key, k, "competence_variance"), 2, 1e3)
 
@@ -165,9 +167,14 @@ def verdict_collapse(k18: Any) -> str:
             col = c["collapse"]
             if col["p_fisher"] < 0.05:
                 got.append(f"{NAMES[method]} in the {setting} setting ({col['rate_1']:.0%} of "
-                           f"single runs against {col['rate_K']:.0%} at K = 8, p = "
-                           f"{col['p_fisher']:.3f})")  # fmt: skip
+                           f"single runs against {col['rate_K']:.0%} at K = 8, "
+                           f"{p_text(col['p_fisher'])})")  # fmt: skip
     return "no collapse rate differs at p < 0.05" if not got else and_list(got)
+
+
+def p_text(p: float) -> str:
+    """``p = 0.012``, or ``p < 0.001`` below that."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def cost(m: Macros, compute: Any) -> None:
@@ -175,11 +182,11 @@ def cost(m: Macros, compute: Any) -> None:
     per = dig(compute, "adapter_params_per_member")
     m.add("PTParamsPerMember", PENDING if per is None else f"{per:,}".replace(",", "{,}"),
           raw=True)  # fmt: skip
-    m.add("PTMemKOne", fmt(dig(compute, "cells", "stable", "GRPO (single)", "adapter_MB"), 2))
+    m.add("PTMemKOne", fmt(dig(compute, "cells", "stable", SINGLE, "adapter_MB"), 2))
     m.add("PTMemKEight", fmt(dig(compute, "cells", "stable", "grad K=8", "adapter_MB"), 2))
     for method, mtag in METHODS.items():
         for setting in SETTINGS:
-            one = dig(compute, "cells", setting, "GRPO (single)", "s_per_step")
+            one = dig(compute, "cells", setting, SINGLE, "s_per_step")
             eight = dig(compute, "cells", setting, f"{method} K=8", "s_per_step")
             m.add(f"PTStepRatio{setting.capitalize()}{mtag}",
                   PENDING if one is None or eight is None else fmt(eight / one, 2))  # fmt: skip
