@@ -50,6 +50,7 @@ def pool_testbed(m: Macros, results: Path) -> None:
             cell_macros(m, "PT", f"{tag}{ctag}", dig(s, "methods", setting, label))
             m.add(f"PTStep{tag}{ctag}", fmt(dig(compute, setting, label, "s_per_step"), 2))
             m.add(f"PTPredVar{tag}{ctag}", predicted_variance(p, label))
+            m.add(f"PTPredCollapse{tag}{ctag}", predicted_variance(p, label, "collapse_fraction"))
         for method, mtag in METHODS.items():
             c = dig(s, "k1_vs_k8", setting, method)
             ratio = dig(c, "variance")
@@ -114,13 +115,14 @@ def resolvable(n: int) -> float:
     return float(f.ppf(0.975, n - 1, n - 1))
 
 
-def predicted_variance(p: Any, label: str) -> str:
-    """The stored predicted competence variance (x 1e3) of a grad or pbt cell; "--" for ES."""
+def predicted_variance(p: Any, label: str, what: str = "competence_variance") -> str:
+    """A grad or pbt cell's stored prediction: the competence variance (x 1e3), or with
+    ``what="collapse_fraction"`` the collapse fraction; "--" for ES (not predicted)."""
     if label.startswith("es "):
         return "--"
     k = "1" if label == SINGLE else label.split("=")[1]
     key = "predicted_pbt" if label.startswith("pbt ") else "predicted"
-    return fmt(dig(p, key, k, "competence_variance"), 2, 1e3)
+    return fmt(dig(p, key, k, what), 2, 1e3 if what == "competence_variance" else 1.0)
 
 
 def wrong_cells(checks: Any) -> str:
