@@ -310,6 +310,8 @@ def test_pool_testbed_numbers_from_a_made_up_study(tmp_path):
         "1 of the 3 ratios is resolved: gradient pools in the stable setting (smaller, ratio 0.10)"
     )
     assert v["ValPTVerdictCollapse"].startswith(r"PBT in the unstable setting (90\% of single")
+    assert v["ValPTVerdictCollapse"].endswith("p below 0.001)")  # no '<': text mode prints ¡
+    assert not [k for k, x in v.items() if "<" in x or ">" in x]
     # variance: K=1 and PBT inside, grad K=8's 1.8e-3 above [1e-4, 6e-4]; collapse: PBT's 0.6
     assert v["ValPTPredRightVariance"] == "2 of 3" and v["ValPTPredRightCollapse"] == "2 of 3"
     assert v["ValPTPredWrong"] == (

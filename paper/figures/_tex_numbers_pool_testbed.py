@@ -175,8 +175,9 @@ def verdict_collapse(k18: Any) -> str:
 
 
 def p_text(p: float) -> str:
-    """``p = 0.012``, or ``p < 0.001`` below that."""
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    """``p = 0.012``, or ``p below 0.001`` (words: ``<`` in LaTeX's text mode is another
+    glyph)."""
+    return "p below 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def cost(m: Macros, compute: Any) -> None:
