@@ -310,40 +310,15 @@ def fit_wiring(
 
 def wiring_identification(cfg: Any, out: Path) -> dict[str, Any]:
     """Per wiring set: the true type's rank, whether it is indistinguishable from the best,
-    the identified signs and whether each is correct."""
-    from simulate.spec import ffl_spec
+    the identified signs and whether each is correct (``_wiring_read``)."""
+    from _wiring_read import identification_summary, set_identification
 
     sets = {}
     for name in _wiring_sets(cfg):
         sel = out / "wiring" / name / "selection.json"
-        if not sel.is_file():
-            continue
-        s = json.loads(sel.read_text())
-        motif = name.split("_")[0]
-        truth = {f"{e.source}->{e.target}": "+" if e.sign > 0 else "-"
-                 for e in ffl_spec(motif, "AND").edges}  # fmt: skip
-        labels = [r["label"] for r in s["ranking"]]
-        ident = {k: v for k, v in s["identified"].items() if k in truth and v is not None}
-        sets[name] = {
-            "true": f"{motif}-AND",
-            "rank": labels.index(f"{motif}-AND") + 1,
-            "best": s["best"],
-            "in_indistinguishable": f"{motif}-AND" in s["indistinguishable"],
-            "identified": ident,
-            "identified_correct": {k: v == truth[k] for k, v in ident.items()},
-        }
-    vals = list(sets.values())
-    if not vals:
-        return {"sets": sets, "truth_first_or_indistinguishable": None, "no_wrong_sign": None,
-                "share_two_signs": None}  # fmt: skip
-    return {
-        "sets": sets,
-        "truth_first_or_indistinguishable": all(
-            v["rank"] == 1 or v["in_indistinguishable"] for v in vals
-        ),
-        "no_wrong_sign": all(all(v["identified_correct"].values()) for v in vals),
-        "share_two_signs": float(np.mean([len(v["identified"]) >= 2 for v in vals])),
-    }
+        if sel.is_file():
+            sets[name] = set_identification(json.loads(sel.read_text()), name.split("_")[0])
+    return identification_summary(sets)
 
 
 def missing_runs(cfg: Any, runs: Path) -> dict[str, int]:
