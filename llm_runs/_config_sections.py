@@ -98,12 +98,15 @@ class SpuriousConfig:
         length: Pulse length in optimizer steps.
         mode: ``flip`` (r -> 1 - r) or ``random`` (r ~ Bernoulli(0.5)).
         starts: Explicit pulse start steps (added to the random ones).
+        roles: The roles whose learning rewards a pulse corrupts (empty: every role); a
+            pulse on one role is a knock-down of that agent alone.
     """
 
     rate: float = 0.0
     length: int = 20
     mode: str = "flip"
     starts: list[int] = dataclasses.field(default_factory=list)
+    roles: list[str] = dataclasses.field(default_factory=list)
 
     def validate(self, p: str) -> None:
         _check(_num(self.rate) and 0 <= self.rate <= 1, f"{p}.rate", "must be in [0, 1]")
@@ -113,6 +116,13 @@ class SpuriousConfig:
             all(isinstance(s, int) and s >= 0 for s in self.starts),
             f"{p}.starts",
             "must be ints >= 0",
+        )
+        _check(
+            isinstance(self.roles, list)
+            and all(isinstance(r, str) and r for r in self.roles)
+            and len(set(self.roles)) == len(self.roles),
+            f"{p}.roles",
+            "must be a list of distinct role names",
         )
 
 

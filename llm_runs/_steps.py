@@ -143,6 +143,12 @@ def warmup_step(st: State, step: int) -> None:
     st.edges.update(measured)
 
 
+def _hit(cfg: TrainConfig, role: str) -> bool:
+    """Whether a spurious-reward pulse corrupts ``role``'s rewards (``task.spurious.roles``)."""
+    roles = cfg.task.spurious.roles
+    return not roles or role in roles
+
+
 def _shifted(cfg: TrainConfig, step: int) -> bool:
     return cfg.task.shift.step is not None and step >= cfg.task.shift.step
 
@@ -199,15 +205,18 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
         local[role] = np.array([float(o[role] == g) for o, g in zip(outs, gold, strict=True)])
     st.acc_e2e.append(float(e2e.mean()))
     st.edges.update({r: float(v.mean()) for r, v in local.items()})
+    rewards = assign_credit(e2e, local, st.roles, mode=rl.credit, discount=rl.discount)
     e2e_l, local_l = e2e, local
-    if pulse:
+    if pulse:  # every role's reward corrupted (same draws whichever roles the pulse hits)
         e2e_l = corrupt(e2e, pulse_mode, st.rng)
         local_l = {r: corrupt(v, pulse_mode, st.rng) for r, v in local.items()}
-    rewards = assign_credit(e2e_l, local_l, st.roles, mode=rl.credit, discount=rl.discount)
+        bad = assign_credit(e2e_l, local_l, st.roles, mode=rl.credit, discount=rl.discount)
+        rewards = {r: bad[r] if _hit(cfg, r) else rewards[r] for r in st.roles}
     work = []
     for role in st.roles:
         # interaction reward: the part the credit mode does not already pay
-        inter = e2e_l if rl.credit == "role" else local_l[role]
+        hit = pulse and _hit(cfg, role)
+        inter = (e2e_l if hit else e2e) if rl.credit == "role" else (local_l if hit else local)[role]
         r = rewards[role] + factors[role]["credit"] * inter
         adv, mean = advantages(r, algo=rl.algo, group=rl.group, baseline=st.baseline.get(role, 0.0))
         st.baseline[role] = (

@@ -49,6 +49,14 @@ __all__ = ["CKPT_FILE", "train"]
 PROBE_SEED = 0  # probe/test sets are fixed per task, the same for every run and seed
 
 
+def _check_pulse_roles(cfg: TrainConfig) -> None:
+    """``task.spurious.roles`` must name agents of the network (ConfigError otherwise)."""
+    roles = list(cfg.network.network_spec().nodes)
+    unknown = [r for r in cfg.task.spurious.roles if r not in roles]
+    if unknown:
+        raise ConfigError(f"task.spurious.roles: {unknown} are not agents; agents are {roles}")
+
+
 def _setup(cfg: TrainConfig, progress: bool) -> tuple[State, Any]:
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
@@ -201,6 +209,7 @@ def train(
     if cfg is not None:
         check_device(cfg.device)
         cfg = embed_spec(cfg)
+        _check_pulse_roles(cfg)
     lock, existing = open_run_folder(out, resume=resume, overwrite=overwrite)
     try:
         manifest = None

@@ -8,11 +8,14 @@ A real run of llm_runs realises the edges into agent ``i`` as a learning-rate mu
 ``G_i`` is ``i``'s gated regulation (AND: product of the Hill terms, OR: Alon's form) and
 the weight enters once, on the gated ``G_i``, not per edge before the gate; a node that no
 edge enters gets factor 1 (``w_i = 0``). :class:`~simulate.CompetenceKinetics` follows it
-with an optional per-node weight: ``G_i`` is replaced by ``1 - w_i + w_i G_i`` in
+with an optional per-node weight: the factor multiplies the node's whole rate, as a
+learning-rate multiplier scales every step the agent takes, and ``G_i`` acts through it
+alone::
 
-    dA_i/dt = rho_i [b_i + (1 - b_i) drive_i (1 - w_i + w_i G_i)] (1 - A_i) - delta_i A_i
+    dA_i/dt = (1 - w_i + w_i G_i) {rho_i [b_i + (1 - b_i) drive_i] (1 - A_i) - delta_i A_i}
 
-so ``w_i = 1`` is the unweighted law and ``w_i = 0`` the unregulated basal + learning law.
+so ``w_i = 0`` is the unregulated basal + learning law; the basal term ``b_i`` does not
+escape the regulation (a repressed agent learns at ``(1 - w_i)`` of its rate, as in a run).
 :func:`node_weights` turns per-edge weights into per-node ones (the max rule);
 :func:`with_edge_weights` adds them to a model.
 """

@@ -19,8 +19,9 @@ Two kinetics share :class:`~simulate.Network`:
   forgetting (1/step). Input nodes have ``G_i`` multiplied by the input ``x(t)`` in [0, 1].
   Optional pipeline gates (:mod:`simulate._pipeline`) scale the learning term of their
   targets by ``P_i(A)``; optional node weights ``w_i`` in [0, 1]
-  (:mod:`simulate._edge_weight`) replace ``G_i`` by llm_runs' coupling factor
-  ``1 - w_i + w_i G_i``.
+  (:mod:`simulate._edge_weight`) make the regulation llm_runs' learning-rate multiplier:
+  the whole rate (learning and forgetting) is scaled by ``1 - w_i + w_i G_i`` and ``G_i``
+  leaves the bracket.
 
 :class:`Model` bundles network, kinetics and the options that make training oscillate:
 policy lag (Erlang delay by the linear-chain trick), learning-step size ``eta`` for the
@@ -147,8 +148,9 @@ class CompetenceKinetics(Kinetics):
 
     With pipeline gates the learning term of a gated node is multiplied by its gate
     ``P_i(A)``: ``rho P [b + (1-b) drive G] (1-A) - delta A``. With node weights ``w`` the
-    gated regulation ``G`` is replaced by ``1 - w + w G`` (llm_runs' learning-rate coupling
-    factor; ``w = 1`` is the law above, ``w = 0`` the unregulated ``rho [b + (1-b) drive]``).
+    regulation acts as llm_runs' learning-rate multiplier, on every step the agent takes:
+    ``(1 - w + w G) {rho P [b + (1-b) drive] (1-A) - delta A}`` (``w = 0`` is the
+    unregulated law; at ``w = 1`` the whole rate is ``G`` times the unregulated one).
 
     Attributes:
         rho: Learning rate, 1/step, shape ``(N,)``.
@@ -183,12 +185,17 @@ class CompetenceKinetics(Kinetics):
         )
 
     def rates(self, A, G, drive):
-        if self.weight is not None:  # llm_runs' coupling factor 1 - w + w G (simulate._edge_weight)
-            G = (1.0 - self.weight) + self.weight * G
+        if self.weight is not None:
+            # llm_runs' learning-rate multiplier 1 - w + w G scales the whole step
+            # (simulate._edge_weight); the designed regulation acts through it alone
+            factor = (1.0 - self.weight) + self.weight * G
+            G = jnp.ones_like(G)
         if self.pipeline is not None:
             learn = self.rho * self.pipeline.gates(A) * (self.b + (1.0 - self.b) * drive * G)
-            return learn * (1.0 - A) - self.delta * A
-        return self.rho * (self.b + (1.0 - self.b) * drive * G) * (1.0 - A) - self.delta * A
+            out = learn * (1.0 - A) - self.delta * A
+        else:
+            out = self.rho * (self.b + (1.0 - self.b) * drive * G) * (1.0 - A) - self.delta * A
+        return out if self.weight is None else factor * out
 
 
 KINETICS: dict[str, type[Kinetics]] = {"alon": AlonKinetics, "competence": CompetenceKinetics}
