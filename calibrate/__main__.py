@@ -87,6 +87,14 @@ def _parser() -> argparse.ArgumentParser:
         help="give each run its known edge weights (llm_runs' coupling 1 - w + w G, w read "
         "from the run's config: network.edges / default_weight); needs run folders",
     )
+    f.add_argument(
+        "--pulses",
+        action="store_const",
+        const=True,
+        default=None,
+        help="give each run its known spurious-reward pulses (llm_runs' task.spurious, mode "
+        "flip: the learning target of the roles hit is 0 while a pulse lasts); needs run folders",
+    )
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
     f.add_argument(
@@ -139,7 +147,8 @@ def _config(args: argparse.Namespace):
     given = (("chains", args.chains), ("samples", args.samples), ("warmup", args.warmup),
              ("method", args.method), ("likelihood", args.likelihood), ("solver", args.solver),
              ("dt", args.dt), ("dynamics", args.dynamics))  # fmt: skip
-    given += (("lag", args.lag), ("pipeline", args.pipeline), ("edge_weights", args.edge_weights))
+    given += (("lag", args.lag), ("pipeline", args.pipeline), ("edge_weights", args.edge_weights),
+              ("pulses", args.pulses))  # fmt: skip
     base.update({k: v for k, v in given if v is not None})
     if args.hierarchy:
         hier = read_json_object(args.hierarchy, what="--hierarchy file")
@@ -209,6 +218,11 @@ def _fit(args: argparse.Namespace) -> int:
         from ._edge_weights import run_edge_weights
 
         run_edge_weights(data)
+    if cfg.pulses:  # and every run's pulses
+        from ._pulses import config_pulses
+
+        for run in data.runs:
+            config_pulses(run, data.configs.get(run))
     nodes = tuple(a.strip() for a in args.agents.split(",")) if args.agents else None
     out = Path(args.out)
     key = jax.random.key(args.seed)

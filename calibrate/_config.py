@@ -243,6 +243,10 @@ class FitConfig:
             w_i G_i``, ``w_i`` the largest weight of the edges into ``i`` in the run's own
             training config (data, not fitted; :mod:`calibrate._edge_weights`). Needs
             inputs that carry their llm_runs config (run folders).
+        pulses: Give each run its known spurious-reward pulses (default false): while a
+            ``flip`` pulse hits a node its learning target is 0 instead of 1, from the
+            run's own training config (:mod:`calibrate._pulses`). Needs run folders, the
+            ``quad`` solver (or ``auto``) and ODE dynamics.
         rhat_max: Diagnostics threshold for R-hat.
         ess_min: Diagnostics threshold for bulk and tail ESS.
     """
@@ -275,6 +279,7 @@ class FitConfig:
     max_lag: int = 16
     pipeline: tuple[str, ...] = ()
     edge_weights: bool = False
+    pulses: bool = False
     rhat_max: float = 1.01
     ess_min: float = 400.0
 
@@ -298,7 +303,7 @@ class FitConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise ConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
         bools = ("dense_mass", "laplace_mass", "reparam", "pool_adaptation", "forward_mode")
-        for name in (*bools, "edge_weights"):
+        for name in (*bools, "edge_weights", "pulses"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.chain_method not in _CHAIN_METHODS:
@@ -313,6 +318,8 @@ class FitConfig:
             raise ConfigError(f"lag {self.lag!r} needs dynamics 'map'")
         if self.solver not in _SOLVERS:
             raise ConfigError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
+        if self.pulses and (self.solver not in ("auto", "quad") or self.dynamics != "ode"):
+            raise ConfigError("pulses need solver 'quad' (or 'auto') and dynamics 'ode'")
         if self.solver == "tsit5" and self.chain_method == "parallel" and not self.forward_mode:
             raise ConfigError(
                 "chain_method 'parallel' cannot differentiate the 'tsit5' solve in reverse "

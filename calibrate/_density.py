@@ -80,11 +80,14 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
     The reference of the fixed-grid solvers (``rk4``, ``quad``) is RK4 at 1/8 of their step
     (its error ~8^4 times smaller than RK4's at the step; compiled in a fraction of a
     second); otherwise, or where a rate times that step exceeds 0.5 (too fast for it), a
-    tight adaptive solve (Tsit5, rtol 1e-9, atol 1e-11; seconds to compile). The ``map``
-    dynamics are exact (0).
+    tight adaptive solve (Tsit5, rtol 1e-9, atol 1e-11; seconds to compile). Runs with
+    pulses are solved by the quad solver alone: its reference is the quad solve on cells of
+    1/8 the size. The ``map`` dynamics are exact (0).
     """
     if cm.config.dynamics == "map":
         return 0.0
+    if cm.pulse_windows:  # pulses: only the quad solves them; its own grid at 1/8 the cell
+        return float(_fine_quad_error(cm, params, tuple(np.asarray(cm.ts).tolist())))
     if cm.config.solver in ("rk4", "quad"):
         err, ok = _fine_rk4_error(cm, params, *_fine_steps(cm))
         if bool(ok):
@@ -95,7 +98,9 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
 def warm_solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> None:
     """Compile :func:`solver_error`'s reference of the fixed-grid solvers (run once at
     ``params``), e.g. in a thread while the MAP fit keeps the other core busy."""
-    if cm.config.solver in ("rk4", "quad") and cm.config.dynamics == "ode":
+    if cm.pulse_windows:
+        jax.block_until_ready(_fine_quad_error(cm, params, tuple(np.asarray(cm.ts).tolist())))
+    elif cm.config.solver in ("rk4", "quad") and cm.config.dynamics == "ode":
         jax.block_until_ready(_fine_rk4_error(cm, params, *_fine_steps(cm)))
 
 
@@ -118,6 +123,16 @@ def _fine_rk4_error(
     fastest = jnp.max(theta[:, col["rho"]]) + jnp.max(theta[:, col["delta"]])  # >= any rate
     ok = jnp.all(ok) & jnp.all(jnp.isfinite(A)) & (fastest * h <= 0.5)
     return jnp.max(jnp.abs(A - ref)), ok
+
+
+@eqx.filter_jit
+def _fine_quad_error(
+    cm: CurveModel, params: dict[str, jax.Array], ts: tuple[float, ...]
+) -> jax.Array:
+    theta = cm.theta(params)
+    A, _ = cm.curves(theta)  # ts static (concrete): the fine grid is built from it
+    ref, _ = cm.curves(theta, np.asarray(ts), solver="quad", dt=cm.config.dt / 8)
+    return jnp.max(jnp.abs(A - ref))
 
 
 @eqx.filter_jit

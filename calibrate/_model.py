@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Callable
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -28,10 +28,10 @@ from simulate.spec import NetworkSpec
 from ._config import ConfigError, FitConfig
 from ._curve_data import CurveData, DataError
 from ._edge_weights import run_node_weights
-from ._knobs import check_values, transform_values
-from ._link_rows import LinkRow
+from ._link_rows import LinkRow, build_links
 from ._map import solve_map
 from ._network import Layout, make_layout, resolve_network
+from ._pulses import pulse_shares, run_pulse_windows
 from ._quad import Quad, QuadGrid, feedforward_order
 from ._solvers import RK4, fixed_substeps, solve_at
 
@@ -78,6 +78,8 @@ class CurveModel(eqx.Module):
         map_ts: ``ts`` as a static tuple (``map`` dynamics: the step count is static).
         run_weights: Per run and node, the run's known edge weight ``w`` in [0, 1]
             (``FitConfig.edge_weights``; data, not fitted), shape ``(R, N)``; None: none.
+        pulse_windows: Per run and node, its flip pulses' windows (``FitConfig.pulses``;
+            ``()``: none; quad only); :attr:`run_pulses`: their shares of :attr:`quad`'s cells.
     """
 
     network: simulate.Network
@@ -103,6 +105,8 @@ class CurveModel(eqx.Module):
     quad: QuadGrid | None = None
     map_ts: tuple[float, ...] = eqx.field(static=True, default=())
     run_weights: np.ndarray | None = None
+    pulse_windows: tuple = eqx.field(static=True, default=())
+    run_pulses: np.ndarray | None = None
 
     @property
     def link_names(self) -> tuple[str, ...]:
@@ -117,7 +121,8 @@ class CurveModel(eqx.Module):
     @property
     def pooled(self) -> bool:
         """True when every run shares all parameters (then one solve serves all runs)."""
-        return not self.re_index.size and not self.link_index.size and self.run_weights is None
+        per_run = self.run_weights is not None or bool(self.pulse_windows)
+        return not self.re_index.size and not self.link_index.size and not per_run
 
     def weights_for(self, theta_runs: jax.Array) -> np.ndarray | None:
         """:attr:`run_weights` if ``theta_runs`` has a row per run, else None (unweighted)."""
@@ -160,16 +165,25 @@ class CurveModel(eqx.Module):
         return m
 
     def curves(
-        self, theta_runs: jax.Array, ts=None, substeps: int | None = None, solver: str | None = None
+        self,
+        theta_runs: jax.Array,
+        ts=None,
+        substeps: int | None = None,
+        solver: str | None = None,
+        dt: float | None = None,
     ) -> tuple[jax.Array, jax.Array]:
         """Mean competences ``(R, T, N)`` and per-run ok flags, at ``ts`` (default data).
 
-        ``substeps`` (static) is the RK4 step count per interval of ``ts`` (default: the
-        data's, see :func:`fixed_substeps`); ``solver`` overrides ``config.solver``. With
-        the ``quad`` solver or the ``map`` dynamics (:mod:`calibrate._map`, which ignores
-        ``substeps`` and ``solver``), ``ts`` other than the data's must be concrete (NumPy).
-        """
+        ``substeps`` (static): RK4 steps per interval of ``ts`` (default: the data's,
+        :func:`fixed_substeps`); ``solver`` overrides ``config.solver``, ``dt`` the quad
+        cell. With ``quad`` or the ``map`` dynamics (:mod:`calibrate._map`), ``ts`` other
+        than the data's must be concrete. A row per run solves each run with its own
+        weights and pulses (pulses: the quad solver only, ``ConfigError`` otherwise)."""
         cfg = self.config
+        pulsed = bool(self.pulse_windows) and theta_runs.shape[0] == self.n_runs
+        method = solver or cfg.solver
+        if pulsed and (cfg.dynamics == "map" or method != "quad"):
+            raise ConfigError("runs with pulses are solved by the quad solver only")
         if cfg.dynamics == "map":  # exact: no solver, no substeps (ts concrete)
             t = np.asarray(self.map_ts if ts is None else ts, dtype=float)
             stale = cfg.lag == "stale"
@@ -179,22 +193,27 @@ class CurveModel(eqx.Module):
                     self.with_params(th, w), t, lag=th[j] if stale else None, max_lag=cfg.max_lag
                 )
             )(theta_runs, self.weights_for(theta_runs))
-        method = solver or cfg.solver
         grid = self.ts if ts is None else ts
+        qg = None
         if method == "quad":
-            qg = self.quad if ts is None else QuadGrid.build(np.asarray(ts), cfg.dt)
+            qg = self.quad if ts is None and dt is None else None
             if qg is None:
-                raise ConfigError(
-                    "solver 'quad' on the data's steps needs a model built "
-                    "with FitConfig(solver='quad')"
-                )
+                steps = np.asarray(self.ts if ts is None else ts)
+                qg = QuadGrid.build(steps, cfg.dt if dt is None else dt)
             how = Quad(qg)
         else:
             grid = jnp.asarray(grid, dtype=float)
             how = RK4(self.substeps if substeps is None else substeps) if method == "rk4" else None
         opts = cfg.solve_options()
-        f = lambda th, w: solve_at(self.with_params(th, w), grid, solver=how, options=opts)  # noqa: E731
-        return jax.vmap(f)(theta_runs, self.weights_for(theta_runs))
+        p = None  # the data grid's shares (traced under jit), or a new grid's (concrete)
+        if pulsed and qg is not None:
+            p = self.run_pulses if qg is self.quad else pulse_shares(self.pulse_windows, qg.nodes)
+
+        def f(th, w, flip):
+            how_run = how if flip is None else Quad(cast(QuadGrid, qg), flip=flip)
+            return solve_at(self.with_params(th, w), grid, solver=how_run, options=opts)
+
+        return jax.vmap(f)(theta_runs, self.weights_for(theta_runs), p)
 
     def mean_obs(self, theta_runs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Mean competence at each observation, and an all-runs-ok flag."""
@@ -325,10 +344,11 @@ def build_model(
         if not net.has_parents[i]:
             base = simulate.set_param(base, f"b[{node}]", 0.0)
     # measured: quad's gradient is the fastest, rk4 is smooth (the map needs no solver)
-    if config.solver == "auto" and config.dynamics == "ode":
+    ode = config.dynamics == "ode"
+    if config.solver == "auto" and ode:
         solver = "rk4" if feedforward_order(base) is None else "quad"
         config = dataclasses.replace(config, solver=solver)
-    if config.solver == "quad" and config.dynamics == "ode" and feedforward_order(base) is None:
+    if config.solver == "quad" and ode and feedforward_order(base) is None:
         raise ConfigError(
             f"solver 'quad' needs a feed-forward network (no cycle, no reward "
             f"feedback loop); {name!r} has a cycle: use solver 'rk4' or 'tsit5'"
@@ -343,33 +363,12 @@ def build_model(
             if b == p:
                 re_index.append(j)
                 re_group.append(g)
-    link_index, link_x, link_rows = [], [], []
-    for lk in h.links:
-        hv = data.hyper_values(lk.covariate, positive=lk.transform == "log")
-        x = transform_values(lk.transform, check_values(lk.transform, hv, lk.covariate, DataError))
-        if x.size and np.ptp(x) == 0:
-            warnings.warn(
-                f"link {lk.param} ~ {lk.covariate}: {lk.covariate} = {hv[0]:g} in every run of "
-                "the fit, so the data cannot tell its slope; a prediction at another value "
-                "follows the prior alone (vary it across the runs or drop the link)",
-                UserWarning,
-                stacklevel=2,
-            )
-        center = float(x.mean())
-        x = x - x.mean()
-        tg = lk.targets or tuple(
-            tt for b, tt in zip(layout.bases, layout.targets, strict=True) if b == lk.param
-        )
-        if not tg and lk.param in ("eta", "lag"):
-            need = "dynamics 'map'" if lk.param == "eta" else "a lag ('stale' or 'erlang')"
-            raise ConfigError(f"unknown parameter {lk.param!r}: a link on it needs {need}")
-        for target in tg:
-            pname = f"{lk.param}[{target}]" if target else lk.param  # eta, lag: no target
-            link_index.append(layout.index(pname))
-            link_x.append(x)
-            row = LinkRow(pname, lk.param, target, lk.covariate, lk.transform, center)
-            link_rows.append(row)
+    link_index, link_x, link_rows = build_links(h, layout, data)
     n, k = t["n_eval"].to_numpy(float), np.asarray(data.successes, dtype=float)
+    quad = QuadGrid.build(ts, config.dt) if config.solver == "quad" and ode else None
+    if config.pulses and quad is None:
+        raise ConfigError("pulses need the quad solver on a feed-forward network")
+    windows = run_pulse_windows(data, net.names) if config.pulses else ()
     return CurveModel(
         network=net,
         name=name,
@@ -391,9 +390,9 @@ def build_model(
         link_x=np.array(link_x).reshape(len(link_index), len(runs)),
         link_rows=tuple(link_rows),
         substeps=fixed_substeps(ts, config.dt),
-        quad=QuadGrid.build(ts, config.dt)
-        if config.solver == "quad" and config.dynamics == "ode"
-        else None,
+        quad=quad,
         map_ts=tuple(ts.tolist()) if config.dynamics == "map" else (),
         run_weights=weights,
+        pulse_windows=windows,
+        run_pulses=None if quad is None or not windows else pulse_shares(windows, quad.nodes),
     )

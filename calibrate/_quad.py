@@ -77,6 +77,11 @@ class QuadGrid(eqx.Module):
     obs: np.ndarray
     h: np.ndarray
 
+    @property
+    def nodes(self) -> np.ndarray:
+        """The grid's nodes in training steps, from 0, shape ``(M + 1,)``."""
+        return np.concatenate([[0.0], np.cumsum(np.asarray(self.h, dtype=float))])
+
     @classmethod
     def build(cls, ts: np.ndarray, dt: float) -> QuadGrid:
         """Grid from 0 through the increasing steps ``ts >= 0``: each gap in equal cells of
@@ -179,10 +184,16 @@ class Quad(AbstractCurveSolver):
         grid: The grid (:meth:`QuadGrid.build` from the steps to solve at, or
             :meth:`for_steps`).
         scan: The recurrence as a scan.
+        flip: Per node and cell, the share of the cell inside a ``flip`` spurious-reward
+            pulse (:func:`calibrate.run_pulse_shares`), shape ``(N, M)`` in [0, 1], or
+            None (no pulse). Inside a pulse a node's learning target is 0 instead of 1:
+            ``dA/dt = r (1 - phi - A) - delta A`` (a reward ``1 - r`` teaches the wrong
+            answers at the rate that ``r`` teaches the right ones).
     """
 
     grid: QuadGrid
     scan: bool = eqx.field(static=True, default=False)
+    flip: jax.Array | None = None
 
     @classmethod
     def for_steps(cls, ts: np.ndarray, dt: float, *, scan: bool = False) -> Quad:
@@ -216,33 +227,35 @@ class Quad(AbstractCurveSolver):
         shape = (grid.h.shape[0] + 1,)
         levels: list = [None] * model.size  # levels and time derivatives, in topological order
         slopes: list = [None] * model.size
-        pipe, w = kin.pipeline, kin.weight
+        pipe, w, flip = kin.pipeline, kin.weight, self.flip
 
-        def reg(i: int, lv: list) -> jax.Array:  # G_i, or 1 - w_i + w_i G_i with weights
+        def rate(lv: list, i: int) -> tuple[jax.Array, jax.Array]:
+            """``(r_i, f_i)``: the learning rate (times the pipeline gate) and the weight
+            factor; with weights ``f = 1 - w + w G`` scales the whole rate (forgetting too)
+            and ``G`` leaves the bracket (simulate.CompetenceKinetics)."""
+            gain = kin.rho[i] * (1.0 - kin.b[i]) * drive[i]
             G = net.node_regulation(i, lv)
-            return G if w is None else (1.0 - w[i]) + w[i] * G
+            P = None if pipe is None or pipe.source[i] < 0 else cast(jax.Array, pipe.gate(i, lv))
+            if w is None:
+                r = kin.rho[i] * kin.b[i] + gain * G
+                return (r if P is None else P * r), jnp.ones(())
+            f = (1.0 - w[i]) + w[i] * G
+            r = kin.rho[i] * kin.b[i] + gain
+            return f * (r if P is None else P * r), f
 
         for i in order:
-            gain = kin.rho[i] * (1.0 - kin.b[i]) * drive[i]
-            if pipe is None or pipe.source[i] < 0:
-                G, dG = jax.jvp(lambda lv, i=i: reg(i, lv), (levels,), (slopes,))
-                r, dr = kin.rho[i] * kin.b[i] + gain * G, gain * dG
-            else:  # the learning rate times the pipeline gate P_i (see simulate.Pipeline)
-
-                def rate(lv, i=i, gain=gain, pipe: simulate.Pipeline = pipe):
-                    P = cast(jax.Array, pipe.gate(i, lv))  # node i is gated
-                    return P * (kin.rho[i] * kin.b[i] + gain * reg(i, lv))
-
-                r, dr = jax.jvp(rate, (levels,), (slopes,))
-            r = jnp.broadcast_to(r, shape)
-            A = _node_levels(
-                r + kin.delta[i],
-                jnp.broadcast_to(dr, shape),
-                kin.delta[i],
-                kin.A0[i],
-                grid.h,
-                scan,
-            )
+            (r, f), (dr, df) = jax.jvp(lambda lv, i=i: rate(lv, i), (levels,), (slopes,))
+            r, dr = jnp.broadcast_to(r, shape), jnp.broadcast_to(dr, shape)
+            d = kin.delta[i]
+            if w is None and flip is None:  # dB/dt = -(r + delta) B + delta
+                c, dc, source, target = r + d, dr, d, 1.0
+            else:  # dB/dt = -(r + f delta) B + f delta + r phi (phi: share of a flip pulse)
+                f, df = jnp.broadcast_to(f, shape), jnp.broadcast_to(df, shape)
+                c, dc = r + f * d, dr + df * d
+                phi = jnp.zeros(shape[0] - 1) if flip is None else flip[i]  # per cell
+                source = 0.5 * (f[:-1] + f[1:]) * d + 0.5 * (r[:-1] + r[1:]) * phi
+                target = 1.0 - jnp.concatenate([phi, phi[-1:]])  # at nodes: right-continuous
+            A = _node_levels(c, dc, source, kin.A0[i], grid.h, scan)
             levels[i] = A
-            slopes[i] = r * (1.0 - A) - kin.delta[i] * A
+            slopes[i] = r * (target - A) - (d if w is None else f * d) * A
         return finite_levels(jnp.stack(levels, axis=-1)[jnp.asarray(grid.obs)])

@@ -216,7 +216,8 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
     for role in st.roles:
         # interaction reward: the part the credit mode does not already pay
         hit = pulse and _hit(cfg, role)
-        inter = (e2e_l if hit else e2e) if rl.credit == "role" else (local_l if hit else local)[role]
+        e2e_r, local_r = (e2e_l, local_l) if hit else (e2e, local)
+        inter = e2e_r if rl.credit == "role" else local_r[role]
         r = rewards[role] + factors[role]["credit"] * inter
         adv, mean = advantages(r, algo=rl.algo, group=rl.group, baseline=st.baseline.get(role, 0.0))
         st.baseline[role] = (

@@ -38,7 +38,9 @@ W = [(0.0, 0.0, 0.0), (0.0, 0.45, 0.45), (0.0, 0.9, 0.9)]
 
 
 def _rhs(w: tuple[float, float, float], gate: str = "AND"):
-    """The weighted competence drift of ``P`` on C1, written out in NumPy."""
+    """The weighted competence drift of ``P`` on C1, written out in NumPy: llm_runs'
+    learning-rate multiplier ``1 - w + w G`` scales the whole rate (``G`` leaves the
+    bracket, so the basal ``b`` drops out: ``rho [b + (1 - b)] = rho``)."""
     K, n = P["K"], P["n"]
 
     def f(t, A):
@@ -48,9 +50,8 @@ def _rhs(w: tuple[float, float, float], gate: str = "AND"):
         g_z = hx * hy if gate == "AND" else (ux + uy) / (1 + ux + uy)
         out = []
         for k, (node, a, g) in enumerate((("X", x, 1.0), ("Y", y, hx), ("Z", z, g_z))):
-            b = P[f"b[{node}]"]
-            learn = P[f"rho[{node}]"] * (b + (1 - b) * (1 - w[k] + w[k] * g))
-            out.append(learn * (1 - a) - P[f"delta[{node}]"] * a)
+            factor = 1 - w[k] + w[k] * g
+            out.append(factor * (P[f"rho[{node}]"] * (1 - a) - P[f"delta[{node}]"] * a))
         return out
 
     return f
@@ -142,15 +143,14 @@ def test_without_the_flag_nothing_changes():
     lp_plain = float(plain.log_joint_fn()(params))
     lp_weighted = float(weighted.log_joint_fn()(params))
     assert np.isfinite(lp_weighted) and lp_plain != lp_weighted
-    # all weights 1: the unweighted law (each run solved on its own, so equal to rounding)
+    # all weights 1 is not the unweighted law: the multiplier scales the basal term too
     ones = _data(nets=[{"motif": "C1", "default_weight": 1.0}] * 3)
     cms = [
         cal.build_model(ones, "C1-AND", cal.FitConfig(method="laplace", edge_weights=e))
         for e in (False, True)
     ]
-    vg = [jax.value_and_grad(cm.log_joint_fn())(params) for cm in cms]
-    np.testing.assert_allclose(float(vg[0][0]), float(vg[1][0]), rtol=1e-12)
-    np.testing.assert_allclose(vg[0][1]["z"], vg[1][1]["z"], rtol=1e-9, atol=1e-9)
+    lps = [float(cm.log_joint_fn()(params)) for cm in cms]
+    assert all(np.isfinite(lps)) and abs(lps[0] - lps[1]) > 1.0
 
 
 def test_config_round_trips_through_json(tmp_path):

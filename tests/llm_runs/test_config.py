@@ -26,6 +26,7 @@ def test_roundtrip(tmp_path, suffix):
         seed=3,
     )
     cfg.task.spurious.starts = [5]
+    cfg.task.spurious.roles = ["X"]
     cfg.task.shift.step = 4
     path = save_config(cfg, tmp_path / f"c{suffix}")
     back = load_config(path)
@@ -44,6 +45,8 @@ def test_roundtrip(tmp_path, suffix):
         ({"network": {"edges": {"X->Y": {"mechanism": "magic"}}}}, "mechanism"),
         ({"bogus": 1}, "unknown field"),
         ({"task": {"spurious": {"mode": "x"}}}, r"task\.spurious\.mode"),
+        ({"task": {"spurious": {"roles": ["X", "X"]}}}, r"task\.spurious\.roles"),
+        ({"task": {"spurious": {"roles": "X"}}}, r"task\.spurious\.roles"),
         ({"device": "tpu"}, "device"),
         ({"rl": {"lr_scale": {"X": 0}}}, r"rl\.lr_scale"),
         ({"rl": {"lr_scale": {"X": "fast"}}}, r"rl\.lr_scale"),

@@ -72,6 +72,40 @@ def test_schedules_recorded_and_applied(tmp_path, micro_cfg):
     assert flags == [(0, False, False), (3, True, True), (6, False, True)]
 
 
+def _agent_rows(log):
+    drop = {"seconds", "wall"}
+    return [{k: v for k, v in r.items() if k not in drop} for r in log.agent_rows]
+
+
+def test_a_pulse_hits_only_the_roles_named(tmp_path, micro_cfg):
+    """``task.spurious.roles``: every role named is the default (empty) to the bit; a pulse
+    on X alone is neither that nor no pulse; before the pulse all runs are the same."""
+    d = micro_cfg
+    d["network"] = {"motif": "C1", "default_weight": 0.0}
+    d["steps"], d["eval_every"] = 6, 3
+    logs = {}
+    for name, roles in (("none", None), ("all", []), ("XYZ", ["X", "Y", "Z"]), ("X", ["X"])):
+        dd = json.loads(json.dumps(d))
+        if roles is not None:
+            dd["task"]["spurious"] = {"starts": [3], "length": 3, "mode": "flip", "roles": roles}
+        logs[name] = _agent_rows(read_run(train(TrainConfig.from_dict(dd), tmp_path / name,
+                                                progress=False)))  # fmt: skip
+    assert logs["all"] == logs["XYZ"]
+    before = [[r for r in logs[n] if r["step"] <= 3] for n in logs]
+    assert all(b == before[0] for b in before)
+    assert logs["X"] != logs["all"] and logs["X"] != logs["none"]
+
+
+def test_a_pulse_on_an_unknown_role_is_a_one_line_error(tmp_path, micro_cfg):
+    d = micro_cfg
+    d["task"]["spurious"] = {"starts": [1], "roles": ["W"]}
+    cfg_file = save_config(TrainConfig.from_dict(d), tmp_path / "cfg.json")
+    res = _cli("train", "--config", cfg_file, "--out", tmp_path / "r")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.startswith("error: task.spurious.roles: ['W'] are not agents")
+    assert res.stderr.count("\n") == 1 and not (tmp_path / "r").exists()
+
+
 def test_lr_scale_multiplies_role_learning_rate(tmp_path, micro_cfg):
     d = micro_cfg
     d["network"] = {"motif": "C1", "default_weight": 0.0}  # coupling factor 1 everywhere

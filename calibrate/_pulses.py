@@ -1,0 +1,105 @@
+"""Each run's spurious-reward pulses, read from its llm_runs config (``calibrate fit --pulses``).
+
+llm_runs corrupts the learning rewards of the roles ``task.spurious.roles`` (every role when
+empty) during the windows ``[start, stop)`` of optimizer steps that
+``llm_runs._edges.pulse_windows`` draws from the run's ``task.spurious`` settings and seed. In
+mode ``flip`` a reward ``r`` becomes ``1 - r``: the agent is taught the wrong answers at the
+rate it was taught the right ones, so its learning target is 0 instead of 1 while the pulse
+lasts. Under ``FitConfig(pulses=True)`` the likelihood gives each run its own known pulses
+(data, not fitted) as, per node and cell of the quadrature grid, the share of the cell inside
+a pulse (the update of step ``s`` acts over ``[s, s + 1]``, after the evaluation at ``s``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from simulate.common import AgentmotifsError
+
+from ._curve_data import CurveData, DataError
+
+__all__ = ["config_pulses", "pulse_shares", "run_pulse_windows"]
+
+
+def config_pulses(
+    run: str, config: Mapping[str, Any] | None
+) -> tuple[list[list[int]], tuple[str, ...]]:
+    """One run's pulse windows ``[[start, stop), ...]`` (optimizer steps) and the roles
+    they hit, from its llm_runs training config.
+
+    Raises:
+        DataError: No llm_runs config, a config llm_runs refuses, or pulses of mode
+            ``random`` (not modelled; one line naming ``run``).
+    """
+    from llm_runs._edges import pulse_windows
+    from llm_runs.config import TrainConfig
+
+    if not config or "task" not in config:
+        raise DataError(
+            f"run {run!r} has no llm_runs config; --pulses reads each run's spurious-reward "
+            "pulses from its config (run folders)"
+        )
+    try:
+        cfg = TrainConfig.from_dict(config)
+        roles = tuple(cfg.network.network_spec().nodes)
+    except AgentmotifsError as err:
+        raise DataError(f"run {run!r}: {err}") from None
+    sp = cfg.task.spurious
+    windows = pulse_windows(sp, cfg.steps, seed=cfg.seed)
+    if windows and sp.mode != "flip":
+        raise DataError(
+            f"run {run!r}: its pulses are of mode {sp.mode!r}; --pulses models 'flip' pulses only"
+        )
+    return windows, tuple(sp.roles) or roles
+
+
+Windows = tuple[tuple[tuple[tuple[float, float], ...], ...], ...]
+
+
+def run_pulse_windows(data: CurveData, names: Sequence[str]) -> Windows:
+    """Per run and node, the windows ``(start, stop)`` (training steps) of the pulses that
+    hit it, runs in :attr:`CurveData.runs` order (hashable: a static field of a fit).
+
+    Args:
+        data: Curves whose :attr:`~calibrate.CurveData.configs` hold each run's llm_runs
+            training config.
+        names: The fitted network's node names (the agents), ``N`` of them.
+
+    Raises:
+        DataError: As :func:`config_pulses`, or a pulse on a role that is not a node.
+    """
+    out = []
+    for run in data.runs:
+        windows, roles = config_pulses(run, data.configs.get(run))
+        missing = [x for x in roles if x not in names]
+        if missing:
+            raise DataError(
+                f"run {run!r}: its pulses hit {missing}, not nodes of the fitted network "
+                f"{list(names)}"
+            )
+        w = tuple((float(a), float(b)) for a, b in windows)
+        out.append(tuple(w if x in roles else () for x in names))
+    return tuple(out)
+
+
+def pulse_shares(windows: Windows, nodes: np.ndarray) -> np.ndarray:
+    """Per run, node and grid cell, the share of the cell inside one of the pulses.
+
+    Args:
+        windows: Per run and node, its pulse windows (:func:`run_pulse_windows`).
+        nodes: The grid's nodes in training steps, increasing, shape ``(M + 1,)``.
+
+    Returns:
+        Shape ``(R, N, M)``, float64 in [0, 1] (0 where no pulse hits).
+    """
+    t0, t1 = np.asarray(nodes, float)[:-1], np.asarray(nodes, float)[1:]
+    R, N = len(windows), len(windows[0]) if windows else 0
+    out = np.zeros((R, N, t0.size))
+    for r, per_node in enumerate(windows):
+        for i, ws in enumerate(per_node):
+            for a, b in ws:
+                out[r, i] += np.clip(np.minimum(t1, b) - np.maximum(t0, a), 0.0, None)
+    return np.clip(out / np.maximum(t1 - t0, 1e-300), 0.0, 1.0)
