@@ -3,8 +3,13 @@
 Fits a small learning-rate family (3 C1 runs, the link ``log rho = a + c log(lr/lr_ref)``,
 Laplace) and predicts 10^4 log-spaced learning rates with 200 draws each: 2 x 10^6 curves
 solved, reduced to final competences and simulate.classify regimes, with and without the
-per-step bands, and in float32 without them. Prints the cold time (first call: compile +
-run) and the warm time (second call, goal < 10 s). The previous implementation (one eager
+per-step bands, and in float32 without them; then the issue 33 configurations: the bands
+at ``--band-points`` steps (linear in between, ``calibrate.predict(band_points=...)``) in
+float64 and float32 (whose quad cells are wider, ``FLOAT32_CELL_FACTOR``), each with its
+agreement with the per-step float64 call (the mean-curve band at the band steps and in
+between, the new-run band, finals, regime codes and regime probabilities: max |diff| and
+how many differ by more than 1e-4). Prints the cold time (first call: compile + run) and
+the warm time (second call, goal < 10 s). The previous implementation (one eager
 ``lax.map`` of 4 settings per step over ``CurveModel.curves`` with the quad grid's segment
 sums, bands always) is timed on ``--baseline-settings`` settings and scaled linearly; its
 results on those settings are compared with the new ones (regime codes, final
@@ -15,7 +20,10 @@ shared machine vary several-fold with its load: the load average is printed with
 figure.
 
 Usage: python benchmarks/bench_predict.py [--settings N] [--draws N] [--points N]
-    [--baseline-settings N] [--coarse N] [--compare]
+    [--baseline-settings N] [--coarse N] [--compare] [--band-points K] [--quick]
+
+``--quick``: 200 settings and 10 baseline settings (a few minutes); ``--band-points 0``
+skips the issue 33 configurations.
 """
 
 from __future__ import annotations
@@ -102,7 +110,11 @@ def main() -> None:
         help="first time the previous classifier (vmapped classify) and the new batch-last one "
         "in this one run",
     )  # fmt: skip
+    ap.add_argument("--band-points", type=int, default=20, help="band steps of the new path")
+    ap.add_argument("--quick", action="store_true", help="200 settings, 10 baseline settings")
     a = ap.parse_args()
+    if a.quick:
+        a.settings, a.baseline_settings = 200, min(a.baseline_settings, 10)
     lrs = [1e-4, 3e-4, 1e-3]
     run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in lrs]
     data = cal.synthetic_curves(
@@ -154,10 +166,11 @@ def main() -> None:
     )
     print(
         f"  new, bands=False, float32: cold {times[0]:.1f} s, warm {times[1]:.1f} s "
-        f"({n / times[1]:,.0f} curves/s warm; {load_average()}); regime codes identical to "
-        f"float64 for {np.mean(p32.codes == res[False].codes):.6f}, max |final diff| "
-        f"{np.max(np.abs(p32.final - res[False].final)):.1e}"
+        f"({n / times[1]:,.0f} curves/s warm; {load_average()}); against float64: "
+        f"{_agreement(p32, res[False], None)}"
     )
+    if a.band_points:
+        _band_points_configs(post, settings, a, res, n)
     if a.baseline_settings:
         sub = settings[:: max(1, a.settings // a.baseline_settings)][: a.baseline_settings]
         times, old = _timed(lambda: baseline(post, sub, a.draws, a.points))
@@ -189,6 +202,53 @@ def main() -> None:
             f"setting x draw x agent ({len(diff)} differ); max |final diff| "
             f"{np.max(np.abs(coarse.final - fine.final)):.1e}"
         )
+
+
+def _agreement(new: cal.Prediction, ref: cal.Prediction, steps: np.ndarray | None) -> str:
+    """Finals, regime codes and probabilities, and bands of ``new`` against ``ref``."""
+    parts = [
+        f"finals {np.nanmax(np.abs(new.final - ref.final)):.1e}",
+        f"codes identical {np.mean(new.codes == ref.codes):.6f} "
+        f"({int(np.sum(new.codes != ref.codes))} differ)",
+    ]
+    dp = np.abs(new.regime_probs()[0] - ref.regime_probs()[0])
+    parts.append(f"regime probs {dp.max():.1e} ({int(np.sum(dp > 1e-4))} > 1e-4)")
+    if new.new_final is not None and ref.new_final is not None:
+        parts.append(f"new-run finals {np.nanmax(np.abs(new.new_final - ref.new_final)):.1e}")
+    for name in ("bands", "new_bands"):
+        x, y = getattr(new, name), getattr(ref, name)
+        if x is None or y is None:
+            continue
+        d = np.abs(x - y)
+        at = f", at the band steps {np.nanmax(d[:, :, steps]):.1e}" if steps is not None else ""
+        parts.append(f"{name} {np.nanmax(d):.1e} (mean {np.nanmean(d):.1e}{at})")
+    return "; ".join(parts)
+
+
+def _band_points_configs(post, settings, a, res, n: int) -> None:
+    """Issue 33: the bands at ``a.band_points`` steps, float64 and float32, against the
+    per-step float64 call ``res[True]`` (and float32 against float64 at the same steps)."""
+    from calibrate._predict._band_points import band_steps
+
+    steps = band_steps(a.points, a.band_points)
+    got = {}
+    for dtype in ("float64", "float32"):
+        times, got[dtype] = _timed(
+            lambda d=dtype: cal.predict(
+                post, settings, max_draws=a.draws, n_points=a.points,
+                band_points=a.band_points, dtype=d,
+            )
+        )  # fmt: skip
+        print(
+            f"  new, bands at {a.band_points} steps, {dtype}: cold {times[0]:.1f} s, warm "
+            f"{times[1]:.1f} s ({n / times[1]:,.0f} curves/s warm; {load_average()}; goal "
+            f"< 10 s warm)\n    against the per-step float64 call: "
+            f"{_agreement(got[dtype], res[True], steps)}"
+        )
+    print(
+        f"  float32 against float64, both at {a.band_points} band steps: "
+        f"{_agreement(got['float32'], got['float64'], None)}"
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from .._model import CurveModel
 from .._new_run import replicate_spread, resolve_n_eval
 from .._posterior import Posterior
 from .._solvers import fixed_substeps
+from . import _band_points
 from ._checks import check_size, extrapolation, failed_draws
 from ._fast import BAND_LEVELS as BAND_LEVELS
 from ._fast import curve_regimes as curve_regimes
@@ -109,6 +110,9 @@ def predict_arrays(
     bands: bool = True,
     shard: bool = True,
     dtype: str = "float64",
+    band_steps: np.ndarray | None = None,
+    curve_steps: np.ndarray | None = None,
+    mean_draws: int | None = None,
 ) -> dict[str, np.ndarray]:
     """The batched predictor: curves of every setting × draw, reduced per setting.
 
@@ -125,6 +129,11 @@ def predict_arrays(
             of settings: a sort of the draws at every step).
         shard: Split the settings over all devices of JAX's default backend.
         dtype: ``float64`` (default) or ``float32`` (faster, ~1e-6 less accurate).
+        band_steps: The bands at these step indices only, linear in between (None: all).
+        curve_steps: With ``keep_curves``, the curves at these step indices only, with
+            ``curve_ok`` (every step finite and in range).
+        mean_draws: With ``curve_steps``, also the per-step ``mean`` of the first
+            ``mean_draws`` draws.
 
     Returns:
         ``final`` ``(S, G, N)``, ``codes`` ``(S, G, N)`` (per-node :class:`simulate.Regime`),
@@ -144,6 +153,9 @@ def predict_arrays(
         batch=batch,
         shard=shard,
         dtype=dtype,
+        band_steps=band_steps,
+        curve_steps=curve_steps,
+        mean_draws=mean_draws,
     )
 
 
@@ -160,6 +172,7 @@ def predict(
     dtype: str = "float64",
     band: str = "new_run",
     n_eval: int | Mapping[str, int] | None = None,
+    band_points: int | None = None,
 ) -> Prediction:
     """Predict the competence curves and regimes of training settings through the links.
 
@@ -188,6 +201,12 @@ def predict(
         band: ``new_run`` (default) or ``mean``: the forecast the prediction headlines.
         n_eval: Probes per evaluation of the new run: one integer, or ``{agent: n}``
             (default: each agent's median ``n_eval`` in the pilots' logs).
+        band_points: None (default): the bands (and the new run's per-step mean) at every
+            step. An integer ``K >= 2``: computed at ``K`` evenly spaced steps (the first
+            and the last among them) and interpolated linearly in between, the arrays'
+            shapes unchanged (:mod:`calibrate._predict._band_points`); the mean curve's
+            ``mean`` stays exact at every step. For thousands of settings, where the
+            per-step bands cost most.
 
     Returns:
         A :class:`Prediction`.
@@ -195,7 +214,8 @@ def predict(
     Raises:
         ConfigError: No settings, an unlinked field, a value that is not a finite number
             > 0, a horizon that is not a finite number > 0, too few points, another
-            dtype, another band, or an ``n_eval`` that is not an integer >= 1.
+            dtype, another band, an ``n_eval`` that is not an integer >= 1, or a
+            ``band_points`` that is not an integer >= 2.
     """
     cm = post.model
     x = _setting_matrix(post, settings)
@@ -211,6 +231,7 @@ def predict(
     if band not in BANDS:
         raise ConfigError(f"band must be one of {list(BANDS)}, got {band!r}")
     n_probe = resolve_n_eval(cm, n_eval)
+    steps_b = _band_points.band_steps(n_points, band_points)
     idx = _draw_index(post, max_draws, key)
     u, slopes = _draw_arrays(post, idx)
     t = np.linspace(0.0, float(cm.ts[-1] if steps is None else steps), n_points)
@@ -223,15 +244,16 @@ def predict(
         out = solve_new_run(
             predict_arrays, cm, {k: flat[k][idx] for k in ("tau_z", "z_phi") if k in flat},
             u, slopes, x, t, bands=bool(bands), keep_curves=keep_curves, n_eval=n_probe,
-            spread=spread, seed=_seed(key), dtype=dtype,
+            spread=spread, seed=_seed(key), dtype=dtype, band_steps=steps_b,
         )  # fmt: skip
         final, codes = out["final"], out["codes"]
         extra = {k: out.get(k) for k in ("new_final", "new_codes", "new_mean", "new_bands")}
         extra |= {"n_eval": n_probe, "seed_spread": spread.to_dict(tuple(cm.network.names))}
     else:
         out = predict_arrays(
-            cm, u, slopes, x, t, keep_curves=keep_curves, bands=bool(bands), dtype=dtype
-        )
+            cm, u, slopes, x, t, keep_curves=keep_curves, bands=bool(bands), dtype=dtype,
+            band_steps=steps_b,
+        )  # fmt: skip
         final, codes, bad = failed_draws(out["final"], out["codes"], out.get("curves"))
         for k in ("mean", "bands", "curves"):
             if out.get(k) is not None and bad.any():  # no band through failed solves

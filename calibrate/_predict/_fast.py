@@ -33,10 +33,13 @@ from .._config import ConfigError
 from .._model import CurveModel
 from .._quad import Quad
 from .._solvers import solve_at
+from ._band_points import interpolation_matrix
+from ._checks import TOLERANCE
 from ._classify import classify_batch
 
 __all__ = [
     "BAND_LEVELS",
+    "FLOAT32_CELL_FACTOR",
     "SOLVES_PER_CHUNK",
     "band_quantiles",
     "curve_regimes",
@@ -56,6 +59,13 @@ CLASSIFIER = "batch"
 #: the benchmark (100 settings x 200 draws, two CPU devices) hung in its host callback
 #: (every thread waiting on a futex); the cause is not yet found.
 BAND_METHOD = "sort"
+
+#: In float32, the ``quad`` cells are at most this many times the fit's ``dt`` (observed
+#: steps stay grid nodes). Measured on the benchmark's fit: finals within 3e-8 of the
+#: fit's cells at 4x in float64 (4e-7 at 8x), far inside float32's 1e-4 agreement; with
+#: 200 points on 290 steps it gives one cell per output interval (201 cells instead of
+#: 400) and halves the solve.
+FLOAT32_CELL_FACTOR = 4.0
 
 #: Solves per ``lax.map`` step (settings per step = this // draws, at least 1).
 SOLVES_PER_CHUNK = 2000
@@ -129,6 +139,9 @@ def predict_batch(
     batch: int | None = None,
     shard: bool = True,
     dtype: str = "float64",
+    band_steps: np.ndarray | None = None,
+    curve_steps: np.ndarray | None = None,
+    mean_draws: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Solve and reduce every setting × draw (see :func:`calibrate._predict._core.predict_arrays`).
 
@@ -144,9 +157,17 @@ def predict_batch(
             are left out: final competences and regime codes only).
         batch: Settings per ``lax.map`` step (default: :data:`SOLVES_PER_CHUNK` // draws).
         shard: Split the settings over all devices of the default backend.
-        dtype: ``float64``, or ``float32`` (measured 2.1x faster on the benchmark's fit,
-            the same regime codes there and finals within 4e-6; JAX's 64-bit mode is
-            switched off while the program runs).
+        dtype: ``float64``, or ``float32`` (JAX's 64-bit mode is switched off while the
+            program runs; the ``quad`` cells up to :data:`FLOAT32_CELL_FACTOR` times wider;
+            measured ~4.7x faster on the benchmark's fit, the same regime codes there and
+            finals within 4e-6 of float64).
+        band_steps: The quantile bands only at these step indices, linear in between
+            (:mod:`calibrate._predict._band_points`; None: every step).
+        curve_steps: With ``keep_curves``, the curves only at these step indices, and
+            ``curve_ok`` ``(S, G)``: every step finite and in [0, 1] (to the tolerance of
+            :func:`calibrate._predict._checks.failed_draws`).
+        mean_draws: With ``curve_steps``, also ``mean`` ``(S, T, N)``: the per-step mean
+            of the first ``mean_draws`` draws.
 
     Returns:
         ``final`` ``(S, G, N)``, ``codes`` ``(S, G, N)`` int8, and ``mean`` ``(S, T, N)``
@@ -163,6 +184,7 @@ def predict_batch(
     if dtype not in ("float64", "float32"):
         raise ConfigError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
     u, slopes, xp = (np.asarray(a, dtype=dtype) for a in (u, slopes, xp))
+    cell = float(cm.config.dt) * (FLOAT32_CELL_FACTOR if dtype == "float32" else 1.0)
     args = (
         fast,
         u,
@@ -170,12 +192,16 @@ def predict_batch(
         xp,
         tuple(np.asarray(t, dtype=float).tolist()),
         int(substeps),
+        cell,
         bool(keep_curves),
         bool(bands),
         int(min(batch, -(-xp.shape[0] // n_dev))),
         n_dev,
         CLASSIFIER,
         BAND_METHOD,
+        _steps(band_steps),
+        _steps(curve_steps),
+        None if mean_draws is None else int(mean_draws),
     )
     if dtype == "float32":  # every float64 array and constant becomes float32
         with jax.enable_x64(False), warnings.catch_warnings():
@@ -187,18 +213,39 @@ def predict_batch(
     return {k: np.asarray(v)[:S] for k, v in out.items()}
 
 
-def _curves(model: CurveModel, theta: jax.Array, t: np.ndarray, substeps: int):
-    """:meth:`CurveModel.curves` at steps ``t``; ``quad`` with its recurrence as a scan
-    over cells (the same values to rounding, faster in a wide vmap)."""
+def _steps(steps: np.ndarray | None) -> tuple[int, ...] | None:
+    """Step indices as a static (hashable) argument of the compiled program."""
+    return None if steps is None else tuple(int(i) for i in np.asarray(steps))
+
+
+def _curves(model: CurveModel, theta: jax.Array, t: np.ndarray, substeps: int, cell: float):
+    """:meth:`CurveModel.curves` at steps ``t``; ``quad`` (cells of at most ``cell``
+    steps) with its recurrence as a scan over cells (the same values to rounding, faster
+    in a wide vmap)."""
     if model.config.solver == "quad" and model.config.dynamics == "ode":
-        quad = Quad.for_steps(t, model.config.dt, scan=True)
+        quad = Quad.for_steps(t, cell, scan=True)
         return jax.vmap(lambda th: solve_at(model.with_params(th), t, solver=quad))(theta)
     return model.curves(theta, t, substeps)
 
 
 @eqx.filter_jit
 def _compiled(
-    cm, u, slopes, x, ts, substeps, keep_curves, bands, batch, n_dev, classifier, band_method
+    cm,
+    u,
+    slopes,
+    x,
+    ts,
+    substeps,
+    cell,
+    keep_curves,
+    bands,
+    batch,
+    n_dev,
+    classifier,
+    band_method,
+    band_steps,
+    curve_steps,
+    mean_draws,
 ):
     t = np.asarray(ts)  # concrete: the quad solver builds its grid from it
     tj = jnp.asarray(t)
@@ -218,7 +265,7 @@ def _compiled(
 
         def one_setting(xv):
             ug = u.at[:, idx].add(slopes * xv) if idx.size else u
-            A, ok = _curves(model, model.layout.to_natural(ug), t, substeps)  # (G, T, N)
+            A, ok = _curves(model, model.layout.to_natural(ug), t, substeps, cell)  # (G, T, N)
             ok = jnp.broadcast_to(ok, A.shape[:1])
             res = {
                 "final": A[:, -1, :],
@@ -226,12 +273,23 @@ def _compiled(
             }
             if bands:
                 res["mean"] = A.mean(axis=0)
-                res["bands"] = (
-                    band_quantiles(A)
+                Ab = A if band_steps is None else A[:, np.asarray(band_steps)]
+                q = (
+                    band_quantiles(Ab)
                     if band_method == "partition"
-                    else jnp.quantile(A, jnp.asarray(BAND_LEVELS), axis=0)
+                    else jnp.quantile(Ab, jnp.asarray(BAND_LEVELS), axis=0)
                 )
-            if keep_curves:
+                if band_steps is not None:
+                    W = interpolation_matrix(t, np.asarray(band_steps)).astype(q.dtype)
+                    q = jnp.einsum("tk,qkn->qtn", W, q)
+                res["bands"] = q
+            if keep_curves and curve_steps is not None:
+                res["curves"] = A[:, np.asarray(curve_steps)]
+                inside = jnp.isfinite(A) & (A >= -TOLERANCE) & (A <= 1 + TOLERANCE)
+                res["curve_ok"] = jnp.all(inside, axis=(1, 2))
+                if mean_draws is not None:
+                    res["mean"] = A[:mean_draws].mean(axis=0)
+            elif keep_curves:
                 res["curves"] = A
             return res
 

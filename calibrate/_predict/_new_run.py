@@ -9,7 +9,11 @@ curve). The new run's logged competence adds the seed offset and evaluation nois
 that value at the last step. With bands, the curves are solved in chunks of settings
 (about :data:`CHUNK_VALUES` values each) and reduced on the host chunk by chunk (the new
 run's last step after every chunk, from that final competence), so memory does not grow with
-the number of settings beyond the reduced arrays.
+the number of settings beyond the reduced arrays. With ``band_steps`` (``predict``'s
+``band_points``) only the curves at those steps come back from the compiled program (with
+the per-step mean of the mean curves and a flag per draw that every step is in range),
+the bands and the new run's noise are computed there and interpolated linearly between
+them (:mod:`calibrate._predict._band_points`).
 """
 
 from __future__ import annotations
@@ -18,8 +22,11 @@ from typing import Any
 
 import numpy as np
 
+import simulate
+
 from .._model import CurveModel
 from .._new_run import SeedSpread, draw_phi, evaluation_noise, fresh_effects
+from ._band_points import interpolation_matrix
 from ._checks import failed_draws
 from ._fast import BAND_LEVELS
 
@@ -44,6 +51,7 @@ def solve_new_run(
     spread: SeedSpread,
     seed: int,
     dtype: str,
+    band_steps: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Mean-curve and new-run forecasts of every setting × draw.
 
@@ -61,6 +69,8 @@ def solve_new_run(
         spread: The seed spread (an offset per agent when from replicates).
         seed: Seed of the run effects, offsets and noise.
         dtype: As for :func:`calibrate.predict`.
+        band_steps: The bands at these step indices (the last one included), linear in
+            between; None: at every step.
 
     Returns:
         ``final``, ``codes`` (mean curve, failed draws marked), ``new_final``,
@@ -82,7 +92,8 @@ def solve_new_run(
         out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
             [seed, 3]), offset=offset[None], **kw)  # fmt: skip
         return out
-    n_per = u_all.shape[0] * t.size * n_nodes
+    sub = None if keep_curves else band_steps  # the steps the compiled program returns
+    n_per = u_all.shape[0] * (t.size if sub is None else sub.size) * n_nodes
     chunk = max(1, min(x.shape[0], CHUNK_VALUES // max(n_per, 1)))
     parts: list[dict[str, np.ndarray]] = []
     rng_band = np.random.default_rng([seed, 4])
@@ -90,11 +101,22 @@ def solve_new_run(
         xc = x[start : start + chunk]
         pad = chunk - xc.shape[0]  # one program shape for every chunk
         xp = np.concatenate([xc, np.zeros((pad, x.shape[1]))]) if pad else xc
-        o = predict_arrays(cm, u_all, s_all, xp, t, keep_curves=True, bands=False, dtype=dtype)
+        o = predict_arrays(
+            cm, u_all, s_all, xp, t, keep_curves=True, bands=False, dtype=dtype,
+            curve_steps=sub, mean_draws=None if sub is None else g,
+        )  # fmt: skip
         o = {k: v[: xc.shape[0]] for k, v in o.items()}
-        part = _split(o, g, has_re, o["curves"])
+        part = _split(o, g, has_re, o["curves"], o.get("curve_ok"))
         mc, nc = part.pop("curves"), part.pop("new_curves")
-        part["mean"], part["bands"] = _band(mc)
+        curves_kept = mc
+        if band_steps is None:
+            part["mean"], part["bands"] = _band(mc)
+        else:
+            if sub is None:  # every step came back (keep_curves)
+                mean, mc, nc = mc.mean(axis=1), mc[:, :, band_steps], nc[:, :, band_steps]
+            else:
+                mean = _nan_where(o["mean"][:, None], part["bad"])[:, 0]
+            part["mean"], part["bands"] = mean, _band(mc)[1]
         noisy = evaluation_noise(nc[:, :, :-1], rng=rng_band, offset=offset[None, :, None],
                                  **(kw | {"phi": None if phi is None else phi[None, :, None,
                                                                               None]}))  # fmt: skip
@@ -102,7 +124,7 @@ def solve_new_run(
         # from its own stream over every setting): per chunk, so its curves are not kept
         part["new_mean"], part["new_bands"] = _band(noisy)
         if keep_curves:
-            part["curves"] = mc
+            part["curves"] = curves_kept
         parts.append(part)
     out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
@@ -110,15 +132,29 @@ def solve_new_run(
     last_mean, last_bands = _band(out["new_final"][:, :, None])  # (S, 1, N), (S, 4, 1, N)
     out["new_mean"] = np.concatenate([out["new_mean"], last_mean], axis=1)
     out["new_bands"] = np.concatenate([out["new_bands"], last_bands], axis=2)
+    if band_steps is not None:  # from the band steps to every step
+        W = interpolation_matrix(t, band_steps).astype(out["bands"].dtype)
+        for k in ("bands", "new_bands"):
+            out[k] = np.einsum("tk,sqkn->sqtn", W, out[k])
+        out["new_mean"] = np.einsum("tk,skn->stn", W, out["new_mean"])
     out.pop("bad")
     return out
 
 
-def _split(o: dict[str, np.ndarray], g: int, has_re: bool, curves: np.ndarray | None):
-    """Mean-curve and new-run halves of a ``2G`` (or ``G``) solve, failed draws marked."""
+def _split(
+    o: dict[str, np.ndarray],
+    g: int,
+    has_re: bool,
+    curves: np.ndarray | None,
+    curve_ok: np.ndarray | None = None,
+):
+    """Mean-curve and new-run halves of a ``2G`` (or ``G``) solve, failed draws marked
+    (``curve_ok`` ``(S, 2G)``: every step in range, when the curves are at some steps)."""
     mean_sl, new_sl = slice(0, g), (slice(g, 2 * g) if has_re else slice(0, g))
     mc = None if curves is None else curves[:, mean_sl]
     nc = None if curves is None else curves[:, new_sl]
+    if curve_ok is not None:  # a draw out of range between the returned steps: failed
+        o = o | {"codes": np.where(curve_ok[..., None], o["codes"], int(simulate.Regime.FAILED))}
     final, codes, bad = failed_draws(o["final"][:, mean_sl], o["codes"][:, mean_sl], mc)
     nfinal, ncodes, nbad = failed_draws(o["final"][:, new_sl], o["codes"][:, new_sl], nc)
     out = {"final": final, "codes": codes, "new_final": nfinal, "new_codes": ncodes}

@@ -1,0 +1,90 @@
+"""``calibrate.predict``'s ``band_points`` (bands at fewer steps, linear in between) and
+the float32 program's wider quad cells (issue 33 §2), against the per-step float64 path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import calibrate as cal
+from calibrate._predict._band_points import band_steps, interpolation_matrix
+
+SETTINGS = [{"rl.lr": v} for v in (2e-5, 1e-4, 5.5e-4, 3e-3)]
+POINTS, K = 60, 12
+
+
+@pytest.fixture(scope="module")
+def fit(lr_family_fit):
+    """The session's shared laplace fit of the 3-lr family (tests/calibrate/conftest.py)."""
+    return lr_family_fit[0]
+
+
+def _interp(full: np.ndarray, t: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Oracle: ``numpy.interp`` along the step axis (-2) of the values at ``steps``."""
+    moved = np.moveaxis(full, -2, -1)
+    out = np.apply_along_axis(lambda v: np.interp(t, t[steps], v[steps]), -1, moved)
+    return np.moveaxis(out, -1, -2)
+
+
+def test_band_steps_and_interpolation():
+    s = band_steps(60, 12)
+    assert s is not None and s[0] == 0 and s[-1] == 59 and s.size == 12
+    assert np.all(np.diff(s) > 0)
+    assert band_steps(60, None) is None and band_steps(60, 60) is None
+    for bad in (1, 0, 2.5, True, "4"):
+        with pytest.raises(cal.ConfigError, match="band_points"):
+            band_steps(60, bad)  # pyright: ignore[reportArgumentType]
+    t = np.geomspace(1.0, 300.0, 40)
+    k = band_steps(40, 7)
+    assert k is not None
+    v = np.sin(t / 50.0)
+    expect = _interp(v[:, None], t, k)[:, 0]
+    np.testing.assert_allclose(interpolation_matrix(t, k) @ v[k], expect, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("band", ["mean", "new_run"])
+def test_band_points_equal_the_per_step_band_at_their_steps(fit, band):
+    """The mean-curve band at the band steps equals the per-step band (1e-12) and is
+    ``numpy.interp`` of it in between; finals, regimes and the new run's finals are those of
+    the per-step call (its last step too: it comes from ``new_final``)."""
+    full = cal.predict(fit, SETTINGS, max_draws=32, n_points=POINTS, band=band)
+    few = cal.predict(fit, SETTINGS, max_draws=32, n_points=POINTS, band=band, band_points=K)
+    steps = band_steps(POINTS, K)
+    assert steps is not None
+    assert full.bands is not None and few.bands is not None
+    assert few.mean is not None and full.mean is not None
+    assert few.bands.shape == full.bands.shape
+    np.testing.assert_allclose(few.bands, _interp(full.bands, full.t, steps), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(few.mean, full.mean, rtol=0, atol=1e-12)  # exact at every step
+    # the interpolation is not the identity (the check above can fail)
+    assert np.max(np.abs(few.bands - full.bands)) > 1e-3
+    np.testing.assert_array_equal(few.codes, full.codes)
+    np.testing.assert_array_equal(few.final, full.final)
+    if band == "new_run":
+        np.testing.assert_array_equal(few.new_final, full.new_final)
+        np.testing.assert_array_equal(few.new_codes, full.new_codes)
+        assert few.new_bands is not None and full.new_bands is not None
+        assert few.new_bands.shape == full.new_bands.shape
+        np.testing.assert_array_equal(few.new_bands[:, :, -1], full.new_bands[:, :, -1])
+        # fewer noise draws, from the same stream: Monte Carlo noise of 32 draws at n_eval
+        assert np.max(np.abs(few.new_bands[:, :, steps] - full.new_bands[:, :, steps])) < 0.2
+        kept = cal.predict(fit, SETTINGS, max_draws=32, n_points=POINTS, band_points=K,
+                           keep_curves=True)  # fmt: skip
+        for name in ("bands", "mean", "new_bands", "new_mean"):
+            np.testing.assert_allclose(getattr(kept, name), getattr(few, name), atol=1e-12)
+
+
+def test_float32_with_band_points_agrees_with_float64_to_1e_4(fit):
+    """The float32 program (wider quad cells) against float64, both at the same band steps."""
+    f64 = cal.predict(fit, SETTINGS, max_draws=32, n_points=POINTS, band="mean", band_points=K)
+    f32 = cal.predict(fit, SETTINGS, max_draws=32, n_points=POINTS, band="mean", band_points=K,
+                      dtype="float32")  # fmt: skip
+    assert f32.bands is not None and f64.bands is not None
+    np.testing.assert_allclose(f32.final, f64.final, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(f32.bands, f64.bands, rtol=0, atol=1e-4)
+    assert np.mean(f32.codes == f64.codes) >= 0.99
+
+
+def test_band_points_must_be_an_integer_before_any_solve(fit):
+    with pytest.raises(cal.ConfigError, match="band_points"):
+        cal.predict(fit, SETTINGS[:1], max_draws=4, n_points=POINTS, band_points=1)
