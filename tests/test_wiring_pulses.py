@@ -1,0 +1,69 @@
+"""The wiring read-back with a knock-down of X per set (paper/wiring_pulses.py): its design's
+sets, runs and configs (the reused ones the third read-back's own), and its --quick pipeline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "paper"))
+
+from wiring_pulses import PulseDesign, run_name  # noqa: E402
+from wiring_weights import WeightDesign  # noqa: E402
+from wiring_weights import run_name as weight_run_name  # noqa: E402
+
+
+def test_the_design_s_sets_runs_and_configs(tmp_path):
+    from llm_runs._edges import pulse_windows
+    from llm_runs.config import TrainConfig
+
+    cfg = PulseDesign()
+    sets = cfg.sets()
+    assert len(sets) == 8 and all(len(js) == 3 for js in sets.values())  # >= 4 types, >= 3
+    jobs = cfg.jobs("wiring")
+    assert len(jobs) == 8 and all(j[2] == "pulse" for j in jobs)  # only the pulse runs
+    # the reused runs are the third read-back's, config for config
+    old = WeightDesign()
+    for m, k, kind in (j for js in sets.values() for j in js if j[2] != "pulse"):
+        i = {"w0": 0, "w0.9": 2}[kind]
+        assert old.weights[i] == (0.0 if kind == "w0" else cfg.weight)
+        assert cfg.train_config(m, k, kind) == old.train_config(m, k, i, old.weights[i])
+        assert cfg.run_path(tmp_path, (m, k, kind)).name == weight_run_name(m, k, i, old.weights[i])
+    c = cfg.train_config("C2", 1, "pulse")
+    assert c["seed"] == 3013 and c["name"] == run_name("C2", 1, "pulse") == "C2_set1_pulseX_w0.9"
+    assert cfg.run_path(tmp_path, ("C2", 1, "pulse")) == tmp_path / "C2_set1_pulseX_w0.9"
+    tc = TrainConfig.from_dict(c)
+    assert tc.network.default_weight == 0.9 and tc.task.spurious.roles == ["X"]
+    assert pulse_windows(tc.task.spurious, tc.steps, seed=tc.seed) == [[30, 60]]
+    seeds = {cfg.train_config(*j)["seed"] for j in jobs}
+    assert seeds == {3003, 3013}  # paired across types, none of the earlier runs'
+    quick = PulseDesign(reuse_from=None, wiring_types=["C2"], wiring_sets=[0])
+    assert len(quick.jobs("wiring")) == 3
+    with pytest.raises(ValueError, match="training phase"):
+        cfg.jobs("fit")
+
+
+@pytest.mark.slow
+def test_quick_pipeline_trains_fits_and_summarises(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    cmd = [sys.executable, str(ROOT / "paper" / "wiring_pulses.py"), "--quick",
+           "--out", str(out), "--runs", str(runs)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    w = s["wiring_identification"]
+    assert list(w["sets"]) == ["C2_set0"] and s["missing_sets"] == []
+    assert 1 <= w["sets"]["C2_set0"]["rank"] <= 16
+    fit = json.loads((out / "wiring" / "C2_set0" / "fits" / "C2-AND" / "config.json").read_text())
+    assert fit["pulses"] is True and fit["edge_weights"] is True
+    man = json.loads((out / "runs" / "C2_set0_pulseX_w0.9" / "manifest.json").read_text())
+    assert man["schedules"]["pulses"] == [[2, 5]]
+    assert man["config"]["task"]["spurious"]["roles"] == ["X"]
+    assert len(list((out / "runs").glob("*/manifest.json"))) == 3
