@@ -226,11 +226,12 @@ def test_a_weight_family_reads_the_wiring_back_with_the_weights_only():
     weights (llm_runs' default_weight 0, 0.45, 0.9): selection over the 8 AND types with
     ``edge_weights`` ranks C2 first or indistinguishable, every sign it identifies is
     right, and it fits far better (elpd) than without, where the same data identify no
-    sign. Measured at this seed (3): with the weights C2 first
-    (elpd -429.1, I2 within 2 se), X->Y '-' and X->Z '-' identified; without, best
-    elpd -745.5, C2 last of 8, no sign. At data seeds 4 and 5 (not asserted) C2 ranked
-    second and indistinguishable with the weights but no sign was identified (elpd -431
-    and -439 against -717 and -672 without, where C2 was indistinguishable too)."""
+    sign. Measured at this seed (3), with the weight as llm_runs' whole-rate multiplier
+    (2026-12-05): with the weights I2 first, C2 second and indistinguishable (elpd -435.1 /
+    -435.3), X->Y '-' identified; without, C2 first (elpd -998.9) with three types
+    indistinguishable, no sign. (Under the earlier form, the weight inside the basal
+    bracket: C2 first at elpd -429.1 with X->Y and X->Z '-'; at data seeds 4 and 5 C2 second
+    and indistinguishable with no sign.)"""
     T = {"rho[X]": 0.03, "rho[Y]": 0.06, "rho[Z]": 0.06, "delta": 0.002, "b": 0.15,
          "A0": 0.05, "K": 0.4, "n": 3.0, "Kp[X->Y]": 0.4, "m[X->Y]": 3.0, "Kp[Y->Z]": 0.4,
          "m[Y->Z]": 3.0}  # fmt: skip
