@@ -67,3 +67,30 @@ def test_quick_pipeline_trains_fits_and_summarises(tmp_path):
     assert man["schedules"]["pulses"] == [[2, 5]]
     assert man["config"]["task"]["spurious"]["roles"] == ["X"]
     assert len(list((out / "runs").glob("*/manifest.json"))) == 3
+
+
+def test_the_knockdown_design_adds_a_y_pulse_to_each_set(tmp_path):
+    from wiring_knockdowns import KnockdownDesign
+    from wiring_knockdowns import run_name as kd_run_name
+
+    from llm_runs.config import TrainConfig
+
+    cfg, earlier = KnockdownDesign(), PulseDesign()
+    sets = cfg.sets()
+    assert list(sets) == list(earlier.sets()) and all(len(js) == 4 for js in sets.values())
+    jobs = cfg.jobs("wiring")
+    assert len(jobs) == 8 and all(j[2] == "pulseY" for j in jobs)
+    for js in sets.values():  # the three earlier runs of a set, config for config and folder
+        for j in js[:3]:
+            assert cfg.train_config(*j) == earlier.train_config(*j)
+            assert cfg.run_path(tmp_path, j).name == run_name(*j)
+    c = cfg.train_config("I1", 1, "pulseY")
+    assert c["seed"] == 3014 and c["name"] == kd_run_name("I1", 1, "pulseY")
+    tc = TrainConfig.from_dict(c)
+    assert tc.task.spurious.roles == ["Y"] and tc.task.spurious.starts == [80]
+    assert tc.network.default_weight == 0.9 and tc.network.motif == "I1"
+    assert cfg.run_path(tmp_path, ("I1", 1, "pulseY")) == tmp_path / "I1_set1_pulseY_w0.9"
+    quick = KnockdownDesign(reuse_pulses_from=None,
+                            earlier={**cfg.earlier, "reuse_from": None, "wiring_types": ["C2"],
+                                     "wiring_sets": [0]})  # fmt: skip
+    assert len(quick.jobs("wiring")) == 4
