@@ -48,20 +48,31 @@ def testbed(m: Macros, results: Path) -> None:
     m.add("TBPairsDistinct", fmt(dig(sep, "distinguishable_pairs"), 0))
     m.add("TBPairsTested", fmt(dig(sep, "tested_pairs"), 0))
     m.add("TBOmnibusP", fmt(dig(sep, "omnibus_p"), 4))
-    sets = dig(s, "wiring_identification", "sets")
-    ok = (
-        None
-        if sets is None
-        else sum(v["rank"] == 1 or v["in_indistinguishable"] for v in sets.values())
-    )
-    wrong = (
-        None
-        if sets is None
-        else sum(not all(v["identified_correct"].values()) for v in sets.values())
-    )
-    m.add("TBWiringSets", PENDING if sets is None else str(len(sets)))
-    m.add("TBWiringTruthOk", PENDING if ok is None else str(ok))
-    m.add("TBWiringWrongSign", PENDING if wrong is None else str(wrong))
+    wiring_macros(m, "TB", dig(s, "wiring_identification", "sets"))
+
+
+#: The later read-backs of the wiring (issue 29 §4): results folder -> macro prefix.
+READBACKS = {"wiring_weights": "RBW", "wiring_pulses": "RBX", "wiring_knockdowns": "RBXY"}
+
+
+def wiring_macros(m: Macros, prefix: str, sets: dict[str, Any] | None) -> None:
+    """``<prefix>WiringSets``, ``...TruthOk`` (first or indistinguishable), ``...WrongSign``
+    (sets with a wrong identified sign) and ``...TwoSigns`` (sets with >= 2 signs)."""
+
+    def count(pred: Any) -> str:
+        return PENDING if sets is None else str(sum(bool(pred(v)) for v in sets.values()))
+
+    m.add(f"{prefix}WiringSets", PENDING if sets is None else str(len(sets)))
+    m.add(f"{prefix}WiringTruthOk", count(lambda v: v["rank"] == 1 or v["in_indistinguishable"]))
+    m.add(f"{prefix}WiringWrongSign", count(lambda v: not all(v["identified_correct"].values())))
+    m.add(f"{prefix}WiringTwoSigns", count(lambda v: len(v["identified"]) >= 2))
+
+
+def readbacks(m: Macros, results: Path) -> None:
+    """The later read-backs' measures (weight family, knock-down of X, of X and Y)."""
+    for folder, prefix in READBACKS.items():
+        s = read_json(results / folder / "summary.json")
+        wiring_macros(m, prefix, dig(s, "wiring_identification", "sets"))
 
 
 def forecast(m: Macros, results: Path) -> None:

@@ -320,7 +320,14 @@ def main(argv: list[str] | None = None) -> int:
     from _tex_numbers_hyp import hypotheses
     from _tex_numbers_pool import pool
     from _tex_numbers_pool_testbed import pool_testbed
-    from _tex_numbers_testbed import forecast, hypotheses_testbed, recommend_testbed, testbed, watch
+    from _tex_numbers_testbed import (
+        forecast,
+        hypotheses_testbed,
+        readbacks,
+        recommend_testbed,
+        testbed,
+        watch,
+    )
 
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -342,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         testbed(m, results)
         forecast(m, results)
         recommend_testbed(m, results)
+        readbacks(m, results)
         watch(m, results)
         hypotheses_testbed(m, results)
         pool_testbed(m, results)
