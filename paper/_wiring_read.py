@@ -6,6 +6,8 @@ and ``paper/wiring_weights.py``."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,3 +53,43 @@ def identification_summary(sets: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "no_wrong_sign": all(all(v["identified_correct"].values()) for v in vals),
         "share_two_signs": float(np.mean([len(v["identified"]) >= 2 for v in vals])),
     }
+
+
+def readback_summary(
+    cfg: Any, runs: Path, out: Path, quoted: dict[str, Path | None]
+) -> dict[str, Any]:
+    """A read-back's ``summary.json`` and ``table.md`` from the sets fitted so far (each
+    ``out/wiring/<set>/selection.json``), its finished runs archived into ``out/runs``.
+
+    Args:
+        cfg: The design (its ``sets()``, ``goal``, ``command``).
+        runs: The study's run folders.
+        out: Its results folder.
+        quoted: Earlier read-backs' measures to quote beside these (``earlier``), by name:
+            the path of their ``summary.json`` (None or a missing file: quoted as None).
+    """
+    from _testbed_analysis import archive_runs
+    from wiring_weights import table
+
+    from simulate.common import write_json, write_text
+
+    print(f"  archived {archive_runs(runs, out)} finished runs into {out / 'runs'}")
+    sets = {}
+    for name in cfg.sets():
+        sel = out / "wiring" / name / "selection.json"
+        if sel.is_file():
+            sets[name] = set_identification(json.loads(sel.read_text()), name.split("_")[0])
+    before: dict[str, Any] = {}
+    for key, f in quoted.items():
+        w = json.loads(f.read_text()).get("wiring_identification") if f and f.is_file() else None
+        before[key] = None if w is None else {k: v for k, v in w.items() if k != "sets"}
+    summary = {
+        "wiring_identification": identification_summary(sets),
+        "missing_sets": [n for n in cfg.sets() if n not in sets],
+        "earlier": before,
+        "goal": cfg.goal,
+        "command": cfg.command,
+    }
+    write_json(out / "summary.json", summary)
+    write_text(out / "table.md", table(summary))
+    return summary

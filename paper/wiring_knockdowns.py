@@ -22,7 +22,6 @@ Usage: python paper/wiring_knockdowns.py [--phase restore|wiring|fit|summary|all
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -113,34 +112,14 @@ def fit_phase(cfg: KnockdownDesign, runs: Path, out: Path) -> None:
 
 
 def summary_phase(cfg: KnockdownDesign, runs: Path, out: Path) -> dict[str, Any]:
-    """``summary.json`` and ``table.md``; the earlier read-backs quoted beside it."""
-    from _testbed_analysis import archive_runs
-    from _wiring_read import identification_summary, set_identification
-    from wiring_weights import earlier, table
+    """``summary.json`` and ``table.md``; the earlier read-backs quoted beside them."""
+    from _wiring_read import readback_summary
+    from wiring_weights import EARLIER
 
-    from simulate.common import write_json, write_text
-
-    print(f"  archived {archive_runs(runs, out)} finished runs into {out / 'runs'}")
-    sets = {}
-    for name in cfg.sets():
-        sel = out / "wiring" / name / "selection.json"
-        if sel.is_file():
-            sets[name] = set_identification(json.loads(sel.read_text()), name.split("_")[0])
-    before = earlier()
-    for key, path in (("weight_family", "wiring_weights"), ("x_knockdown", "wiring_pulses")):
-        f = ROOT / "paper" / "results" / path / "summary.json"
-        w = json.loads(f.read_text()).get("wiring_identification") if f.is_file() else None
-        before[key] = None if w is None else {k: v for k, v in w.items() if k != "sets"}
-    summary = {
-        "wiring_identification": identification_summary(sets),
-        "missing_sets": [n for n in cfg.sets() if n not in sets],
-        "earlier": before,
-        "goal": cfg.goal,
-        "command": cfg.command,
-    }
-    write_json(out / "summary.json", summary)
-    write_text(out / "table.md", table(summary))
-    return summary
+    res = ROOT / "paper" / "results"
+    return readback_summary(cfg, runs, out, {**EARLIER,
+                            "weight_family": res / "wiring_weights" / "summary.json",
+                            "x_knockdown": res / "wiring_pulses" / "summary.json"})  # fmt: skip
 
 
 QUICK = {"pulse_start": 4, "pulse_length": 2, "reuse_pulses_from": None,

@@ -37,7 +37,6 @@ Usage: python paper/wiring_pulses.py [--phase restore|wiring|fit|summary|all]
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -144,33 +143,12 @@ def fit_phase(cfg: PulseDesign, runs: Path, out: Path) -> None:
 
 def summary_phase(cfg: PulseDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` and ``table.md`` from the sets fitted so far; this study's finished
-    runs archived into ``out/runs``."""
-    from _testbed_analysis import archive_runs
-    from _wiring_read import identification_summary, set_identification
-    from wiring_weights import earlier, table
+    runs archived into ``out/runs``; the earlier read-backs quoted beside them."""
+    from _wiring_read import readback_summary
+    from wiring_weights import EARLIER
 
-    from simulate.common import write_json, write_text
-
-    print(f"  archived {archive_runs(runs, out)} finished runs into {out / 'runs'}")
-    sets = {}
-    for name in cfg.sets():
-        sel = out / "wiring" / name / "selection.json"
-        if sel.is_file():
-            sets[name] = set_identification(json.loads(sel.read_text()), name.split("_")[0])
-    before = earlier()
-    f = ROOT / "paper" / "results" / "wiring_weights" / "summary.json"
-    w = json.loads(f.read_text()).get("wiring_identification") if f.is_file() else None
-    before["weight_family"] = None if w is None else {k: v for k, v in w.items() if k != "sets"}
-    summary = {
-        "wiring_identification": identification_summary(sets),
-        "missing_sets": [n for n in cfg.sets() if n not in sets],
-        "earlier": before,
-        "goal": cfg.goal,
-        "command": cfg.command,
-    }
-    write_json(out / "summary.json", summary)
-    write_text(out / "table.md", table(summary))
-    return summary
+    weights = ROOT / "paper" / "results" / "wiring_weights" / "summary.json"
+    return readback_summary(cfg, runs, out, {**EARLIER, "weight_family": weights})
 
 
 QUICK = {"steps": 8, "eval_every": 2, "n_probe": 8, "n_test": 8, "preset": "micro",

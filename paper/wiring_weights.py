@@ -38,7 +38,6 @@ Usage: python paper/wiring_weights.py [--phase restore|wiring|fit|summary|all]
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -128,39 +127,17 @@ def fit_phase(cfg: WeightDesign, runs: Path, out: Path) -> None:
 
 def summary_phase(cfg: WeightDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` and ``table.md`` from the sets fitted so far; finished runs archived
-    into ``out/runs``."""
-    from _testbed_analysis import archive_runs
-    from _wiring_read import identification_summary, set_identification
+    into ``out/runs``; the first two read-backs quoted beside them."""
+    from _wiring_read import readback_summary
 
-    from simulate.common import write_json, write_text
-
-    print(f"  archived {archive_runs(runs, out)} finished runs into {out / 'runs'}")
-    sets = {}
-    for name in cfg.sets():
-        sel = out / "wiring" / name / "selection.json"
-        if sel.is_file():
-            sets[name] = set_identification(json.loads(sel.read_text()), name.split("_")[0])
-    summary = {
-        "wiring_identification": identification_summary(sets),
-        "missing_sets": [n for n in cfg.sets() if n not in sets],
-        "earlier": earlier(),
-        "goal": cfg.goal,
-        "command": cfg.command,
-    }
-    write_json(out / "summary.json", summary)
-    write_text(out / "table.md", table(summary))
-    return summary
+    return readback_summary(cfg, runs, out, EARLIER)
 
 
-def earlier() -> dict[str, Any]:
-    """The first two read-backs' measures, from their committed summaries (None: absent)."""
-    doc: dict[str, Any] = {}
-    for name, path in (("lr_family", "testbed/summary.json"),
-                       ("lr_family_with_gate", "wiring_pipeline/summary.json")):  # fmt: skip
-        f = ROOT / "paper" / "results" / path
-        w = json.loads(f.read_text()).get("wiring_identification") if f.is_file() else None
-        doc[name] = None if w is None else {k: v for k, v in w.items() if k != "sets"}
-    return doc
+#: The first two read-backs (name -> their committed summary).
+EARLIER = {
+    "lr_family": ROOT / "paper" / "results" / "testbed" / "summary.json",
+    "lr_family_with_gate": ROOT / "paper" / "results" / "wiring_pipeline" / "summary.json",
+}
 
 
 def table(s: dict[str, Any]) -> str:
