@@ -94,3 +94,20 @@ def test_the_knockdown_design_adds_a_y_pulse_to_each_set(tmp_path):
                             earlier={**cfg.earlier, "reuse_from": None, "wiring_types": ["C2"],
                                      "wiring_sets": [0]})  # fmt: skip
     assert len(quick.jobs("wiring")) == 4
+
+
+@pytest.mark.slow
+def test_quick_knockdown_pipeline_trains_fits_and_summarises(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    cmd = [sys.executable, str(ROOT / "paper" / "wiring_knockdowns.py"), "--quick",
+           "--out", str(out), "--runs", str(runs)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert list(s["wiring_identification"]["sets"]) == ["C2_set0"] and s["missing_sets"] == []
+    assert set(s["earlier"]) >= {"weight_family", "x_knockdown"}
+    man = json.loads((out / "runs" / "C2_set0_pulseY_w0.9" / "manifest.json").read_text())
+    assert man["schedules"]["pulses"] == [[4, 6]]
+    assert man["config"]["task"]["spurious"]["roles"] == ["Y"]
+    assert len(list((out / "runs").glob("*/manifest.json"))) == 4
