@@ -34,7 +34,7 @@ def config_pulses(
         DataError: No llm_runs config, a config llm_runs refuses, or pulses of mode
             ``random`` (not modelled; one line naming ``run``).
     """
-    from llm_runs._edges import pulse_windows
+    from llm_runs import pulse_windows
     from llm_runs.config import TrainConfig
 
     if not config or "task" not in config:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._base_model import load_base as load_base
     from ._base_model import pretrain_base as pretrain_base
     from ._competence_plot import competence_figure as competence_figure
+    from ._edges import pulse_windows as pulse_windows
     from ._policy import MultiAdapter as MultiAdapter
     from ._steps import rl_step as rl_step
     from ._sweep import run_sweep as run_sweep
@@ -60,6 +61,7 @@ _LAZY = {
     "train_bpe": ("._tokenizer", "train_bpe"),
     "setup_training": ("._train", "setup_training"),
     "rl_step": ("._steps", "rl_step"),
+    "pulse_windows": ("._edges", "pulse_windows"),  # torch-free (numpy, simulate)
 }
 
 
