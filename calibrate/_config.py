@@ -244,7 +244,8 @@ class FitConfig:
             training config (data, not fitted; :mod:`calibrate._edge_weights`). Needs
             inputs that carry their llm_runs config (run folders).
         pulses: Give each run its known spurious-reward pulses (default false): while a
-            ``flip`` pulse hits a node its learning target is 0 instead of 1, from the
+            ``flip`` pulse hits a node it is driven back toward its start level at a
+            share ``flip[node]`` (fitted) of its learning rate; the windows from the
             run's own training config (:mod:`calibrate._pulses`). Needs run folders, the
             ``quad`` solver (or ``auto``) and ODE dynamics.
         rhat_max: Diagnostics threshold for R-hat.

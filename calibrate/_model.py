@@ -155,12 +155,12 @@ class CurveModel(eqx.Module):
         the ``stale`` lag is the map's, :meth:`curves`), and node weights ``weight`` (N,)."""
         if weight is not None:
             return simulate.with_edge_weights(self.with_params(theta), weight)
-        names = self.layout.names
-        if "lag" not in names:
+        names = self.layout.names  # ``lag`` and the pulses' ``flip`` rates are not the model's
+        keep = np.array([i for i, b in enumerate(self.layout.bases) if b not in ("lag", "flip")])
+        if keep.size == len(names):
             return simulate.param_setter(self.base, names)(self.base, theta)
-        keep = np.array([i for i, name in enumerate(names) if name != "lag"])
         m = simulate.param_setter(self.base, [names[i] for i in keep])(self.base, theta[keep])
-        if self.config.lag == "erlang":
+        if "lag" in names and self.config.lag == "erlang":
             m = eqx.tree_at(lambda mm: mm.tau, m, m.eta * theta[names.index("lag")])
         return m
 
@@ -210,7 +210,8 @@ class CurveModel(eqx.Module):
             p = self.run_pulses if qg is self.quad else pulse_shares(self.pulse_windows, qg.nodes)
 
         def f(th, w, flip):
-            how_run = how if flip is None else Quad(cast(QuadGrid, qg), flip=flip)
+            k = th[np.array(self.layout.bases) == "flip"] if flip is not None else 1.0
+            how_run = how if flip is None else Quad(cast(QuadGrid, qg), flip=flip, flip_rate=k)
             return solve_at(self.with_params(th, w), grid, solver=how_run, options=opts)
 
         return jax.vmap(f)(theta_runs, self.weights_for(theta_runs), p)

@@ -65,7 +65,7 @@ class Layout(eqx.Module):
     Attributes:
         names: Natural names, e.g. ``rho[X]``, ``K[X->Y]``.
         bases: Base of each (``rho``, ``b``, ``delta``, ``A0``, ``K``, ``n``, the pipeline
-            gates' ``Kp``, ``m``, ``eta``, ``lag``).
+            gates' ``Kp``, ``m``, ``eta``, ``lag``, ``flip``).
         targets: Node or edge of each (``""`` for ``eta`` and ``lag``).
         logit: True where the transform is sigmoid (b, A0), else exp.
         loc: Prior median on the transformed scale.
@@ -104,7 +104,7 @@ class Layout(eqx.Module):
 def make_layout(network: simulate.Network, config: FitConfig, horizon: float) -> Layout:
     """Free parameters of ``network`` with their priors (b only for regulated nodes; the
     pipeline gates' ``Kp``, ``m`` after the edges; then ``eta`` under the map dynamics and
-    ``lag`` with a policy lag).
+    ``lag`` with a policy lag; last, with pulses, each node's ``flip``).
 
     Raises:
         ConfigError: A pipeline edge names a node that is not in ``network``, or a prior
@@ -141,6 +141,10 @@ def make_layout(network: simulate.Network, config: FitConfig, horizon: float) ->
         names.append(g)
         bases.append(g)
         targets.append("")
+    for node in network.names if config.pulses else ():  # a flip pulse's rate, per node
+        names.append(f"flip[{node}]")
+        bases.append("flip")
+        targets.append(node)
     for key in config.priors.overrides:
         if key not in names:
             raise ConfigError(

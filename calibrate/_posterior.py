@@ -42,7 +42,14 @@ def check_output_folder(out: str | Path, *, what: str = "--out") -> Path:
 FIT_COMMAND = "calibrate fit"
 
 SOLVER_ERROR_MAX = 1e-3  # largest tolerated |curves - reference solve| at the MAP
-_DIMS = {"b": "regulated", "Kp": "pipeline", "m": "pipeline", "eta": "eta", "lag": "lag"}
+_DIMS = {
+    "b": "regulated",
+    "Kp": "pipeline",
+    "m": "pipeline",
+    "eta": "eta",
+    "lag": "lag",
+    "flip": "flip",
+}
 
 
 def _az():

@@ -59,6 +59,10 @@ class Priors:
         eta_sd: Log-sd of eta.
         lag_median: Median policy lag in training steps (``FitConfig.lag``).
         lag_sd: Log-sd of the lag.
+        flip_median: Median rate of a flip pulse (``FitConfig.pulses``) as a share of a
+            node's learning rate (one per node): the pulse drives the node back toward its
+            start level.
+        flip_sd: Log-sd of that share.
         overrides: Per-parameter ``{"rho[X]": [median, sd]}`` overriding the above.
     """
 
@@ -87,6 +91,8 @@ class Priors:
     eta_sd: float = 0.1
     lag_median: float = 1.0
     lag_sd: float = 1.0
+    flip_median: float = 0.3
+    flip_sd: float = 1.0
     overrides: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -2,12 +2,13 @@
 
 llm_runs corrupts the learning rewards of the roles ``task.spurious.roles`` (every role when
 empty) during the windows ``[start, stop)`` of optimizer steps that
-``llm_runs._edges.pulse_windows`` draws from the run's ``task.spurious`` settings and seed. In
-mode ``flip`` a reward ``r`` becomes ``1 - r``: the agent is taught the wrong answers at the
-rate it was taught the right ones, so its learning target is 0 instead of 1 while the pulse
-lasts. Under ``FitConfig(pulses=True)`` the likelihood gives each run its own known pulses
-(data, not fitted) as, per node and cell of the quadrature grid, the share of the cell inside
-a pulse (the update of step ``s`` acts over ``[s, s + 1]``, after the evaluation at ``s``).
+``llm_runs.pulse_windows`` draws from the run's ``task.spurious`` settings and seed. In
+mode ``flip`` a reward ``r`` becomes ``1 - r``: the agent unlearns, driven back toward its
+start level at a share ``kappa`` (``flip[node]``, fitted) of its learning rate while the
+pulse lasts (:class:`calibrate._quad.Quad`). Under ``FitConfig(pulses=True)`` the likelihood
+gives each run its own known pulses (data, not fitted) as, per node and cell of the
+quadrature grid, the share of the cell inside a pulse (the update of step ``s`` acts over
+``[s, s + 1]``, after the evaluation at ``s``).
 """
 
 from __future__ import annotations

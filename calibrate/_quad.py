@@ -118,18 +118,28 @@ def _node_levels(
     A0: jax.Array,
     h: np.ndarray,
     scan: bool = False,
+    cut: tuple[jax.Array, jax.Array, jax.Array] | None = None,
 ) -> jax.Array:
     """Levels ``A`` at every grid node, ``(M + 1,)``, of ``dA/dt = (c - delta)(1 - A) -
     delta A``, from the total rate ``c`` and its time derivative ``dc`` at the nodes
-    (``scan``: the recurrence as a scan over cells, see :class:`Quad`)."""
+    (``scan``: the recurrence as a scan over cells, see :class:`Quad`). ``cut = (s, r,
+    dr)``: per cell the share ``s`` of a part ``r`` (slopes ``dr``, at the nodes) of ``c``
+    is taken out of the cell's rate (a flip pulse's slower rate)."""
     M = h.shape[0]
     if M == 0:
         return jnp.reshape(A0, (1,))
     w = jnp.asarray(h)  # cell widths
-    c0, c1, d0, d1 = c[:-1], c[1:], dc[:-1], dc[1:]
-    # integrals of the cubic Hermite interpolant of c over each cell and its first half
-    dL = jnp.clip(w * 0.5 * (c0 + c1) + w * w / 12.0 * (d0 - d1), 0.0, _CLIP)
-    dH = w * (13.0 / 32.0 * c0 + 3.0 / 32.0 * c1) + w * w * (11.0 / 192.0 * d0 - 5.0 / 192.0 * d1)
+
+    def hermite(c, dc):  # integrals of the cubic Hermite interpolant over cells, first halves
+        c0, c1, d0, d1 = c[:-1], c[1:], dc[:-1], dc[1:]
+        whole = w * 0.5 * (c0 + c1) + w * w / 12.0 * (d0 - d1)
+        return whole, w * (13 / 32 * c0 + 3 / 32 * c1) + w * w * (11 / 192 * d0 - 5 / 192 * d1)
+
+    dL, dH = hermite(c, dc)
+    if cut is not None:
+        cL, cH = hermite(cut[1], cut[2])
+        dL, dH = dL - cut[0] * cL, dH - cut[0] * cH
+    dL = jnp.clip(dL, 0.0, _CLIP)
     back = jnp.clip(dL - dH, 0.0, _CLIP)  # int c over the second half
     J = w * (_phi1(dL) + (2.0 / 3.0) * (jnp.exp(-back) - jnp.exp(-0.5 * dL)))
     if scan:
@@ -184,16 +194,21 @@ class Quad(AbstractCurveSolver):
         grid: The grid (:meth:`QuadGrid.build` from the steps to solve at, or
             :meth:`for_steps`).
         scan: The recurrence as a scan.
-        flip: Per node and cell, the share of the cell inside a ``flip`` spurious-reward
-            pulse (:func:`calibrate.run_pulse_shares`), shape ``(N, M)`` in [0, 1], or
-            None (no pulse). Inside a pulse a node's learning target is 0 instead of 1:
-            ``dA/dt = r (1 - phi - A) - delta A`` (a reward ``1 - r`` teaches the wrong
-            answers at the rate that ``r`` teaches the right ones).
+        flip: Per node and cell, the share ``phi`` of the cell inside a ``flip``
+            spurious-reward pulse (:func:`calibrate.run_pulse_shares`), shape ``(N, M)``
+            in [0, 1], or None (no pulse). Inside a pulse a node is driven back toward its
+            start level ``A0`` at ``flip_rate`` times its learning rate ``r``:
+            ``dA/dt = r [(1 - phi)(1 - A) + kappa phi (A0 - A)] - delta A`` (a reward
+            ``1 - r`` unlearns what was learned; it moves a policy only where its samples
+            differ, so at a fraction ``kappa`` of the rate, toward the base's level).
+        flip_rate: ``kappa``, the pulse's rate as a share of ``r`` (> 0), per node
+            ``(N,)`` (or one for all).
     """
 
     grid: QuadGrid
     scan: bool = eqx.field(static=True, default=False)
     flip: jax.Array | None = None
+    flip_rate: jax.Array | float = 1.0
 
     @classmethod
     def for_steps(cls, ts: np.ndarray, dt: float, *, scan: bool = False) -> Quad:
@@ -247,15 +262,19 @@ class Quad(AbstractCurveSolver):
             (r, f), (dr, df) = jax.jvp(lambda lv, i=i: rate(lv, i), (levels,), (slopes,))
             r, dr = jnp.broadcast_to(r, shape), jnp.broadcast_to(dr, shape)
             d = kin.delta[i]
+            a0, cut = kin.A0[i], None
             if w is None and flip is None:  # dB/dt = -(r + delta) B + delta
-                c, dc, source, target = r + d, dr, d, 1.0
-            else:  # dB/dt = -(r + f delta) B + f delta + r phi (phi: share of a flip pulse)
+                c, dc, source, gain, target = r + d, dr, d, 1.0, 1.0
+            else:  # dB/dt = -(r m + f delta) B + f delta + r k phi (1 - A0), m = 1 - (1 - k) phi
                 f, df = jnp.broadcast_to(f, shape), jnp.broadcast_to(df, shape)
                 c, dc = r + f * d, dr + df * d
                 phi = jnp.zeros(shape[0] - 1) if flip is None else flip[i]  # per cell
-                source = 0.5 * (f[:-1] + f[1:]) * d + 0.5 * (r[:-1] + r[1:]) * phi
-                target = 1.0 - jnp.concatenate([phi, phi[-1:]])  # at nodes: right-continuous
-            A = _node_levels(c, dc, source, kin.A0[i], grid.h, scan)
+                k = jnp.broadcast_to(jnp.asarray(self.flip_rate), (model.size,))[i]
+                cut = ((1.0 - k) * phi, r, dr)
+                source = 0.5 * (f[:-1] + f[1:]) * d + 0.5 * (r[:-1] + r[1:]) * k * phi * (1 - a0)
+                pn = jnp.concatenate([phi, phi[-1:]])  # at nodes: right-continuous
+                gain, target = 1.0 - (1.0 - k) * pn, (1.0 - pn + k * pn * a0)
+            A = _node_levels(c, dc, source, a0, grid.h, scan, cut)
             levels[i] = A
-            slopes[i] = r * (target - A) - (d if w is None else f * d) * A
+            slopes[i] = r * (target - gain * A) - (d if w is None else f * d) * A
         return finite_levels(jnp.stack(levels, axis=-1)[jnp.asarray(grid.obs)])

@@ -122,13 +122,16 @@ def run_name(motif: str, k: int, kind: str) -> str:
     return f"{motif}_set{k}_{'pulseX_w0.9' if kind == 'pulse' else kind}"
 
 
-def fit_phase(cfg: PulseDesign, runs: Path, out: Path) -> None:
-    """Fit every set whose runs have all finished (a set with a ``selection.json`` is kept)."""
+def fit_phase(cfg: PulseDesign, runs: Path, out: Path, names: list[str] | None = None) -> None:
+    """Fit every set (of ``names``, default all) whose runs have all finished (a set with a
+    ``selection.json`` is kept)."""
     from _pool_analysis import run_curves
 
     from calibrate import fit_runs
 
     for name, jobs in cfg.sets().items():
+        if names is not None and name not in names:
+            continue
         fit, paths = out / "wiring" / name, [cfg.run_path(runs, j) for j in jobs]
         if (fit / "selection.json").is_file():
             continue

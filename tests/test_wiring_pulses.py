@@ -111,3 +111,46 @@ def test_quick_knockdown_pipeline_trains_fits_and_summarises(tmp_path):
     assert man["schedules"]["pulses"] == [[4, 6]]
     assert man["config"]["task"]["spurious"]["roles"] == ["Y"]
     assert len(list((out / "runs").glob("*/manifest.json"))) == 4
+
+
+def test_the_refit_reads_both_knockdown_read_backs_runs(tmp_path):
+    from wiring_floor import FloorDesign
+    from wiring_knockdowns import KnockdownDesign
+
+    cfg, kd = FloorDesign(), KnockdownDesign()
+    sets = cfg.sets()
+    assert len(sets) == 16 and cfg.jobs("wiring") == []  # a re-analysis: no run trained
+    for name, js in kd.sets().items():
+        assert sets[f"{name}_x"] == js[:3] and sets[f"{name}_xy"] == js
+    arch = {"pulse": "wiring_pulses", "pulseY": "wiring_knockdowns", "w0": "wiring_weights",
+            "w0.9": "wiring_weights"}  # fmt: skip
+    for js in sets.values():  # every run from the archive that holds it, none from --runs
+        for j in js:
+            p = cfg.run_path(tmp_path, j)
+            assert p.parent == ROOT / "paper" / "results" / arch[j[2]] / "runs", (j, p)
+            assert p.name == kd.run_path(tmp_path, j).name
+    assert cfg.pipeline == kd.pipeline == "X->Y,Y->Z"
+    with pytest.raises(ValueError, match="training phase"):
+        cfg.jobs("fit")
+
+
+@pytest.mark.slow
+def test_quick_refit_pipeline_fits_both_families(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    cmd = [sys.executable, str(ROOT / "paper" / "wiring_floor.py"), "--quick",
+           "--out", str(out), "--runs", str(runs)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert sorted(s["wiring_identification"]["sets"]) == ["C2_set0_x", "C2_set0_xy"]
+    assert s["missing_sets"] == [] and set(s["by_family"]) == {"x", "xy"}
+    for fam in ("x", "xy"):
+        b = s["by_family"][fam]
+        assert b["n_sets"] == 1 and 0 <= b["truth_first_or_indistinguishable_sets"] <= 1
+        k = b["kappa_true_type"][f"C2_set0_{fam}"]
+        assert set(k) == {"flip[X]", "flip[Y]", "flip[Z]"} and all(v > 0 for v in k.values())
+    fit = out / "wiring" / "C2_set0_x" / "fits" / "C2-AND"
+    assert json.loads((fit / "config.json").read_text())["pulses"] is True
+    data = json.loads((fit / "run_configs.json").read_text())
+    assert len(data) == 3  # the X family: the set's first three runs

@@ -1,7 +1,8 @@
 """Each run's known spurious-reward pulses in the likelihood (``calibrate fit --pulses``, issue
 29 §4): the pulse windows read from llm_runs' config, the cell shares on the quadrature grid,
-the quad solve of a weighted network with a flip pulse on X against scipy's ``solve_ivp`` of
-the same law, nothing changed without the flag, and the refusals."""
+the quad solve of a weighted network with a flip pulse on X (X driven back toward its start
+level at a share ``kappa`` of its rate) against scipy's ``solve_ivp`` of the same law, for two
+``kappa``, nothing changed without the flag, and the refusals."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
+from scipy.stats import norm
 
 import calibrate as cal
 from calibrate.__main__ import main
@@ -23,7 +25,7 @@ from calibrate._quad import QuadGrid
 P = {
     "rho[X]": 0.05, "rho[Y]": 0.08, "rho[Z]": 0.07, "b[X]": 0.0, "b[Y]": 0.2, "b[Z]": 0.15,
     "delta[X]": 0.002, "delta[Y]": 0.004, "delta[Z]": 0.003,
-    "A0[X]": 0.05, "A0[Y]": 0.04, "A0[Z]": 0.06, "K": 0.4, "n": 3.0,
+    "A0[X]": 0.3, "A0[Y]": 0.04, "A0[Z]": 0.06, "K": 0.4, "n": 3.0,
 }  # fmt: skip
 STEPS = np.arange(0.0, 201.0, 10.0)
 A0 = [P["A0[X]"], P["A0[Y]"], P["A0[Z]"]]
@@ -50,9 +52,10 @@ def _data() -> cal.CurveData:
     return dataclasses.replace(data, configs=configs)
 
 
-def _oracle(w: float, pulse) -> np.ndarray:
+def _oracle(w: float, pulse, kappa: float) -> np.ndarray:
     """``solve_ivp`` of the C2-AND law with llm_runs' multiplier ``1 - w + w G`` on the whole
-    rate and X's learning target 0 inside the pulse, piece by piece between its edges."""
+    rate and, inside the pulse, X's rate ``rho kappa (A0 - A) - delta A``, piece by piece
+    between the pulse's edges."""
     K, n = P["K"], P["n"]
 
     def f(t, A, flip):
@@ -62,8 +65,10 @@ def _oracle(w: float, pulse) -> np.ndarray:
         out = []
         for k, (node, a) in enumerate((("X", x), ("Y", y), ("Z", z))):
             ww = 0.0 if k == 0 else w
-            target = 0.0 if flip and k == 0 else 1.0
-            rate = P[f"rho[{node}]"] * (target - a) - P[f"delta[{node}]"] * a
+            if flip and k == 0:
+                rate = P[f"rho[{node}]"] * kappa * (A0[k] - a) - P[f"delta[{node}]"] * a
+            else:
+                rate = P[f"rho[{node}]"] * (1.0 - a) - P[f"delta[{node}]"] * a
             out.append((1 - ww + ww * gs[k]) * rate)
         return out
 
@@ -98,14 +103,22 @@ def test_windows_and_shares_follow_llm_runs_config():
     assert 0 < shares[3, 0, cell] < 1
 
 
-def test_the_quad_solve_follows_each_run_s_pulse():
+@pytest.mark.parametrize("kappa", [1.0, 0.3])
+def test_the_quad_solve_follows_each_run_s_pulse(kappa):
     data = _data()
-    refs = np.stack([_oracle(w, p) for w, p in RUNS])
+    refs = np.stack([_oracle(w, p, kappa) for w, p in RUNS])
     assert np.max(np.abs(refs[1] - refs[2])) > 0.1  # the pulse matters, on X and downstream
+    # X falls toward its start level, not below it
+    pulsed = (STEPS > 30) & (STEPS <= 60)
+    assert (
+        refs[2][pulsed, 0].min() >= A0[0] - 1e-9
+        and refs[2][pulsed, 0].min() < refs[1][pulsed, 0].min()
+    )
     cfg = cal.FitConfig(method="laplace", edge_weights=True, pulses=True, dt=1.0)
     cm = cal.build_model(data, "C2-AND", cfg)
     assert cm.pulse_windows and not cm.pooled
-    full = {**P}
+    full = {**P, "flip[X]": kappa, "flip[Y]": 0.01, "flip[Z]": 5.0}  # Y, Z: not pulsed
+    assert [n for n in cm.layout.names if n.startswith("flip")] == ["flip[X]", "flip[Y]", "flip[Z]"]
     row = [full[nm] if nm in full else full[nm.split("[")[0]] for nm in cm.layout.names]
     A, ok = cm.curves(jnp.asarray(np.tile(row, (cm.n_runs, 1)), dtype=float))
     assert bool(jnp.all(ok))
@@ -122,10 +135,13 @@ def test_without_the_flag_nothing_changes():
         data, "C2-AND", cal.FitConfig(method="laplace", edge_weights=True, pulses=True)
     )
     assert a.pulse_windows == ()
-    params = {k: 0.1 * jnp.ones(s) for k, s in a.sites().items()}
-    la, lb = (float(m.log_joint_fn()(params)) for m in (a, b))
+    assert "flip[X]" in b.layout.names and "flip[X]" not in a.layout.names
+
+    def at(m):  # the log joint with every latent at 0.1
+        return float(m.log_joint_fn()({k: 0.1 * jnp.ones(s) for k, s in m.sites().items()}))
+
+    la, lb = at(a), at(b)
     assert np.isfinite(la) and np.isfinite(lb) and la != lb
-    # runs without pulses: the same likelihood to rounding
     quiet_cfg = {r: _config(w, None) for r, (w, _) in zip(data.runs, RUNS, strict=True)}
     quiet = dataclasses.replace(data, configs=quiet_cfg)
     c, d = (
@@ -134,9 +150,9 @@ def test_without_the_flag_nothing_changes():
         )
         for pl in (False, True)
     )
-    np.testing.assert_allclose(
-        float(c.log_joint_fn()(params)), float(d.log_joint_fn()(params)), rtol=1e-10
-    )
+    # runs without pulses: the same likelihood; the pulse rates' priors (a standard normal
+    # latent per node) are the only change
+    np.testing.assert_allclose(at(d) - at(c), 3 * norm.logpdf(0.1), rtol=1e-8)
 
 
 def test_config_round_trip_and_refusals():

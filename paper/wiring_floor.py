@@ -1,0 +1,188 @@
+"""The two knock-down read-backs refitted with a flip law fitted per agent (issue 29 §4).
+
+The knock-down read-backs (``paper/wiring_pulses.py``: X knocked down; ``paper/
+wiring_knockdowns.py``: X, then Y) were fitted with a flip law that sent a pulsed agent toward
+0 at its full learning rate. The runs say otherwise: where Y had learned, a 40-step pulse moved
+it from 0.83-0.86 to 0.78; where it had not, it stayed at 0.47, the base's level; X fell from
+0.94 to 0.73 in one set and from 0.80 to 0.41 in the other. A model that expects Y to fall to 0
+explained a Y that hardly moved by a wiring that held Y back (wrong signs in 5 of 8 sets).
+``calibrate fit --pulses`` now drives a pulsed agent back toward its start level ``A0`` at a
+share ``kappa`` of its learning rate, one ``kappa`` per agent, fitted (prior log-normal,
+median 0.3, log-sd 1.0): a reward ``1 - r`` moves a policy only where its samples differ.
+
+This is a re-analysis of committed runs, no new run is trained. Design (``config.json``,
+stored after both read-backs' results were read and before any fit of this one):
+
+- The same sets as the two read-backs, from their archives, unchanged: per set ``<type>
+  _set<k>_x`` the three runs of the X knock-down read-back, and ``<type>_set<k>_xy`` the four
+  runs of the X-and-Y read-back (4 types x 2 sets each, 16 sets).
+- Each set fitted once with the read-backs' command (``calibrate fit --motif auto --gate AND
+  --method laplace --edge-weights --pulses --pipeline X->Y,Y->Z``), now with the fitted flip
+  law; measures and goal as issue 29 §4 states them, per family, with the earlier fits'
+  numbers quoted beside them.
+
+Phases (each resumable): ``restore``, ``wiring`` (training: only with ``--quick``), ``fit``,
+``summary``.
+
+Usage: python paper/wiring_floor.py [--phase restore|wiring|fit|summary|all]
+       [--runs runs/wiring_floor] [--out paper/results/wiring_floor] [--workers 2]
+       [--code DIR] [--quick]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "paper"))
+
+from _study import study_main  # noqa: E402
+from wiring_knockdowns import QUICK as KNOCKDOWN_QUICK  # noqa: E402
+from wiring_knockdowns import Job, KnockdownDesign  # noqa: E402
+from wiring_knockdowns import run_name as knockdown_run_name  # noqa: E402
+
+FAMILIES = {"x": 3, "xy": 4}  # set family -> its runs (the first 3 or all 4 of a set)
+
+
+@dataclasses.dataclass
+class FloorDesign:
+    """The re-analysis' fixed design (see the module docstring)."""
+
+    #: The X-and-Y read-back's design (its runs and, through it, the X read-back's).
+    knockdowns: dict[str, Any] = dataclasses.field(default_factory=lambda: dataclasses.asdict(
+        KnockdownDesign()))  # fmt: skip
+    #: Where its Y knock-down runs are read (None: trained here, ``--quick``).
+    reuse_knockdowns_from: str | None = "paper/results/wiring_knockdowns/runs"
+    families: list[str] = dataclasses.field(default_factory=lambda: list(FAMILIES))
+    flip_law: str = (
+        "a pulsed agent is driven toward its start level A0 at kappa times its learning rate; "
+        "kappa per agent, prior log-normal (median 0.3, log-sd 1.0)"
+    )
+    goal: str = (
+        "issue 29 §4: the truth always first or indistinguishable from the first, no "
+        "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
+    )
+    command: str = "python paper/wiring_floor.py"
+
+    @property
+    def base(self) -> KnockdownDesign:
+        """The X-and-Y read-back's design."""
+        return KnockdownDesign(**self.knockdowns)
+
+    @property
+    def pipeline(self) -> str:
+        """The fitted pipeline gates (the read-backs')."""
+        return self.base.pipeline
+
+    def sets(self) -> dict[str, list[Job]]:
+        """The runs of each set, by its name ``<type>_set<k>_<family>``."""
+        return {f"{n}_{fam}": js[: FAMILIES[fam]]
+                for n, js in self.base.sets().items() for fam in self.families}  # fmt: skip
+
+    def jobs(self, phase: str) -> list[Job]:
+        """The runs trained here: none, unless the archives are not used (``--quick``)."""
+        if phase != "wiring":
+            raise ValueError(f"not a training phase: {phase!r}")
+        return self.base.jobs(phase) if self.reuse_knockdowns_from is None else []
+
+    def train_config(self, motif: str, k: int, kind: str) -> dict[str, Any]:
+        """The llm_runs config of one run (the read-backs')."""
+        return self.base.train_config(motif, k, kind)
+
+    def run_path(self, runs: Path, job: Job) -> Path:
+        """Where a set's run is read: the read-backs' archives, or this study's runs."""
+        if job[2] == "pulseY" and self.reuse_knockdowns_from is not None:
+            return ROOT / self.reuse_knockdowns_from / knockdown_run_name(*job)
+        return self.base.run_path(runs, job)
+
+
+def fit_phase(cfg: FloorDesign, runs: Path, out: Path) -> None:
+    """Fit every set whose runs have all finished, two at a time on two cores (a set with a
+    ``selection.json`` is kept)."""
+    import wiring_pulses
+
+    def one(name: str) -> None:
+        wiring_pulses.fit_phase(cfg, runs, out, [name])  # type: ignore[arg-type]  # same interface
+
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as ex:
+        list(ex.map(one, cfg.sets()))
+
+
+def family_measures(sets: dict[str, dict[str, Any]], out: Path) -> dict[str, Any]:
+    """The goal's measures over one family's sets, as counts, with the flip rates
+    ``kappa`` (posterior means) of each set's true type."""
+    from _wiring_read import identification_summary
+
+    kappa = {}
+    for name, s in sets.items():
+        f = out / "wiring" / name / "fits" / s["true"] / "summary.json"
+        if f.is_file():
+            post = json.loads(f.read_text())
+            kappa[name] = {k: post[k]["mean"] for k in post if k.startswith("flip[")}
+    head = identification_summary(sets)
+    head.pop("sets")
+    return {
+        **head,
+        "n_sets": len(sets),
+        "truth_first_or_indistinguishable_sets": sum(
+            v["rank"] == 1 or v["in_indistinguishable"] for v in sets.values()),
+        "sets_with_a_wrong_sign": sum(
+            not all(v["identified_correct"].values()) for v in sets.values()),
+        "sets_with_two_signs": sum(len(v["identified"]) >= 2 for v in sets.values()),
+        "kappa_true_type": kappa,
+    }  # fmt: skip
+
+
+def summary_phase(cfg: FloorDesign, runs: Path, out: Path) -> dict[str, Any]:
+    """``summary.json`` (``wiring_identification`` per family, the earlier fits quoted) and
+    ``table.md``."""
+    from _wiring_read import readback_summary
+
+    from simulate.common import write_json
+
+    res = ROOT / "paper" / "results"
+    summary = readback_summary(cfg, runs, out, {
+        "x_knockdown": res / "wiring_pulses" / "summary.json",
+        "xy_knockdown": res / "wiring_knockdowns" / "summary.json"})  # fmt: skip
+    sets = summary["wiring_identification"].get("sets", {})
+    summary["by_family"] = {
+        fam: family_measures({n: s for n, s in sets.items() if n.endswith(f"_{fam}")}, out)
+        for fam in cfg.families
+    }
+
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+QUICK = {"knockdowns": {**dataclasses.asdict(KnockdownDesign()), **KNOCKDOWN_QUICK},
+         "reuse_knockdowns_from": None}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    return study_main(
+        argv,
+        description="The knock-down read-backs refitted with a fitted flip law (issue 29 §4).",
+        design=FloorDesign,
+        quick=QUICK,
+        run_name=knockdown_run_name,
+        phases=["restore", "wiring", "fit", "summary"],
+        gated=None,
+        default_runs="runs/wiring_floor",
+        default_out="paper/results/wiring_floor",
+        steps={
+            "restore": "_testbed_analysis:restore_phase",
+            "fit": "wiring_floor:fit_phase",
+            "summary": "wiring_floor:summary_phase",
+        },
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
