@@ -31,7 +31,7 @@ from ._edge_weights import run_node_weights
 from ._link_rows import LinkRow, build_links
 from ._map import solve_map
 from ._network import Layout, make_layout, resolve_network
-from ._pulses import pulse_shares, run_pulse_windows
+from ._pulses import lagged_shares, run_pulse_windows, window_array
 from ._quad import Quad, QuadGrid, feedforward_order
 from ._solvers import RK4, fixed_substeps, solve_at
 
@@ -79,7 +79,7 @@ class CurveModel(eqx.Module):
         run_weights: Per run and node, the run's known edge weight ``w`` in [0, 1]
             (``FitConfig.edge_weights``; data, not fitted), shape ``(R, N)``; None: none.
         pulse_windows: Per run and node, its flip pulses' windows (``FitConfig.pulses``;
-            ``()``: none; quad only); :attr:`run_pulses`: their shares of :attr:`quad`'s cells.
+            ``()``: none; quad only); :attr:`run_windows`: the same as one array.
     """
 
     network: simulate.Network
@@ -106,7 +106,7 @@ class CurveModel(eqx.Module):
     map_ts: tuple[float, ...] = eqx.field(static=True, default=())
     run_weights: np.ndarray | None = None
     pulse_windows: tuple = eqx.field(static=True, default=())
-    run_pulses: np.ndarray | None = None
+    run_windows: np.ndarray | None = None
 
     @property
     def link_names(self) -> tuple[str, ...]:
@@ -126,8 +126,7 @@ class CurveModel(eqx.Module):
 
     def weights_for(self, theta_runs: jax.Array) -> np.ndarray | None:
         """:attr:`run_weights` if ``theta_runs`` has a row per run, else None (unweighted)."""
-        w = self.run_weights
-        return w if w is not None and theta_runs.shape[0] == self.n_runs else None
+        return self.run_weights if theta_runs.shape[0] == self.n_runs else None
 
     # -- parameters -------------------------------------------------------------------
     def run_params(self, z, c=None, tau_z=None, eps=None) -> jax.Array:
@@ -155,8 +154,8 @@ class CurveModel(eqx.Module):
         the ``stale`` lag is the map's, :meth:`curves`), and node weights ``weight`` (N,)."""
         if weight is not None:
             return simulate.with_edge_weights(self.with_params(theta), weight)
-        names = self.layout.names  # ``lag`` and the pulses' ``flip`` rates are not the model's
-        keep = np.array([i for i, b in enumerate(self.layout.bases) if b not in ("lag", "flip")])
+        names, own = self.layout.names, ("lag", "flip", "flip_lag")  # not the model's parameters
+        keep = np.array([i for i, b in enumerate(self.layout.bases) if b not in own])
         if keep.size == len(names):
             return simulate.param_setter(self.base, names)(self.base, theta)
         m = simulate.param_setter(self.base, [names[i] for i in keep])(self.base, theta[keep])
@@ -205,16 +204,17 @@ class CurveModel(eqx.Module):
             grid = jnp.asarray(grid, dtype=float)
             how = RK4(self.substeps if substeps is None else substeps) if method == "rk4" else None
         opts = cfg.solve_options()
-        p = None  # the data grid's shares (traced under jit), or a new grid's (concrete)
-        if pulsed and qg is not None:
-            p = self.run_pulses if qg is self.quad else pulse_shares(self.pulse_windows, qg.nodes)
+        win, bases = self.run_windows if pulsed and qg is not None else None, self.layout.bases
+        kappa, lag = np.array(bases) == "flip", bases.index("flip_lag") if win is not None else 0
 
-        def f(th, w, flip):
-            k = th[np.array(self.layout.bases) == "flip"] if flip is not None else 1.0
-            how_run = how if flip is None else Quad(cast(QuadGrid, qg), flip=flip, flip_rate=k)
+        def f(th, w, win):  # a pulse acts on its share of each cell, after the fitted lag
+            how_run = how
+            if win is not None:
+                g = cast(QuadGrid, qg)
+                how_run = Quad(g, flip=lagged_shares(win, g.nodes, th[lag]), flip_rate=th[kappa])
             return solve_at(self.with_params(th, w), grid, solver=how_run, options=opts)
 
-        return jax.vmap(f)(theta_runs, self.weights_for(theta_runs), p)
+        return jax.vmap(f)(theta_runs, self.weights_for(theta_runs), win)
 
     def mean_obs(self, theta_runs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Mean competence at each observation, and an all-runs-ok flag."""
@@ -395,5 +395,5 @@ def build_model(
         map_ts=tuple(ts.tolist()) if config.dynamics == "map" else (),
         run_weights=weights,
         pulse_windows=windows,
-        run_pulses=None if quad is None or not windows else pulse_shares(windows, quad.nodes),
+        run_windows=window_array(windows) if windows else None,
     )

@@ -65,8 +65,8 @@ class Layout(eqx.Module):
     Attributes:
         names: Natural names, e.g. ``rho[X]``, ``K[X->Y]``.
         bases: Base of each (``rho``, ``b``, ``delta``, ``A0``, ``K``, ``n``, the pipeline
-            gates' ``Kp``, ``m``, ``eta``, ``lag``, ``flip``).
-        targets: Node or edge of each (``""`` for ``eta`` and ``lag``).
+            gates' ``Kp``, ``m``, ``eta``, ``lag``, ``flip``, ``flip_lag``).
+        targets: Node or edge of each (``""`` for ``eta``, ``lag``, ``flip_lag``).
         logit: True where the transform is sigmoid (b, A0), else exp.
         loc: Prior median on the transformed scale.
         scale: Prior sd on the transformed scale.
@@ -104,7 +104,8 @@ class Layout(eqx.Module):
 def make_layout(network: simulate.Network, config: FitConfig, horizon: float) -> Layout:
     """Free parameters of ``network`` with their priors (b only for regulated nodes; the
     pipeline gates' ``Kp``, ``m`` after the edges; then ``eta`` under the map dynamics and
-    ``lag`` with a policy lag; last, with pulses, each node's ``flip``).
+    ``lag`` with a policy lag, ``flip_lag`` with pulses; last, with pulses, each node's
+    ``flip``).
 
     Raises:
         ConfigError: A pipeline edge names a node that is not in ``network``, or a prior
@@ -137,6 +138,7 @@ def make_layout(network: simulate.Network, config: FitConfig, horizon: float) ->
             targets.append(e)
     globals_ = ("eta",) if config.dynamics == "map" else ()
     globals_ += ("lag",) if config.lag != "none" else ()
+    globals_ += ("flip_lag",) if config.pulses else ()
     for g in globals_:  # one value for the whole network: named by its base, no target
         names.append(g)
         bases.append(g)

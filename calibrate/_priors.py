@@ -63,6 +63,10 @@ class Priors:
             node's learning rate (one per node): the pulse drives the node back toward its
             start level.
         flip_sd: Log-sd of that share.
+        flip_lag_median: Median delay (training steps) between a pulse's window and its
+            effect (one for the network): an optimizer's momentum, and a policy that moves
+            only once its samples differ, answer late.
+        flip_lag_sd: Log-sd of that delay.
         overrides: Per-parameter ``{"rho[X]": [median, sd]}`` overriding the above.
     """
 
@@ -93,6 +97,8 @@ class Priors:
     lag_sd: float = 1.0
     flip_median: float = 0.3
     flip_sd: float = 1.0
+    flip_lag_median: float = 5.0
+    flip_lag_sd: float = 1.0
     overrides: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:

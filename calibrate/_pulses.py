@@ -16,13 +16,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from simulate.common import AgentmotifsError
 
 from ._curve_data import CurveData, DataError
 
-__all__ = ["config_pulses", "pulse_shares", "run_pulse_windows"]
+__all__ = ["config_pulses", "lagged_shares", "pulse_shares", "run_pulse_windows", "window_array"]
 
 
 def config_pulses(
@@ -86,8 +89,41 @@ def run_pulse_windows(data: CurveData, names: Sequence[str]) -> Windows:
     return tuple(out)
 
 
+def window_array(windows: Windows) -> np.ndarray:
+    """:func:`run_pulse_windows` as one array ``(R, N, W, 2)`` of ``(start, stop)`` (training
+    steps), ``W`` the most windows of a node, padded with empty windows ``(0, 0)``."""
+    R, N = len(windows), len(windows[0]) if windows else 0
+    W = max((len(ws) for per_node in windows for ws in per_node), default=0)
+    out = np.zeros((R, N, max(W, 1), 2))
+    for r, per_node in enumerate(windows):
+        for i, ws in enumerate(per_node):
+            for j, (a, b) in enumerate(ws):
+                out[r, i, j] = a, b
+    return out
+
+
+def lagged_shares(win: ArrayLike, nodes: np.ndarray, lag: ArrayLike = 0.0) -> jax.Array:
+    """Per node and grid cell, the share of the cell inside one of the pulses, each pulse
+    acting ``lag`` training steps after its window (piecewise linear in ``lag``, so the lag
+    can be fitted).
+
+    Args:
+        win: The windows ``(..., N, W, 2)`` (:func:`window_array`).
+        nodes: The grid's nodes in training steps, increasing, shape ``(M + 1,)``.
+        lag: The delay (training steps, >= 0).
+
+    Returns:
+        Shape ``(..., N, M)`` in [0, 1] (0 where no pulse hits).
+    """
+    t = np.asarray(nodes, float)
+    t0, t1 = t[:-1], t[1:]
+    w = jnp.asarray(win)[..., None] + lag  # (..., N, W, 2, 1)
+    inside = jnp.clip(jnp.minimum(t1, w[..., 1, :]) - jnp.maximum(t0, w[..., 0, :]), 0.0, None)
+    return jnp.clip(inside.sum(-2) / np.maximum(t1 - t0, 1e-300), 0.0, 1.0)
+
+
 def pulse_shares(windows: Windows, nodes: np.ndarray) -> np.ndarray:
-    """Per run, node and grid cell, the share of the cell inside one of the pulses.
+    """Per run, node and grid cell, the share of the cell inside one of the pulses (no lag).
 
     Args:
         windows: Per run and node, its pulse windows (:func:`run_pulse_windows`).
@@ -96,11 +132,4 @@ def pulse_shares(windows: Windows, nodes: np.ndarray) -> np.ndarray:
     Returns:
         Shape ``(R, N, M)``, float64 in [0, 1] (0 where no pulse hits).
     """
-    t0, t1 = np.asarray(nodes, float)[:-1], np.asarray(nodes, float)[1:]
-    R, N = len(windows), len(windows[0]) if windows else 0
-    out = np.zeros((R, N, t0.size))
-    for r, per_node in enumerate(windows):
-        for i, ws in enumerate(per_node):
-            for a, b in ws:
-                out[r, i] += np.clip(np.minimum(t1, b) - np.maximum(t0, a), 0.0, None)
-    return np.clip(out / np.maximum(t1 - t0, 1e-300), 0.0, 1.0)
+    return np.asarray(lagged_shares(window_array(windows), nodes))

@@ -8,7 +8,14 @@ it from 0.83-0.86 to 0.78; where it had not, it stayed at 0.47, the base's level
 explained a Y that hardly moved by a wiring that held Y back (wrong signs in 5 of 8 sets).
 ``calibrate fit --pulses`` now drives a pulsed agent back toward its start level ``A0`` at a
 share ``kappa`` of its learning rate, one ``kappa`` per agent, fitted (prior log-normal,
-median 0.3, log-sd 1.0): a reward ``1 - r`` moves a policy only where its samples differ.
+median 0.3, log-sd 1.0): a reward ``1 - r`` moves a policy only where its samples differ; and
+a pulse acts ``flip_lag`` training steps after its window (one for the network, fitted; prior
+log-normal, median 5, log-sd 1.0): in both X knock-downs X held its level through the first
+20 steps of the pulse and was lowest 10 steps after it ended.
+
+A first refit with ``kappa`` alone (no lag; design in ``paper/results/wiring_floor_kappa/``)
+was stopped after 2 of its 16 sets: ``kappa`` of X was fitted at 0.04, so the fit switched
+the X knock-down off rather than place it at the wrong steps; its two sets are kept there.
 
 This is a re-analysis of committed runs, no new run is trained. Design (``config.json``,
 stored after both read-backs' results were read and before any fit of this one):
@@ -63,7 +70,9 @@ class FloorDesign:
     families: list[str] = dataclasses.field(default_factory=lambda: list(FAMILIES))
     flip_law: str = (
         "a pulsed agent is driven toward its start level A0 at kappa times its learning rate; "
-        "kappa per agent, prior log-normal (median 0.3, log-sd 1.0)"
+        "kappa per agent, prior log-normal (median 0.3, log-sd 1.0); each pulse acts flip_lag "
+        "steps after its window, flip_lag fitted (one per network), prior log-normal (median "
+        "5, log-sd 1.0)"
     )
     goal: str = (
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
@@ -125,7 +134,7 @@ def family_measures(sets: dict[str, dict[str, Any]], out: Path) -> dict[str, Any
         f = out / "wiring" / name / "fits" / s["true"] / "summary.json"
         if f.is_file():
             post = json.loads(f.read_text())
-            kappa[name] = {k: post[k]["mean"] for k in post if k.startswith("flip[")}
+            kappa[name] = {k: post[k]["mean"] for k in post if k.startswith("flip")}
     head = identification_summary(sets)
     head.pop("sets")
     return {

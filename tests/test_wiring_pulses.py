@@ -149,7 +149,8 @@ def test_quick_refit_pipeline_fits_both_families(tmp_path):
         b = s["by_family"][fam]
         assert b["n_sets"] == 1 and 0 <= b["truth_first_or_indistinguishable_sets"] <= 1
         k = b["kappa_true_type"][f"C2_set0_{fam}"]
-        assert set(k) == {"flip[X]", "flip[Y]", "flip[Z]"} and all(v > 0 for v in k.values())
+        assert set(k) == {"flip_lag", "flip[X]", "flip[Y]", "flip[Z]"}
+        assert all(v > 0 for v in k.values())
     fit = out / "wiring" / "C2_set0_x" / "fits" / "C2-AND"
     assert json.loads((fit / "config.json").read_text())["pulses"] is True
     data = json.loads((fit / "run_configs.json").read_text())

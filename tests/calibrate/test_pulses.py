@@ -19,7 +19,13 @@ from scipy.stats import norm
 
 import calibrate as cal
 from calibrate.__main__ import main
-from calibrate._pulses import config_pulses, pulse_shares, run_pulse_windows
+from calibrate._pulses import (
+    config_pulses,
+    lagged_shares,
+    pulse_shares,
+    run_pulse_windows,
+    window_array,
+)
 from calibrate._quad import QuadGrid
 
 P = {
@@ -52,10 +58,10 @@ def _data() -> cal.CurveData:
     return dataclasses.replace(data, configs=configs)
 
 
-def _oracle(w: float, pulse, kappa: float) -> np.ndarray:
+def _oracle(w: float, pulse, kappa: float, lag: float = 0.0) -> np.ndarray:
     """``solve_ivp`` of the C2-AND law with llm_runs' multiplier ``1 - w + w G`` on the whole
-    rate and, inside the pulse, X's rate ``rho kappa (A0 - A) - delta A``, piece by piece
-    between the pulse's edges."""
+    rate and, inside the pulse delayed by ``lag`` steps, X's rate ``rho kappa (A0 - A) -
+    delta A``, piece by piece between the pulse's edges."""
     K, n = P["K"], P["n"]
 
     def f(t, A, flip):
@@ -72,7 +78,7 @@ def _oracle(w: float, pulse, kappa: float) -> np.ndarray:
             out.append((1 - ww + ww * gs[k]) * rate)
         return out
 
-    edges = [0.0, *(pulse or ()), STEPS[-1]]
+    edges = [0.0, *(np.asarray(pulse or ()) + lag), STEPS[-1]]
     A, out = np.asarray(A0), []
     for i, (a, b) in enumerate(itertools.pairwise(edges)):
         keep = STEPS[(STEPS >= a) & ((STEPS < b) | (b == STEPS[-1]))]
@@ -95,7 +101,8 @@ def test_windows_and_shares_follow_llm_runs_config():
     assert shares.shape == (4, 3, grid.h.size)
     assert not shares[:2].any() and not shares[:, 1:].any()  # only X, only where pulsed
     mid = 0.5 * (grid.nodes[:-1] + grid.nodes[1:])
-    np.testing.assert_array_equal(shares[2, 0], ((mid > 30) & (mid < 60)).astype(float))
+    want = ((mid > 30) & (mid < 60)).astype(float)
+    np.testing.assert_allclose(shares[2, 0], want, rtol=0, atol=1e-12)
     # a window edge inside a cell (35, 52 on 10/3-step cells): the share of the cell inside
     cell = np.searchsorted(grid.nodes, 52.0) - 1
     t0, t1 = grid.nodes[cell], grid.nodes[cell + 1]
@@ -103,13 +110,32 @@ def test_windows_and_shares_follow_llm_runs_config():
     assert 0 < shares[3, 0, cell] < 1
 
 
-@pytest.mark.parametrize("kappa", [1.0, 0.3])
-def test_the_quad_solve_follows_each_run_s_pulse(kappa):
+def test_a_lag_delays_the_shares_and_has_a_slope():
+    nodes = QuadGrid.build(STEPS, 4.0).nodes
+    win = window_array(((((30.0, 60.0), (100.0, 103.0)),),))[0]  # one node, two windows
+    fine = np.linspace(0.0, 200.0, 200_001)  # the share by counting points: an oracle
+    for lag in (0.0, 7.3):
+        got = np.asarray(lagged_shares(win, nodes, lag))[0]
+        on = ((fine >= 30 + lag) & (fine < 60 + lag)) | ((fine >= 100 + lag) & (fine < 103 + lag))
+        cell = np.searchsorted(nodes, fine, side="right") - 1
+        want = [on[cell == j].mean() for j in range(nodes.size - 1)]
+        np.testing.assert_allclose(got, want, atol=2e-4)
+    # the total share-weighted time is the windows' length, whatever the lag
+    h = np.diff(nodes)
+    assert float(np.sum(np.asarray(lagged_shares(win, nodes, 7.3)) * h)) == pytest.approx(33.0)
+    # the lag can be fitted: the shares move with it
+    d = jax.grad(lambda x: jnp.sum(lagged_shares(win, nodes, x)[0] * jnp.arange(h.size)))(7.3)
+    assert float(d) > 0
+
+
+@pytest.mark.parametrize(("kappa", "lag"), [(1.0, 0.0), (0.3, 12.0)])
+def test_the_quad_solve_follows_each_run_s_pulse(kappa, lag):
     data = _data()
-    refs = np.stack([_oracle(w, p, kappa) for w, p in RUNS])
+    refs = np.stack([_oracle(w, p, kappa, lag) for w, p in RUNS])
     assert np.max(np.abs(refs[1] - refs[2])) > 0.1  # the pulse matters, on X and downstream
-    # X falls toward its start level, not below it
-    pulsed = (STEPS > 30) & (STEPS <= 60)
+    # X falls toward its start level, not below it, and not before the (delayed) pulse
+    pulsed = (STEPS > 30 + lag) & (STEPS <= 60 + lag)
+    np.testing.assert_allclose(refs[2][STEPS <= 30 + lag], refs[1][STEPS <= 30 + lag], atol=1e-7)
     assert (
         refs[2][pulsed, 0].min() >= A0[0] - 1e-9
         and refs[2][pulsed, 0].min() < refs[1][pulsed, 0].min()
@@ -117,8 +143,9 @@ def test_the_quad_solve_follows_each_run_s_pulse(kappa):
     cfg = cal.FitConfig(method="laplace", edge_weights=True, pulses=True, dt=1.0)
     cm = cal.build_model(data, "C2-AND", cfg)
     assert cm.pulse_windows and not cm.pooled
-    full = {**P, "flip[X]": kappa, "flip[Y]": 0.01, "flip[Z]": 5.0}  # Y, Z: not pulsed
-    assert [n for n in cm.layout.names if n.startswith("flip")] == ["flip[X]", "flip[Y]", "flip[Z]"]
+    full = {**P, "flip[X]": kappa, "flip[Y]": 0.01, "flip[Z]": 5.0, "flip_lag": lag}
+    flips = ["flip_lag", "flip[X]", "flip[Y]", "flip[Z]"]
+    assert [n for n in cm.layout.names if n.startswith("flip")] == flips
     row = [full[nm] if nm in full else full[nm.split("[")[0]] for nm in cm.layout.names]
     A, ok = cm.curves(jnp.asarray(np.tile(row, (cm.n_runs, 1)), dtype=float))
     assert bool(jnp.all(ok))
@@ -150,9 +177,9 @@ def test_without_the_flag_nothing_changes():
         )
         for pl in (False, True)
     )
-    # runs without pulses: the same likelihood; the pulse rates' priors (a standard normal
-    # latent per node) are the only change
-    np.testing.assert_allclose(at(d) - at(c), 3 * norm.logpdf(0.1), rtol=1e-8)
+    # runs without pulses: the same likelihood; the priors of the pulse rates and the lag
+    # (a standard normal latent each: one per node, one for the lag) are the only change
+    np.testing.assert_allclose(at(d) - at(c), 4 * norm.logpdf(0.1), rtol=1e-8)
 
 
 def test_config_round_trip_and_refusals():
