@@ -211,7 +211,7 @@ class CurveModel(eqx.Module):
             how_run = how
             if win is not None:
                 g = cast(QuadGrid, qg)
-                how_run = Quad(g, flip=lagged_shares(win, g.nodes, th[lag]), flip_rate=th[kappa])
+                how_run = Quad(g, flip=lagged_shares(win, g.h, th[lag]), flip_rate=th[kappa])
             return solve_at(self.with_params(th, w), grid, solver=how_run, options=opts)
 
         return jax.vmap(f)(theta_runs, self.weights_for(theta_runs), win)

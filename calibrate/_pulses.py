@@ -102,24 +102,26 @@ def window_array(windows: Windows) -> np.ndarray:
     return out
 
 
-def lagged_shares(win: ArrayLike, nodes: np.ndarray, lag: ArrayLike = 0.0) -> jax.Array:
+def lagged_shares(win: ArrayLike, h: ArrayLike, lag: ArrayLike = 0.0) -> jax.Array:
     """Per node and grid cell, the share of the cell inside one of the pulses, each pulse
     acting ``lag`` training steps after its window (piecewise linear in ``lag``, so the lag
-    can be fitted).
+    can be fitted; the grid may be traced).
 
     Args:
         win: The windows ``(..., N, W, 2)`` (:func:`window_array`).
-        nodes: The grid's nodes in training steps, increasing, shape ``(M + 1,)``.
+        h: The grid's cell widths in training steps from step 0, shape ``(M,)``
+            (:attr:`calibrate._quad.QuadGrid.h`).
         lag: The delay (training steps, >= 0).
 
     Returns:
         Shape ``(..., N, M)`` in [0, 1] (0 where no pulse hits).
     """
-    t = np.asarray(nodes, float)
-    t0, t1 = t[:-1], t[1:]
+    h = jnp.asarray(h, float)
+    t1 = jnp.cumsum(h)
+    t0 = t1 - h
     w = jnp.asarray(win)[..., None] + lag  # (..., N, W, 2, 1)
     inside = jnp.clip(jnp.minimum(t1, w[..., 1, :]) - jnp.maximum(t0, w[..., 0, :]), 0.0, None)
-    return jnp.clip(inside.sum(-2) / np.maximum(t1 - t0, 1e-300), 0.0, 1.0)
+    return jnp.clip(inside.sum(-2) / jnp.maximum(h, 1e-300), 0.0, 1.0)
 
 
 def pulse_shares(windows: Windows, nodes: np.ndarray) -> np.ndarray:
@@ -132,4 +134,7 @@ def pulse_shares(windows: Windows, nodes: np.ndarray) -> np.ndarray:
     Returns:
         Shape ``(R, N, M)``, float64 in [0, 1] (0 where no pulse hits).
     """
-    return np.asarray(lagged_shares(window_array(windows), nodes))
+    t = np.asarray(nodes, float)
+    if t[0] != 0.0:
+        raise ValueError("the grid's nodes start at step 0")
+    return np.asarray(lagged_shares(window_array(windows), np.diff(t)))

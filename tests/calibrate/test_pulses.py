@@ -10,6 +10,7 @@ import dataclasses
 import itertools
 import json
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -115,16 +116,16 @@ def test_a_lag_delays_the_shares_and_has_a_slope():
     win = window_array(((((30.0, 60.0), (100.0, 103.0)),),))[0]  # one node, two windows
     fine = np.linspace(0.0, 200.0, 200_001)  # the share by counting points: an oracle
     for lag in (0.0, 7.3):
-        got = np.asarray(lagged_shares(win, nodes, lag))[0]
+        got = np.asarray(lagged_shares(win, np.diff(nodes), lag))[0]
         on = ((fine >= 30 + lag) & (fine < 60 + lag)) | ((fine >= 100 + lag) & (fine < 103 + lag))
         cell = np.searchsorted(nodes, fine, side="right") - 1
         want = [on[cell == j].mean() for j in range(nodes.size - 1)]
         np.testing.assert_allclose(got, want, atol=2e-4)
     # the total share-weighted time is the windows' length, whatever the lag
     h = np.diff(nodes)
-    assert float(np.sum(np.asarray(lagged_shares(win, nodes, 7.3)) * h)) == pytest.approx(33.0)
+    assert float(np.sum(np.asarray(lagged_shares(win, h, 7.3)) * h)) == pytest.approx(33.0)
     # the lag can be fitted: the shares move with it
-    d = jax.grad(lambda x: jnp.sum(lagged_shares(win, nodes, x)[0] * jnp.arange(h.size)))(7.3)
+    d = jax.grad(lambda x: jnp.sum(lagged_shares(win, h, x)[0] * jnp.arange(h.size)))(7.3)
     assert float(d) > 0
 
 
@@ -147,8 +148,12 @@ def test_the_quad_solve_follows_each_run_s_pulse(kappa, lag):
     flips = ["flip_lag", "flip[X]", "flip[Y]", "flip[Z]"]
     assert [n for n in cm.layout.names if n.startswith("flip")] == flips
     row = [full[nm] if nm in full else full[nm.split("[")[0]] for nm in cm.layout.names]
-    A, ok = cm.curves(jnp.asarray(np.tile(row, (cm.n_runs, 1)), dtype=float))
+    th = jnp.asarray(np.tile(row, (cm.n_runs, 1)), dtype=float)
+    A, ok = cm.curves(th)
     assert bool(jnp.all(ok))
+    # the same under jit with the model's arrays traced (as the fit's likelihood is)
+    Aj, _ = eqx.filter_jit(lambda m, t: m.curves(t))(cm, th)
+    np.testing.assert_allclose(np.asarray(Aj), np.asarray(A), rtol=0, atol=1e-12)
     # the edges 30, 60 are grid nodes: quad's own error (1e-4 at 1-step cells); 35 and 52
     # fall inside cells, whose share is averaged: a first-order error there
     np.testing.assert_allclose(np.asarray(A)[:3], refs[:3], atol=3e-4, rtol=0)
