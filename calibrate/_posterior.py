@@ -49,6 +49,7 @@ _DIMS = {
     "eta": "eta",
     "lag": "lag",
     "flip": "flip",
+    "flip_lag": "flip_lag",
 }
 
 

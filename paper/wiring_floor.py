@@ -42,6 +42,7 @@ import dataclasses
 import json
 import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -117,8 +118,16 @@ def fit_phase(cfg: FloorDesign, runs: Path, out: Path) -> None:
     ``selection.json`` is kept)."""
     import wiring_pulses
 
+    failed = threading.Event()
+
     def one(name: str) -> None:
-        wiring_pulses.fit_phase(cfg, runs, out, [name])  # type: ignore[arg-type]  # same interface
+        if failed.is_set():  # a fit failed: start no other
+            return
+        try:
+            wiring_pulses.fit_phase(cfg, runs, out, [name])  # type: ignore[arg-type]
+        except BaseException:
+            failed.set()
+            raise
 
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as ex:
         list(ex.map(one, cfg.sets()))
