@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="give each run its known spurious-reward pulses (llm_runs' task.spurious, mode "
         "flip: the roles hit are driven back toward their start level at a fitted share of "
-        "their rate while a pulse lasts); needs run folders",
+        "their rate while a pulse lasts, after a fitted lag); needs run folders",
     )
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")

@@ -245,9 +245,10 @@ class FitConfig:
             inputs that carry their llm_runs config (run folders).
         pulses: Give each run its known spurious-reward pulses (default false): while a
             ``flip`` pulse hits a node it is driven back toward its start level at a
-            share ``flip[node]`` (fitted) of its learning rate; the windows from the
-            run's own training config (:mod:`calibrate._pulses`). Needs run folders, the
-            ``quad`` solver (or ``auto``) and ODE dynamics.
+            share ``flip[node]`` (fitted) of its learning rate, ``flip_lag`` steps (fitted)
+            after the window; the windows from the run's own training config
+            (:mod:`calibrate._pulses`). Needs run folders, the ``quad`` solver (or
+            ``auto``) and ODE dynamics.
         rhat_max: Diagnostics threshold for R-hat.
         ess_min: Diagnostics threshold for bulk and tail ESS.
     """

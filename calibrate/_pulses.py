@@ -5,7 +5,8 @@ empty) during the windows ``[start, stop)`` of optimizer steps that
 ``llm_runs.pulse_windows`` draws from the run's ``task.spurious`` settings and seed. In
 mode ``flip`` a reward ``r`` becomes ``1 - r``: the agent unlearns, driven back toward its
 start level at a share ``kappa`` (``flip[node]``, fitted) of its learning rate while the
-pulse lasts (:class:`calibrate._quad.Quad`). Under ``FitConfig(pulses=True)`` the likelihood
+pulse lasts, ``flip_lag`` steps (fitted) after its window (:class:`calibrate._quad.Quad`,
+:func:`lagged_shares`). Under ``FitConfig(pulses=True)`` the likelihood
 gives each run its own known pulses (data, not fitted) as, per node and cell of the
 quadrature grid, the share of the cell inside a pulse (the update of step ``s`` acts over
 ``[s, s + 1]``, after the evaluation at ``s``).
