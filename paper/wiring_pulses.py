@@ -8,7 +8,8 @@ each set adds a run in which X is knocked down while its targets are still learn
 spurious-reward pulse on X alone (``task.spurious.roles [X]``, mode ``flip``) drives A_X down
 and lets it recover, so an activated target slows during the dip and a repressed one speeds up.
 The fit knows each run's pulse windows and the roles they hit (``calibrate fit --pulses``:
-during a flip pulse a node's learning target is 0 instead of 1), its edge weights
+during a flip pulse a node's learning target was 0 instead of 1, the law of that time;
+``paper/wiring_floor.py`` refits these sets with today's), its edge weights
 (``--edge-weights``) and the data path (``--pipeline X->Y,Y->Z``).
 
 Design (``config.json``, stored before any of its runs; a design pilot — C2, set 0's seed
