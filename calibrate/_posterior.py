@@ -42,15 +42,7 @@ def check_output_folder(out: str | Path, *, what: str = "--out") -> Path:
 FIT_COMMAND = "calibrate fit"
 
 SOLVER_ERROR_MAX = 1e-3  # largest tolerated |curves - reference solve| at the MAP
-_DIMS = {
-    "b": "regulated",
-    "Kp": "pipeline",
-    "m": "pipeline",
-    "eta": "eta",
-    "lag": "lag",
-    "flip": "flip",
-    "flip_lag": "flip_lag",
-}
+_DIMS = {"b": "regulated", "Kp": "pipeline", "m": "pipeline"}  # a global's dim: its own name
 
 
 def _az():
@@ -183,7 +175,7 @@ class Posterior:
         for base in dict.fromkeys(lay.bases):
             names = [n for n, b in zip(lay.names, lay.bases, strict=True) if b == base]
             tg = [t for t, b in zip(lay.targets, lay.bases, strict=True) if b == base]
-            dim = "edge" if base in ("K", "n") else _DIMS.get(base, "node")
+            dim = "edge" if base in ("K", "n") else _DIMS.get(base, "node" if any(tg) else base)
             coords.setdefault(dim, tg)
             post[base] = np.stack([p[n] for n in names], axis=-1)
             dims[base] = [dim]

@@ -69,10 +69,17 @@ def wiring_macros(m: Macros, prefix: str, sets: dict[str, Any] | None) -> None:
 
 
 def readbacks(m: Macros, results: Path) -> None:
-    """The later read-backs' measures (weight family, knock-down of X, of X and Y)."""
+    """The later read-backs' measures (weight family, knock-down of X, of X and Y), and
+    both knock-downs refitted with the fitted flip law (``RBFX``, ``RBFXY``)."""
     for folder, prefix in READBACKS.items():
         s = read_json(results / folder / "summary.json")
         wiring_macros(m, prefix, dig(s, "wiring_identification", "sets"))
+    sets = dig(
+        read_json(results / "wiring_floor" / "summary.json"), "wiring_identification", "sets"
+    )
+    for fam, prefix in (("x", "RBFX"), ("xy", "RBFXY")):
+        part = None if sets is None else {k: v for k, v in sets.items() if k.endswith(f"_{fam}")}
+        wiring_macros(m, prefix, part)
 
 
 def forecast(m: Macros, results: Path) -> None:

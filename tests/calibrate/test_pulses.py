@@ -216,7 +216,7 @@ def test_a_fit_with_pulses_reports_the_flip_rates_and_the_lag():
     cfg = cal.FitConfig(method="laplace", edge_weights=True, pulses=True)
     post = cal.fit(_data(), "C2-AND", cfg, key=jax.random.key(1))
     idata = post.to_inference_data()
-    assert idata.posterior["flip"].shape[-1] == 3 and idata.posterior["flip_lag"].shape[-1] == 1
+    assert idata.posterior["flip"].dims[-1] == "node" and idata.posterior["flip_lag"].shape[-1] == 1
     s = post.summary()
     assert {"flip[X]", "flip[Y]", "flip[Z]", "flip_lag"} <= set(s)
     assert all(np.isfinite(s[k]["mean"]) and s[k]["mean"] > 0 for k in ("flip[X]", "flip_lag"))
