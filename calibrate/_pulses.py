@@ -26,7 +26,7 @@ from simulate.common import AgentmotifsError
 
 from ._curve_data import CurveData, DataError
 
-__all__ = ["config_pulses", "lagged_shares", "pulse_shares", "run_pulse_windows", "window_array"]
+__all__ = ["config_pulses", "lagged_shares", "run_pulse_windows", "window_array"]
 
 
 def config_pulses(
@@ -123,19 +123,3 @@ def lagged_shares(win: ArrayLike, h: ArrayLike, lag: ArrayLike = 0.0) -> jax.Arr
     w = jnp.asarray(win)[..., None] + lag  # (..., N, W, 2, 1)
     inside = jnp.clip(jnp.minimum(t1, w[..., 1, :]) - jnp.maximum(t0, w[..., 0, :]), 0.0, None)
     return jnp.clip(inside.sum(-2) / jnp.maximum(h, 1e-300), 0.0, 1.0)
-
-
-def pulse_shares(windows: Windows, nodes: np.ndarray) -> np.ndarray:
-    """Per run, node and grid cell, the share of the cell inside one of the pulses (no lag).
-
-    Args:
-        windows: Per run and node, its pulse windows (:func:`run_pulse_windows`).
-        nodes: The grid's nodes in training steps, increasing, shape ``(M + 1,)``.
-
-    Returns:
-        Shape ``(R, N, M)``, float64 in [0, 1] (0 where no pulse hits).
-    """
-    t = np.asarray(nodes, float)
-    if t[0] != 0.0:
-        raise ValueError("the grid's nodes start at step 0")
-    return np.asarray(lagged_shares(window_array(windows), np.diff(t)))

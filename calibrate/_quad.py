@@ -195,7 +195,7 @@ class Quad(AbstractCurveSolver):
             :meth:`for_steps`).
         scan: The recurrence as a scan.
         flip: Per node and cell, the share ``phi`` of the cell inside a ``flip``
-            spurious-reward pulse (:func:`calibrate.run_pulse_shares`), shape ``(N, M)``
+            spurious-reward pulse (:func:`calibrate._pulses.lagged_shares`), shape ``(N, M)``
             in [0, 1], or None (no pulse). Inside a pulse a node is driven back toward its
             start level ``A0`` at ``flip_rate`` times its learning rate ``r``:
             ``dA/dt = r [(1 - phi)(1 - A) + kappa phi (A0 - A)] - delta A`` (a reward

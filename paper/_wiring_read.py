@@ -7,6 +7,7 @@ and ``paper/wiring_weights.py``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,11 @@ def identification_summary(sets: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def readback_summary(
-    cfg: Any, runs: Path, out: Path, quoted: dict[str, Path | None]
+    cfg: Any,
+    runs: Path,
+    out: Path,
+    quoted: dict[str, Path | None],
+    extend: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A read-back's ``summary.json`` and ``table.md`` from the sets fitted so far (each
     ``out/wiring/<set>/selection.json``), its finished runs archived into ``out/runs``.
@@ -67,6 +72,7 @@ def readback_summary(
         out: Its results folder.
         quoted: Earlier read-backs' measures to quote beside these (``earlier``), by name:
             the path of their ``summary.json`` (None or a missing file: quoted as None).
+        extend: Keys to add to the summary, from the summary (None: none).
     """
     from _testbed_analysis import archive_runs
     from wiring_weights import table
@@ -90,6 +96,8 @@ def readback_summary(
         "goal": cfg.goal,
         "command": cfg.command,
     }
+    if extend is not None:
+        summary.update(extend(summary))
     write_json(out / "summary.json", summary)
     write_text(out / "table.md", table(summary))
     return summary

@@ -159,24 +159,20 @@ def family_measures(sets: dict[str, dict[str, Any]], out: Path) -> dict[str, Any
 
 
 def summary_phase(cfg: FloorDesign, runs: Path, out: Path) -> dict[str, Any]:
-    """``summary.json`` (``wiring_identification`` per family, the earlier fits quoted) and
-    ``table.md``."""
+    """``summary.json`` (``wiring_identification``, and ``by_family`` its measures per
+    family; the earlier fits quoted) and ``table.md``."""
     from _wiring_read import readback_summary
 
-    from simulate.common import write_json
+    def by_family(summary: dict[str, Any]) -> dict[str, Any]:
+        sets = summary["wiring_identification"].get("sets", {})
+        return {"by_family": {
+            fam: family_measures({n: s for n, s in sets.items() if n.endswith(f"_{fam}")}, out)
+            for fam in cfg.families}}  # fmt: skip
 
     res = ROOT / "paper" / "results"
-    summary = readback_summary(cfg, runs, out, {
+    return readback_summary(cfg, runs, out, {
         "x_knockdown": res / "wiring_pulses" / "summary.json",
-        "xy_knockdown": res / "wiring_knockdowns" / "summary.json"})  # fmt: skip
-    sets = summary["wiring_identification"].get("sets", {})
-    summary["by_family"] = {
-        fam: family_measures({n: s for n, s in sets.items() if n.endswith(f"_{fam}")}, out)
-        for fam in cfg.families
-    }
-
-    write_json(out / "summary.json", summary)
-    return summary
+        "xy_knockdown": res / "wiring_knockdowns" / "summary.json"}, by_family)  # fmt: skip
 
 
 QUICK = {"knockdowns": {**dataclasses.asdict(KnockdownDesign()), **KNOCKDOWN_QUICK},

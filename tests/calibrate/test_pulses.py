@@ -23,7 +23,6 @@ from calibrate.__main__ import main
 from calibrate._pulses import (
     config_pulses,
     lagged_shares,
-    pulse_shares,
     run_pulse_windows,
     window_array,
 )
@@ -98,7 +97,7 @@ def test_windows_and_shares_follow_llm_runs_config():
     data = _data()
     windows = run_pulse_windows(data, ("X", "Y", "Z"))
     assert windows[2] == (((30.0, 60.0),), (), ())
-    shares = pulse_shares(windows, grid.nodes)
+    shares = np.asarray(lagged_shares(window_array(windows), grid.h))  # no lag
     assert shares.shape == (4, 3, grid.h.size)
     assert not shares[:2].any() and not shares[:, 1:].any()  # only X, only where pulsed
     mid = 0.5 * (grid.nodes[:-1] + grid.nodes[1:])
