@@ -1,0 +1,163 @@
+"""The wiring read back with Y knocked down while Y still learns (issue 29 §4).
+
+The X-and-Y read-back (``paper/wiring_knockdowns.py``) knocked Y down at steps 80-120, when
+Y had already learned in the C1 and I1 sets (0.83-0.86 at step 80) or had not learned at
+all in the C2 and I2 sets (0.47, the base's level). Refitted with the fitted flip law
+(``paper/wiring_floor.py``), a 40-step pulse moved a learned Y only to 0.78, so Z, the
+target of the Y -> Z edge where C1 and I1 differ, had little to answer. In the default C1
+and I1 runs Y rises between steps 50 and 80 and Z between 60 and 100. Here each set's
+fourth run knocks Y down at steps ``pulse_start`` to ``pulse_start + pulse_length`` (40-80):
+before and during Y's rise, when its samples differ and a flipped reward moves it.
+
+Hypothesis, stated before any run: in the C1 sets the early Y knock-down delays Z's rise
+(Y -> Z activating), in the I1 sets it speeds Z's rise or leaves it (Y -| Z repressing), so
+``Y->Z`` is identified with its true sign in C1 and I1 sets more often than with the late
+knock-down; in the C2 and I2 sets, where Y does not learn by step 200 on this testbed, the
+early knock-down adds nothing, and their result is expected to equal the late one's.
+
+Design (``config.json``, stored before any run of this study):
+
+- Per set ``<type>_set<k>`` (C1, I1, C2, I2 x sets 0, 1): the three runs of the X
+  knock-down read-back (``w = 0``, ``w = 0.9`` and X knocked down at steps 30-60), reused
+  from their archives unchanged, and one new run: the ``w = 0.9`` run with Y alone knocked
+  down by a flip pulse (seed ``3000 + 10 k + 5``; otherwise the late Y knock-down's config).
+- Each set fitted once with the refit's command (``calibrate fit --motif auto --gate AND
+  --method laplace --edge-weights --pulses --pipeline X->Y,Y->Z``, the fitted flip law),
+  two fits at a time; measures and goal as issue 29 §4 states them, with the refit's
+  ``xy`` family (the same sets with the late knock-down) quoted beside them.
+- 8 sets, as the earlier read-backs (not chosen by a power calculation).
+
+Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
+
+Usage: python paper/wiring_early.py [--phase restore|wiring|fit|summary|all]
+       [--runs runs/wiring_early] [--out paper/results/wiring_early] [--workers 2]
+       [--code DIR] [--quick]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "paper"))
+
+from _study import study_main  # noqa: E402
+from wiring_knockdowns import QUICK as KNOCKDOWN_QUICK  # noqa: E402
+from wiring_knockdowns import Job, KnockdownDesign  # noqa: E402
+from wiring_knockdowns import run_name as knockdown_run_name  # noqa: E402
+
+KIND = "pulseYe"  # the early Y knock-down
+
+
+@dataclasses.dataclass
+class EarlyDesign:
+    """The study's fixed design (see the module docstring)."""
+
+    pulse_start: int = 40
+    pulse_length: int = 40
+    pulse_role: str = "Y"
+    seed_offset: int = 5
+    #: The X-and-Y read-back's design: its first three runs per set are reused through it.
+    knockdowns: dict[str, Any] = dataclasses.field(default_factory=lambda: dataclasses.asdict(
+        KnockdownDesign()))  # fmt: skip
+    hypothesis: str = (
+        "C1 sets: the early Y knock-down delays Z's rise (Y->Z +); I1 sets: it speeds Z's "
+        "rise or leaves it (Y-|Z); Y->Z identified with its true sign in C1 and I1 sets more "
+        "often than with the late knock-down; C2 and I2 sets (Y does not learn): no change"
+    )
+    goal: str = (
+        "issue 29 §4: the truth always first or indistinguishable from the first, no "
+        "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
+    )
+    command: str = "python paper/wiring_early.py"
+
+    @property
+    def base(self) -> KnockdownDesign:
+        """The X-and-Y read-back's design."""
+        return KnockdownDesign(**self.knockdowns)
+
+    @property
+    def pipeline(self) -> str:
+        """The fitted pipeline gates (the read-backs')."""
+        return self.base.pipeline
+
+    def sets(self) -> dict[str, list[Job]]:
+        """The four runs of each set, by its name ``<type>_set<k>``."""
+        return {n: [*js[:3], (js[0][0], js[0][1], KIND)] for n, js in self.base.sets().items()}
+
+    def jobs(self, phase: str) -> list[Job]:
+        """The runs this study trains: the early Y knock-downs (and, without the archives,
+        ``--quick``, the reused runs)."""
+        if phase != "wiring":
+            raise ValueError(f"not a training phase: {phase!r}")
+        reused = [j for j in self.base.jobs(phase) if j[2] != "pulseY"]
+        return [*reused, *(js[3] for js in self.sets().values())]
+
+    def train_config(self, motif: str, k: int, kind: str) -> dict[str, Any]:
+        """The llm_runs config of one run (the reused kinds as the earlier read-backs')."""
+        if kind != KIND:
+            return self.base.train_config(motif, k, kind)
+        c = self.base.train_config(motif, k, "pulseY")
+        c["task"]["spurious"] = {"starts": [self.pulse_start], "length": self.pulse_length,
+                                 "mode": "flip", "roles": [self.pulse_role]}  # fmt: skip
+        c["seed"], c["name"] = 3000 + 10 * k + self.seed_offset, run_name(motif, k, kind)
+        return c
+
+    def run_path(self, runs: Path, job: Job) -> Path:
+        """Where a set's run is read: an earlier archive, or this study's runs."""
+        return runs / run_name(*job) if job[2] == KIND else self.base.run_path(runs, job)
+
+
+def run_name(motif: str, k: int, kind: str) -> str:
+    if kind == KIND:
+        return f"{motif}_set{k}_pulseYearly_w0.9"
+    return knockdown_run_name(motif, k, kind)
+
+
+def summary_phase(cfg: EarlyDesign, runs: Path, out: Path) -> dict[str, Any]:
+    """``summary.json`` (``wiring_identification``; ``measures``, the goal's counts; and
+    ``late_y_knockdown``, the same counts of the refit's ``xy`` family, the same sets with Y
+    knocked down at steps 80-120) and ``table.md``."""
+    from _wiring_read import readback_summary
+    from wiring_floor import family_measures
+
+    late = ROOT / "paper" / "results" / "wiring_floor" / "summary.json"
+
+    def measures(summary: dict[str, Any]) -> dict[str, Any]:
+        sets = summary["wiring_identification"].get("sets", {})
+        quoted = json.loads(late.read_text()).get("by_family", {}) if late.is_file() else {}
+        return {"measures": family_measures(sets, out), "late_y_knockdown": quoted.get("xy")}
+
+    return readback_summary(cfg, runs, out, {}, measures)
+
+
+QUICK = {"knockdowns": {**dataclasses.asdict(KnockdownDesign()), **KNOCKDOWN_QUICK},
+         "pulse_start": 2, "pulse_length": 3}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    return study_main(
+        argv,
+        description="The wiring read back with Y knocked down while it learns (issue 29 §4).",
+        design=EarlyDesign,
+        quick=QUICK,
+        run_name=run_name,
+        phases=["restore", "wiring", "fit", "summary"],
+        gated=None,
+        default_runs="runs/wiring_early",
+        default_out="paper/results/wiring_early",
+        steps={
+            "restore": "_testbed_analysis:restore_phase",
+            "fit": "wiring_floor:fit_phase",
+            "summary": "wiring_early:summary_phase",
+        },
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
