@@ -119,6 +119,41 @@ def run_name(motif: str, k: int, kind: str) -> str:
     return knockdown_run_name(motif, k, kind)
 
 
+def responses(cfg: EarlyDesign, runs: Path) -> dict[str, dict[str, Any]]:
+    """What each knock-down did, model-free, per set (finished runs only): for the ``w =
+    0.9`` run, the late Y knock-down (steps 80-120, the X-and-Y read-back's) and the early
+    one, Y's and Z's mean competence over the run and the first step at which Z reached
+    0.7 (the last step if never); and the early and late runs' differences from ``w =
+    0.9`` (a different seed each: seed spread included)."""
+    from _pool_analysis import run_curves
+    from _testbed_analysis import auc, steps_to
+    from wiring_floor import FloorDesign
+
+    archived = cfg.base.reuse_pulses_from is not None  # --quick trains its own, no late run
+    out = {}
+    for name, js in cfg.sets().items():
+        m, k = js[0][0], js[0][1]
+        paths = {"w0.9": cfg.run_path(runs, (m, k, "w0.9")), "early": cfg.run_path(runs, js[3])}
+        if archived:
+            paths["late"] = FloorDesign().run_path(runs, (m, k, "pulseY"))
+        curves = {
+            n: c
+            for n, p in paths.items()
+            if (p / "manifest.json").is_file() and (c := run_curves(p)) is not None
+        }
+        if len(curves) < len(paths):
+            continue
+        row: dict[str, Any] = {}
+        for n, c in curves.items():
+            t, comp = c["steps"], c["comp"]
+            row[n] = {"auc_Y": auc(t, comp[:, 1]), "auc_Z": auc(t, comp[:, 2]),
+                      "steps_to_Z_0.7": steps_to(t, comp[:, 2], 0.7)}  # fmt: skip
+        for n in sorted(set(row) - {"w0.9"}):
+            row[f"{n}_minus_w0.9"] = {key: row[n][key] - row["w0.9"][key] for key in row[n]}
+        out[name] = row
+    return out
+
+
 def summary_phase(cfg: EarlyDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` (``wiring_identification``; ``measures``, the goal's counts; and
     ``late_y_knockdown``, the same counts of the refit's ``xy`` family, the same sets with Y
@@ -131,7 +166,8 @@ def summary_phase(cfg: EarlyDesign, runs: Path, out: Path) -> dict[str, Any]:
     def measures(summary: dict[str, Any]) -> dict[str, Any]:
         sets = summary["wiring_identification"].get("sets", {})
         quoted = json.loads(late.read_text()).get("by_family", {}) if late.is_file() else {}
-        return {"measures": family_measures(sets, out), "late_y_knockdown": quoted.get("xy")}
+        return {"measures": family_measures(sets, out), "late_y_knockdown": quoted.get("xy"),
+                "responses": responses(cfg, runs)}  # fmt: skip
 
     return readback_summary(cfg, runs, out, {}, measures)
 

@@ -68,3 +68,8 @@ def test_quick_early_knockdown_pipeline_trains_fits_and_summarises(tmp_path):
     assert man["schedules"]["pulses"] == [[2, 5]]
     assert man["config"]["task"]["spurious"]["roles"] == ["Y"]
     assert len(list((out / "runs").glob("*/manifest.json"))) == 4
+    r = s["responses"]["C2_set0"]  # --quick: no late knock-down run, its own early one
+    assert set(r) == {"w0.9", "early", "early_minus_w0.9"}
+    for key, d in r["early_minus_w0.9"].items():
+        assert d == pytest.approx(r["early"][key] - r["w0.9"][key], abs=1e-12)
+    assert 0 <= r["early"]["auc_Z"] <= 1 and r["early"]["steps_to_Z_0.7"] <= 8

@@ -52,7 +52,8 @@ def testbed(m: Macros, results: Path) -> None:
 
 
 #: The later read-backs of the wiring (issue 29 §4): results folder -> macro prefix.
-READBACKS = {"wiring_weights": "RBW", "wiring_pulses": "RBX", "wiring_knockdowns": "RBXY"}
+READBACKS = {"wiring_weights": "RBW", "wiring_pulses": "RBX", "wiring_knockdowns": "RBXY",
+             "wiring_early": "RBE"}  # fmt: skip
 
 
 def wiring_macros(m: Macros, prefix: str, sets: dict[str, Any] | None) -> None:
@@ -69,8 +70,9 @@ def wiring_macros(m: Macros, prefix: str, sets: dict[str, Any] | None) -> None:
 
 
 def readbacks(m: Macros, results: Path) -> None:
-    """The later read-backs' measures (weight family, knock-down of X, of X and Y), and
-    both knock-downs refitted with the fitted flip law (``RBFX``, ``RBFXY``)."""
+    """The later read-backs' measures (weight family, knock-down of X, of X and Y, Y
+    knocked down early: ``RBE``), and both knock-downs refitted with the fitted flip law
+    (``RBFX``, ``RBFXY``)."""
     for folder, prefix in READBACKS.items():
         s = read_json(results / folder / "summary.json")
         wiring_macros(m, prefix, dig(s, "wiring_identification", "sets"))
