@@ -132,13 +132,13 @@ def responses(cfg: EarlyDesign, runs: Path) -> dict[str, dict[str, Any]]:
     from _testbed_analysis import auc, steps_to
     from wiring_floor import FloorDesign
 
-    archived = cfg.base.reuse_pulses_from is not None  # --quick trains its own, no late run
+    late = None if cfg.base.reuse_pulses_from is None else FloorDesign()  # --quick: no late run
     out = {}
     for name, js in cfg.sets().items():
         m, k = js[0][0], js[0][1]
         paths = {"w0.9": cfg.run_path(runs, (m, k, "w0.9")), "early": cfg.run_path(runs, js[3])}
-        if archived:
-            paths["late"] = FloorDesign().run_path(runs, (m, k, "pulseY"))
+        if late is not None:
+            paths["late"] = late.run_path(runs, (m, k, "pulseY"))
         curves = {
             n: c
             for n, p in paths.items()
