@@ -37,8 +37,10 @@ installed are skipped with a message (``pip install -e '.[bench]'``).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
+from pathlib import Path
 
 from _bench_posterior import TRUTH
 from _machine import load_average
@@ -203,10 +205,22 @@ def run(
     return wall, ess / wall, post
 
 
-def peers(post: cal.Posterior, names: list[str], spaces: list[str], seed: int, repeats: int):
+def peers(
+    post: cal.Posterior,
+    names: list[str],
+    spaces: list[str],
+    seed: int,
+    repeats: int,
+    step_sizes: tuple[str, ...] = ("min",),
+):
     """Sample ``post``'s posterior with calibrate's program and each installed peer, from the
-    same starts; print the table (and a skip line per peer not installed)."""
+    same starts; print the table (and a skip line per peer not installed). ``step_sizes``:
+    calibrate's shared post-warm-up step size per variant (``calibrate._sampler.
+    SHARED_STEP_SIZE``; the first is the reference ``calibrate``, others are rows
+    ``calibrate-<name>``)."""
     import _peers_calibrate as pc
+
+    from calibrate import _sampler
 
     have = pc.available()
     for n in names:
@@ -214,7 +228,9 @@ def peers(post: cal.Posterior, names: list[str], spaces: list[str], seed: int, r
             print(f"peers: {n} is not installed; skipped (pip install -e '.[bench]')")
     names = [n for n in names if have[n]]
     starts_w, cov_w = pc.laplace_starts(post, jax.random.key(seed + 1000))
-    jobs = [("calibrate", "w")] + [(n, sp) for sp in spaces for n in names]
+    own = ["calibrate"] + [f"calibrate-{v}" for v in step_sizes[1:]]
+    jobs = [(n, "w") for n in own] + [(n, sp) for sp in spaces for n in names]
+    variant = dict(zip(own, step_sizes, strict=True))
     runners = {
         "nutpie": pc.run_nutpie,
         "blackjax": pc.run_blackjax,
@@ -225,8 +241,10 @@ def peers(post: cal.Posterior, names: list[str], spaces: list[str], seed: int, r
         k = r % len(jobs)
         for name, space in jobs[k:] + jobs[:k]:  # rotated: load drifts hit all alike
             pb = pc.problem(post, space, starts_w)
-            if name == "calibrate":
-                row = pc.run_calibrate(pb, cov_w, seed + r)
+            if name in variant:
+                _sampler.SHARED_STEP_SIZE = variant[name]
+                row = pc.run_calibrate(pb, cov_w, seed + r) | {"method": name}
+                _sampler.SHARED_STEP_SIZE = "min"
             else:
                 row = runners[name](pb, seed + r)
             row["load"] = load_average()
@@ -296,12 +314,22 @@ def main() -> None:
         "(calibrate's sampling coordinates)",
     )
     ap.add_argument("--repeats", type=int, default=1, help="rounds of the peer comparison")
+    ap.add_argument(
+        "--step-sizes",
+        default="min",
+        help="calibrate's shared step size after the warm-up, one row per variant "
+        "(comma-separated: min, median; the first is the reference)",
+    )
+    ap.add_argument("--rows-json", default=None, help="also write every round's rows here")
     a = ap.parse_args()
     names = [n for n in (a.peers or "").split(",") if n]
     spaces = [v for v in a.peer_space.split(",") if v]
     bad = [n for n in names if n not in ("nutpie", "blackjax", "numpyro")]
+    steps = tuple(v for v in a.step_sizes.split(",") if v)
     if bad or any(v not in ("z", "w") for v in spaces) or a.repeats < 1:
         ap.error("--peers: nutpie, blackjax, numpyro; --peer-space: z and/or w; --repeats >= 1")
+    if not steps or any(v not in ("min", "median") for v in steps):
+        ap.error("--step-sizes: min and/or median")
     d = data(a.n_eval)
     print(
         f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points x {a.n_eval} evals; "
@@ -322,7 +350,9 @@ def main() -> None:
     if a.oracle_mass:
         oracle_mass(post, a.seed)
     if a.peers:
-        peers(post, names, spaces, a.seed, a.repeats)
+        rows = peers(post, names, spaces, a.seed, a.repeats, steps)
+        if a.rows_json:
+            Path(a.rows_json).write_text(json.dumps(rows, indent=1, default=float))
     if not a.skip_baseline:
         n = a.baseline_samples
         base = cal.FitConfig(

@@ -1,67 +1,158 @@
-"""calibrate — Bayesian fitting of network coupling parameters to competence logs."""
+"""calibrate — Bayesian fitting of network coupling parameters to competence logs.
 
-from ._config import ConfigError as ConfigError
-from ._config import FitConfig as FitConfig
-from ._config import Hierarchy as Hierarchy
-from ._config import Link as Link
-from ._config import Priors as Priors
-from ._data import CurveData as CurveData
-from ._data import DataError as DataError
-from ._data import DataWarning as DataWarning
-from ._data import load_inputs as load_inputs
-from ._data import read_run_folder as read_run_folder
-from ._data import read_table as read_table
-from ._data import read_tensorboard as read_tensorboard
-from ._data import validate_table as validate_table
-from ._demo._config import DemoConfig as DemoConfig
-from ._demo._core import run_demo as run_demo
-from ._density import neg_log_joint_and_grad as neg_log_joint_and_grad
-from ._density import unflatten as unflatten
-from ._fit import FlatParams as FlatParams
-from ._fit import fit as fit
-from ._fit import fit_model as fit_model
-from ._fit import laplace as laplace
-from ._fit import map_fit as map_fit
-from ._fit_plot import plot_prediction as plot_prediction
-from ._fit_plot import plot_predictive as plot_predictive
-from ._importers import KeyMapping as KeyMapping
-from ._importers import read_events as read_events
-from ._importers import read_mlflow as read_mlflow
-from ._importers import read_training_args as read_training_args
-from ._importers import read_trl as read_trl
-from ._importers import read_verl as read_verl
-from ._importers import read_wandb_csv as read_wandb_csv
-from ._knobs import KNOB_LINKS as KNOB_LINKS
-from ._knobs import default_links as default_links
-from ._model import CurveModel as CurveModel
-from ._model import Layout as Layout
-from ._model import build_model as build_model
-from ._new_run import crps_samples as crps_samples
-from ._posterior import Posterior as Posterior
-from ._posterior import load_fit as load_fit
-from ._predict._core import Prediction as Prediction
-from ._predict._core import predict as predict
-from ._quad import Quad as Quad
-from ._quad import QuadGrid as QuadGrid
-from ._recommend._core import recommend as recommend
-from ._recommend._core import recommend_space as recommend_space
-from ._recommend._motif import MotifFits as MotifFits
-from ._reparam import SamplingCoords as SamplingCoords
-from ._reparam import draws_to_z as draws_to_z
-from ._select._core import Selection as Selection
-from ._select._core import candidates as candidates
-from ._select._core import select as select
-from ._solvers import RK4 as RK4
-from ._solvers import AbstractCurveSolver as AbstractCurveSolver
-from ._solvers import Adaptive as Adaptive
-from ._solvers import solve_at as solve_at
-from ._space import SearchSpace as SearchSpace
-from ._study import StageError as StageError
-from ._study import Study as Study
-from ._study import StudyInterrupted as StudyInterrupted
-from ._study import fit_runs as fit_runs
-from ._study import run_command as run_command
-from ._study import store_once as store_once
-from ._study import train_run as train_run
-from ._study import train_runs as train_runs
-from ._synth import synthetic_curves as synthetic_curves
+Everything loads on first use (``calibrate.fit`` imports the fitting code, numpyro
+included, when it is first looked up), so ``python -m calibrate predict`` loads only
+what a forecast needs."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._config import ConfigError as ConfigError
+    from ._config import FitConfig as FitConfig
+    from ._config import Hierarchy as Hierarchy
+    from ._config import Link as Link
+    from ._config import Priors as Priors
+    from ._data import CurveData as CurveData
+    from ._data import DataError as DataError
+    from ._data import DataWarning as DataWarning
+    from ._data import load_inputs as load_inputs
+    from ._data import read_run_folder as read_run_folder
+    from ._data import read_table as read_table
+    from ._data import read_tensorboard as read_tensorboard
+    from ._data import validate_table as validate_table
+    from ._demo._config import DemoConfig as DemoConfig
+    from ._demo._core import run_demo as run_demo
+    from ._density import neg_log_joint_and_grad as neg_log_joint_and_grad
+    from ._density import unflatten as unflatten
+    from ._fit import FlatParams as FlatParams
+    from ._fit import fit as fit
+    from ._fit import fit_model as fit_model
+    from ._fit import laplace as laplace
+    from ._fit import map_fit as map_fit
+    from ._fit_plot import plot_prediction as plot_prediction
+    from ._fit_plot import plot_predictive as plot_predictive
+    from ._importers import KeyMapping as KeyMapping
+    from ._importers import read_events as read_events
+    from ._importers import read_mlflow as read_mlflow
+    from ._importers import read_training_args as read_training_args
+    from ._importers import read_trl as read_trl
+    from ._importers import read_verl as read_verl
+    from ._importers import read_wandb_csv as read_wandb_csv
+    from ._knobs import KNOB_LINKS as KNOB_LINKS
+    from ._knobs import default_links as default_links
+    from ._model import CurveModel as CurveModel
+    from ._model import Layout as Layout
+    from ._model import build_model as build_model
+    from ._new_run import crps_samples as crps_samples
+    from ._posterior import Posterior as Posterior
+    from ._posterior import load_fit as load_fit
+    from ._predict._core import Prediction as Prediction
+    from ._predict._core import predict as predict
+    from ._quad import Quad as Quad
+    from ._quad import QuadGrid as QuadGrid
+    from ._recommend._core import recommend as recommend
+    from ._recommend._core import recommend_space as recommend_space
+    from ._recommend._motif import MotifFits as MotifFits
+    from ._reparam import SamplingCoords as SamplingCoords
+    from ._reparam import draws_to_z as draws_to_z
+    from ._select._core import Selection as Selection
+    from ._select._core import candidates as candidates
+    from ._select._core import select as select
+    from ._solvers import RK4 as RK4
+    from ._solvers import AbstractCurveSolver as AbstractCurveSolver
+    from ._solvers import Adaptive as Adaptive
+    from ._solvers import solve_at as solve_at
+    from ._space import SearchSpace as SearchSpace
+    from ._study import StageError as StageError
+    from ._study import Study as Study
+    from ._study import StudyInterrupted as StudyInterrupted
+    from ._study import fit_runs as fit_runs
+    from ._study import run_command as run_command
+    from ._study import store_once as store_once
+    from ._study import train_run as train_run
+    from ._study import train_runs as train_runs
+    from ._synth import synthetic_curves as synthetic_curves
+
+_LAZY: dict[str, str] = {
+    "ConfigError": "._config",
+    "FitConfig": "._config",
+    "Hierarchy": "._config",
+    "Link": "._config",
+    "Priors": "._config",
+    "CurveData": "._data",
+    "DataError": "._data",
+    "DataWarning": "._data",
+    "load_inputs": "._data",
+    "read_run_folder": "._data",
+    "read_table": "._data",
+    "read_tensorboard": "._data",
+    "validate_table": "._data",
+    "DemoConfig": "._demo._config",
+    "run_demo": "._demo._core",
+    "neg_log_joint_and_grad": "._density",
+    "unflatten": "._density",
+    "FlatParams": "._fit",
+    "fit": "._fit",
+    "fit_model": "._fit",
+    "laplace": "._fit",
+    "map_fit": "._fit",
+    "plot_prediction": "._fit_plot",
+    "plot_predictive": "._fit_plot",
+    "KeyMapping": "._importers",
+    "read_events": "._importers",
+    "read_mlflow": "._importers",
+    "read_training_args": "._importers",
+    "read_trl": "._importers",
+    "read_verl": "._importers",
+    "read_wandb_csv": "._importers",
+    "KNOB_LINKS": "._knobs",
+    "default_links": "._knobs",
+    "CurveModel": "._model",
+    "Layout": "._model",
+    "build_model": "._model",
+    "crps_samples": "._new_run",
+    "Posterior": "._posterior",
+    "load_fit": "._posterior",
+    "Prediction": "._predict._core",
+    "predict": "._predict._core",
+    "Quad": "._quad",
+    "QuadGrid": "._quad",
+    "recommend": "._recommend._core",
+    "recommend_space": "._recommend._core",
+    "MotifFits": "._recommend._motif",
+    "SamplingCoords": "._reparam",
+    "draws_to_z": "._reparam",
+    "Selection": "._select._core",
+    "candidates": "._select._core",
+    "select": "._select._core",
+    "RK4": "._solvers",
+    "AbstractCurveSolver": "._solvers",
+    "Adaptive": "._solvers",
+    "solve_at": "._solvers",
+    "SearchSpace": "._space",
+    "StageError": "._study",
+    "Study": "._study",
+    "StudyInterrupted": "._study",
+    "fit_runs": "._study",
+    "run_command": "._study",
+    "store_once": "._study",
+    "train_run": "._study",
+    "train_runs": "._study",
+    "synthetic_curves": "._synth",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'calibrate' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

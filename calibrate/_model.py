@@ -12,14 +12,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 from scipy.special import gammaln
 
 import simulate
@@ -228,8 +226,10 @@ class CurveModel(eqx.Module):
         pr = self.config.priors
         return jnp.exp(math.log(pr.phi_median) + pr.phi_sd * z_phi)
 
-    def obs_dist(self, mu, phi=None) -> dist.Distribution:
-        """Observation distribution of the successes given the means."""
+    def obs_dist(self, mu, phi=None) -> Any:
+        """numpyro's distribution of the successes given the means (imported here)."""
+        import numpyro.distributions as dist
+
         n = jnp.asarray(self.n_eval)
         if self.config.likelihood == "betabinomial":
             return dist.BetaBinomial(mu * phi, (1 - mu) * phi, total_count=n)
@@ -250,6 +250,9 @@ class CurveModel(eqx.Module):
     # -- numpyro ------------------------------------------------------------------------
     def model(self, observe: bool = True) -> None:
         """The numpyro model (call with no arguments)."""
+        import numpyro
+        import numpyro.distributions as dist
+
         latent = {
             name: numpyro.sample(
                 name, dist.Normal(0.0, 1.0).expand(list(shape)).to_event(len(shape))
@@ -278,6 +281,7 @@ class CurveModel(eqx.Module):
 
     def log_joint_fn(self) -> Callable[[dict[str, jax.Array]], jax.Array]:
         """``params -> log joint density`` (all sites unconstrained)."""
+        import numpyro.distributions as dist
 
         def f(params):
             lp = 0.0
@@ -310,10 +314,10 @@ def build_model(
 
     Raises:
         DataError: An agent in the data is not a node of the network, a node has no data
-            (it would be fitted from its priors alone), < 2 distinct steps, or (with
-            ``config.edge_weights``) a run without readable weights.
+            (it would be fitted from its priors alone), < 2 distinct steps, (with
+            ``config.edge_weights``) a run without readable weights, or a linked column
+            has a value outside its link transform's domain.
         ConfigError: A link or random effect names an unknown parameter or column.
-        DataError: A linked column has a value outside its link transform's domain.
     """
     config = config or FitConfig()
     net, name = resolve_network(network, gate, nodes)
@@ -356,14 +360,10 @@ def build_model(
         )
     runs = tuple(data.runs)
     run_pos = {r: i for i, r in enumerate(runs)}
-    # random effects and links
-    h = config.hierarchy
-    re_index, re_group = [], []
-    for g, p in enumerate(h.random_effects):
-        for j, b in enumerate(layout.bases):
-            if b == p:
-                re_index.append(j)
-                re_group.append(g)
+    h = config.hierarchy  # random effects (parameter index, sd index) and links
+    bases = list(enumerate(layout.bases))
+    re_pairs = [(j, g) for g, p in enumerate(h.random_effects) for j, b in bases if b == p]
+    re_index, re_group = [j for j, _ in re_pairs], [g for _, g in re_pairs]
     link_index, link_x, link_rows = build_links(h, layout, data)
     n, k = t["n_eval"].to_numpy(float), np.asarray(data.successes, dtype=float)
     quad = QuadGrid.build(ts, config.dt) if config.solver == "quad" and ode else None

@@ -34,10 +34,22 @@ from numpyro.infer.util import ParamInfo
 
 from ._config import FitConfig
 
-__all__ = ["ChainProgram", "compile_chains", "pool_moments", "run_chains", "window_ends"]
+__all__ = [
+    "ChainProgram",
+    "compile_chains",
+    "pool_moments",
+    "run_chains",
+    "shared_step_size",
+    "window_ends",
+]
 
 _PROGRESS_TICKS = 50  # progress-bar updates per chain
 _AXIS = "chain"
+
+#: The step size every pooled chain samples with after the warm-up: ``"min"`` (the least of
+#: the chains' dual-averaging step sizes) or ``"median"`` (their median); read when the
+#: program is traced (kept switchable for ``benchmarks/bench_calibrate.py``).
+SHARED_STEP_SIZE = "min"
 
 
 @dataclasses.dataclass
@@ -85,6 +97,16 @@ def pool_moments(
     return mu, m2_all, jax.lax.psum(n, axis_name)
 
 
+def shared_step_size(eps: jax.Array, axis: str = _AXIS) -> jax.Array:
+    """The step size all chains take after the warm-up, from each chain's ``eps`` (a
+    scalar under a map over ``axis``): :data:`SHARED_STEP_SIZE` of them."""
+    if SHARED_STEP_SIZE == "median":
+        return jnp.median(jax.lax.all_gather(eps, axis))
+    if SHARED_STEP_SIZE == "min":
+        return jax.lax.pmin(eps, axis)
+    raise ValueError(f"SHARED_STEP_SIZE must be 'min' or 'median', got {SHARED_STEP_SIZE!r}")
+
+
 def _one_chain(
     key, w0, pe0, g0, inv_mass, *, potential, cfg: FitConfig, pooled: bool, tick, transform
 ):
@@ -118,13 +140,13 @@ def _one_chain(
 
     def share_step_size(st):
         ad = st.adapt_state
-        return st._replace(adapt_state=ad._replace(step_size=jax.lax.pmin(ad.step_size, _AXIS)))
+        return st._replace(adapt_state=ad._replace(step_size=shared_step_size(ad.step_size)))
 
     def body(st, i):
         if pooled and ends.size:
             st = jax.lax.cond(jnp.any(i == ends), pool, lambda s: s, st)
         st = sample_kernel(st)
-        if pooled:  # the warm-up's last update sets the step size: all chains take the least
+        if pooled:  # the warm-up's last update sets the step size: all chains share one
             st = jax.lax.cond(i == cfg.warmup - 1, share_step_size, lambda s: s, st)
         if tick is not None:
             # a per-chain count (the position is batched), so vectorised chains each report

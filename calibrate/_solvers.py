@@ -25,7 +25,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 import simulate
-from simulate import SolveOptions, diffrax_ode, resolve_options
+from simulate import SolveOptions, resolve_options
 
 __all__ = [
     "RK4",
@@ -67,6 +67,8 @@ class Adaptive(AbstractCurveSolver):
     def solve(
         self, model: simulate.Model, ts: ArrayLike, options: SolveOptions
     ) -> tuple[jax.Array, jax.Array]:
+        from simulate import diffrax_ode  # diffrax loads with the first adaptive solve
+
         x = model.input_value(jnp.asarray(1.0))
         ys, ok = diffrax_ode(
             lambda t, y, args: model.rhs(y, x),

@@ -7,11 +7,14 @@ trajectories the autocorrelation evidence of an oscillation.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array
 
-from ._solve import Solution
+if TYPE_CHECKING:  # the solve (diffrax) loads only when a solution is made
+    from ._solve import Solution
 
 __all__ = ["node_features", "noise_features", "window", "zigzag_update"]
 

@@ -26,7 +26,7 @@ import simulate
 
 from .._model import CurveModel
 from .._new_run import SeedSpread, draw_phi, evaluation_noise, fresh_effects
-from ._band_points import interpolation_matrix
+from ._band_points import interpolate, interpolation_matrix
 from ._checks import failed_draws
 from ._fast import BAND_LEVELS
 
@@ -133,10 +133,10 @@ def solve_new_run(
     out["new_mean"] = np.concatenate([out["new_mean"], last_mean], axis=1)
     out["new_bands"] = np.concatenate([out["new_bands"], last_bands], axis=2)
     if band_steps is not None:  # from the band steps to every step
-        W = interpolation_matrix(t, band_steps).astype(out["bands"].dtype)
+        W = interpolation_matrix(t, band_steps)
         for k in ("bands", "new_bands"):
-            out[k] = np.einsum("tk,sqkn->sqtn", W, out[k])
-        out["new_mean"] = np.einsum("tk,skn->stn", W, out["new_mean"])
+            out[k] = interpolate(W, out[k], axis=2)
+        out["new_mean"] = interpolate(W, out["new_mean"], axis=1)
     out.pop("bad")
     return out
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import calibrate as cal
-from calibrate._predict._band_points import band_steps, interpolation_matrix
+from calibrate._predict._band_points import band_steps, interpolate, interpolation_matrix
 
 SETTINGS = [{"rl.lr": v} for v in (2e-5, 1e-4, 5.5e-4, 3e-3)]
 POINTS, K = 60, 12
@@ -40,6 +40,25 @@ def test_band_steps_and_interpolation():
     v = np.sin(t / 50.0)
     expect = _interp(v[:, None], t, k)[:, 0]
     np.testing.assert_allclose(interpolation_matrix(t, k) @ v[k], expect, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_interpolate_is_numpy_interp_along_any_axis(dtype):
+    """The matrix product of :func:`interpolate` against ``numpy.interp`` (oracle), on the
+    band axis of ``(S, 4, K, N)`` and ``(S, K, N)`` arrays, in their dtype."""
+    t = np.linspace(0.0, 290.0, 50)
+    k = band_steps(50, 9)
+    assert k is not None
+    rng = np.random.default_rng(3)
+    W = interpolation_matrix(t, k)
+    for shape, axis in (((5, 4, 50, 3), 2), ((5, 50, 3), 1)):
+        full = rng.random(shape).astype(dtype)
+        got = interpolate(W, np.take(full, k, axis=axis), axis=axis)
+        expect = np.moveaxis(_interp(np.moveaxis(full, axis, -2), t, k), -2, axis)
+        assert got.dtype == dtype and got.shape == shape
+        tol = 1e-12 if dtype == np.float64 else 1e-6
+        np.testing.assert_allclose(got, expect, rtol=0, atol=tol)
+        np.testing.assert_array_equal(np.take(got, k, axis=axis), np.take(full, k, axis=axis))
 
 
 @pytest.mark.parametrize("band", ["mean", "new_run"])

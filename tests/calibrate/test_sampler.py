@@ -7,6 +7,7 @@ import pytest
 from numpyro.infer.hmc_util import build_adaptation_schedule
 
 import calibrate as cal
+from calibrate import _sampler
 from calibrate._sampler import compile_chains, pool_moments, run_chains, window_ends
 
 
@@ -35,6 +36,17 @@ def test_pooled_moments_are_those_of_all_draws():
             assert int(npool[c]) == len(allx)
 
 
+def test_shared_step_size_is_the_least_or_the_median(monkeypatch):
+    eps = jnp.asarray([0.1, 0.35, 0.2, 0.5])
+    for how, expect in (("min", 0.1), ("median", float(np.median(eps)))):
+        monkeypatch.setattr(_sampler, "SHARED_STEP_SIZE", how)
+        got = jax.vmap(lambda e: _sampler.shared_step_size(e, "i"), axis_name="i")(eps)
+        np.testing.assert_allclose(got, np.full(4, expect), rtol=1e-15)
+    monkeypatch.setattr(_sampler, "SHARED_STEP_SIZE", "mean")
+    with pytest.raises(ValueError, match="SHARED_STEP_SIZE"):
+        jax.vmap(lambda e: _sampler.shared_step_size(e, "i"), axis_name="i")(eps)
+
+
 def test_window_ends_are_numpyros_middle_windows():
     assert window_ends(1000).tolist() == [99, 149, 249, 449, 949]
     sched = build_adaptation_schedule(500)
@@ -42,8 +54,11 @@ def test_window_ends_are_numpyros_middle_windows():
     assert window_ends(10).size == 0  # one window: no mass re-estimate
 
 
-@pytest.mark.parametrize(("method", "pool"), [("vectorized", True), ("sequential", False)])
-def test_chains_draw_a_correlated_gaussian(method, pool):
+@pytest.mark.parametrize(
+    ("method", "pool", "share"),
+    [("vectorized", True, "min"), ("vectorized", True, "median"), ("sequential", False, "min")],
+)
+def test_chains_draw_a_correlated_gaussian(method, pool, share, monkeypatch):
     """Draws of N(mu, S) (S with correlation 0.9 and scales 0.1-3) recover mu and S within
     Monte Carlo error, started far away with an identity mass matrix."""
     mu = np.array([1.0, -2.0, 0.5])
@@ -57,6 +72,7 @@ def test_chains_draw_a_correlated_gaussian(method, pool):
         return 0.5 * d @ Sinv @ d
 
     cfg = cal.FitConfig(chains=4, samples=1500, warmup=500, pool_adaptation=pool)
+    monkeypatch.setattr(_sampler, "SHARED_STEP_SIZE", share)
     prog = compile_chains(potential, 3, cfg, method)
     w, st = run_chains(
         prog, key=jax.random.key(3), starts=np.full((4, 3), 5.0), inverse_mass=np.eye(3)
@@ -67,7 +83,7 @@ def test_chains_draw_a_correlated_gaussian(method, pool):
     spread = np.max(np.abs(inv - inv.mean(0)) / np.sqrt(np.outer(sd, sd)) ** 2)
     assert (spread < 0.02) if pool else (spread > 0.05)
     assert st["step_size"].shape == (4,)
-    # pooled: the chains share the least of their adapted step sizes
+    # pooled: the chains share one step size (the least or the median of theirs)
     assert (np.ptp(st["step_size"]) == 0.0) if pool else (np.ptp(st["step_size"]) > 0.0)
     assert w.shape == (6000, 3) and div.shape == (4, 1500) and not div.any()
     assert steps.mean() < 16  # adapted dense mass: short trajectories
