@@ -242,9 +242,9 @@ def peers(
         for name, space in jobs[k:] + jobs[:k]:  # rotated: load drifts hit all alike
             pb = pc.problem(post, space, starts_w)
             if name in variant:
-                _sampler.SHARED_STEP_SIZE = variant[name]
+                default, _sampler.SHARED_STEP_SIZE = _sampler.SHARED_STEP_SIZE, variant[name]
                 row = pc.run_calibrate(pb, cov_w, seed + r) | {"method": name}
-                _sampler.SHARED_STEP_SIZE = "min"
+                _sampler.SHARED_STEP_SIZE = default
             else:
                 row = runners[name](pb, seed + r)
             row["load"] = load_average()
@@ -316,9 +316,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1, help="rounds of the peer comparison")
     ap.add_argument(
         "--step-sizes",
-        default="min",
+        default="median",
         help="calibrate's shared step size after the warm-up, one row per variant "
-        "(comma-separated: min, median; the first is the reference)",
+        "(comma-separated: median (calibrate's), min; the first is the reference row)",
     )
     ap.add_argument("--rows-json", default=None, help="also write every round's rows here")
     a = ap.parse_args()

@@ -8,10 +8,15 @@ covariance of all chains' draws: ``chains`` times as many, spread over the regio
 chains explore. On the calibrate benchmark (4 chains, 1000 + 1000, seeds 6-10) the
 minimum bulk ESS went from 1073-1413 (mean 1200) with per-chain estimates to 1441-1787
 (mean 1598), and divergences from 88 to 56 in all; over seeds 1-10 pooled: 906-1787.
-The step size is shared too: at the end of the warm-up every chain takes the smallest of
-the chains' dual-averaging step sizes, so no chain samples with a step that only suited
-the region it happened to adapt in (seeds 1-10 of the benchmark: 9 divergences in all
-against 47 with per-chain step sizes, minimum bulk ESS 1310-2100 against 1317-2004).
+The step size is shared too: at the end of the warm-up every chain takes the median of
+the chains' dual-averaging step sizes (:data:`SHARED_STEP_SIZE`), so no chain samples with
+a step that only suited the region it happened to adapt in. The least of them (seeds 1-10
+of the benchmark: 9 divergences in all against 47 with per-chain step sizes, minimum bulk
+ESS 1310-2100 against 1317-2004) was the rule until five rounds on a quiet machine
+(2026-12-05, docs/benchmarks.md) gave the median 30.4 gradients per effective draw against
+31.2 (medians; a difference inside the rounds' spread), 29 divergences in 5 rounds against
+23, and 94 against 98 ESS/s, and the plan stated before them adopted whichever needed
+fewer gradients per effective draw.
 The program is built from shapes alone (:func:`compile_chains`); compiling it in a thread
 during the MAP fit was measured and rejected (XLA's compile keeps ~1.5 cores busy and the
 MAP slowed from 5 s to 11-15 s).
@@ -46,10 +51,10 @@ __all__ = [
 _PROGRESS_TICKS = 50  # progress-bar updates per chain
 _AXIS = "chain"
 
-#: The step size every pooled chain samples with after the warm-up: ``"min"`` (the least of
-#: the chains' dual-averaging step sizes) or ``"median"`` (their median); read when the
-#: program is traced (kept switchable for ``benchmarks/bench_calibrate.py``).
-SHARED_STEP_SIZE = "min"
+#: The step size every pooled chain samples with after the warm-up: ``"median"`` (the
+#: median of the chains' dual-averaging step sizes) or ``"min"`` (the least of them); read
+#: when the program is traced (kept switchable for ``benchmarks/bench_calibrate.py``).
+SHARED_STEP_SIZE = "median"
 
 
 @dataclasses.dataclass
