@@ -7,8 +7,7 @@ everything that needs JAX (kinetics, solvers, phase diagrams) loads on first use
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import common as common
 from . import spec as spec
@@ -28,6 +27,7 @@ from ._io import read_text as read_text
 from ._io import save_figure as save_figure
 from ._io import write_json as write_json
 from ._io import write_text as write_text
+from ._lazy import lazy_exports
 from ._outputs import MARK_FILE as MARK_FILE
 from ._outputs import PLOT_SUFFIXES as PLOT_SUFFIXES
 from ._outputs import claim_file as claim_file
@@ -216,14 +216,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simulate' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -11,7 +11,9 @@
 * the one vocabulary of value scales, :data:`SCALES` (``log``, ``log1p``, ``linear``), with
   :func:`scale_name` (reads the alias ``lin``), :func:`to_scale` and :func:`from_scale`;
 * the one collapse rule for measured (real-run) competence curves, :func:`fall_collapse`
-  (:data:`COLLAPSE_RULE` in words).
+  (:data:`COLLAPSE_RULE` in words);
+* :func:`lazy_exports`: a package namespace whose names load on first use (``simulate``,
+  ``calibrate``).
 
 ``llm_runs`` and ``calibrate`` import these names from here (or from ``simulate``), never from
 simulate's private modules; ``tests/test_boundaries.py`` checks that.
@@ -38,6 +40,7 @@ from ._io import save_figure as save_figure
 from ._io import utc_now as utc_now
 from ._io import write_json as write_json
 from ._io import write_text as write_text
+from ._lazy import lazy_exports as lazy_exports
 from ._outputs import MARK_FILE as MARK_FILE
 from ._outputs import PLOT_SUFFIXES as PLOT_SUFFIXES
 from ._outputs import claim_file as claim_file
@@ -89,6 +92,7 @@ __all__ = [
     "in_scale_domain",
     "interval_hit",
     "jsonable",
+    "lazy_exports",
     "mark_output",
     "randomized_pit",
     "read_json_object",
