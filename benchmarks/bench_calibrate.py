@@ -330,6 +330,8 @@ def main() -> None:
         ap.error("--peers: nutpie, blackjax, numpyro; --peer-space: z and/or w; --repeats >= 1")
     if not steps or any(v not in ("min", "median") for v in steps):
         ap.error("--step-sizes: min and/or median")
+    if a.rows_json and Path(a.rows_json).exists():
+        ap.error(f"--rows-json {a.rows_json}: exists (not overwritten)")
     d = data(a.n_eval)
     print(
         f"data: {len(d.runs)} runs x {len(d.agents)} agents x 60 points x {a.n_eval} evals; "

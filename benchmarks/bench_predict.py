@@ -61,6 +61,22 @@ TRUTH = {
 R = TypeVar("R")
 
 
+def benchmark_fit(samples: int = 200) -> cal.Posterior:
+    """The benchmark's fit: 3 synthetic C1 runs at lr 1e-4, 3e-4, 1e-3 (``rho`` scaled
+    with lr), Laplace with ``samples`` draws and the link ``rho ~ rl.lr``."""
+    lrs = [1e-4, 3e-4, 1e-3]
+    run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in lrs]
+    data = cal.synthetic_curves(
+        "C1", TRUTH, key=jax.random.key(5), steps=np.arange(0, 300, 10), runs=3,
+        run_params=run_params, hyper={"rl.lr": lrs},
+    )  # fmt: skip
+    cfg = cal.FitConfig(
+        method="laplace", chains=1, samples=samples,
+        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "rl.lr"),)),
+    )  # fmt: skip
+    return cal.fit(data, "C1", cfg, key=jax.random.key(0))
+
+
 def baseline(post, settings, draws: int, points: int) -> dict[str, np.ndarray]:
     """The implementation before issue 18 §5's speed work, as it was (for the timing and
     the agreement check)."""
@@ -115,17 +131,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.quick:
         a.settings, a.baseline_settings = 200, min(a.baseline_settings, 10)
-    lrs = [1e-4, 3e-4, 1e-3]
-    run_params = [{f"rho[{n}]": TRUTH[f"rho[{n}]"] * lr / 3e-4 for n in "XYZ"} for lr in lrs]
-    data = cal.synthetic_curves(
-        "C1", TRUTH, key=jax.random.key(5), steps=np.arange(0, 300, 10), runs=3,
-        run_params=run_params, hyper={"rl.lr": lrs},
-    )  # fmt: skip
-    cfg = cal.FitConfig(
-        method="laplace", chains=1, samples=max(a.draws, 200),
-        hierarchy=cal.Hierarchy(links=(cal.Link("rho", "rl.lr"),)),
-    )  # fmt: skip
-    post = cal.fit(data, "C1", cfg, key=jax.random.key(0))
+    post = benchmark_fit(max(a.draws, 200))
     settings = [{"rl.lr": float(v)} for v in np.geomspace(3e-5, 3e-3, a.settings)]
     G = min(a.draws, int(np.prod(post.shape)))
     n = a.settings * G

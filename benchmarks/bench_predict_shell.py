@@ -1,14 +1,14 @@
 """Benchmark: one forecast from the shell, ``python -m calibrate predict FIT --set ...``
 (issue 33 §2: < 5 s warm on 2 quiet cores).
 
-Fits and saves the predict benchmark's fit (``bench_predict.py``'s 3-lr C1 family, Laplace,
-``rho ~ rl.lr``) once, then times the command as a user runs it, a new interpreter each
-call: one cold call (an empty persistent compilation cache) and ``--calls`` warm ones
-(median, range). With ``--against DIR`` (a checkout of another revision of this project)
-the same calls are made from there too, interleaved with this checkout's, so the load hits
-both alike, and the ratio of the medians is printed. Both use this interpreter; each
-checkout's own packages come first on its path (``python -m`` puts the working directory
-first).
+Fits and saves the predict benchmark's fit (``bench_predict.benchmark_fit``) once (into
+``--work``, reused there on a later run), then times the command as a user runs it, a new
+interpreter each call: one cold call (an empty persistent compilation cache) and
+``--calls`` warm ones (median, range). With ``--against DIR`` (a checkout of another
+revision of this project) the same calls are made from there too, interleaved with this
+checkout's, so the load hits both alike, and the ratio of the medians is printed. Both use
+this interpreter; each checkout's own packages come first on its path (``python -m`` puts
+the working directory first). The caches are a new folder under ``--work`` each run.
 
 Usage: python benchmarks/bench_predict_shell.py [--calls N] [--against DIR] [--work DIR]
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -32,22 +31,12 @@ SETTING = "rl.lr=5e-4"
 
 
 def save_fit(folder: Path) -> None:
-    """The predict benchmark's fit, saved to ``folder`` (a new interpreter: its own JAX)."""
-    code = f"""
-import sys
-sys.path.insert(0, {str(ROOT / "benchmarks")!r})
-import jax, numpy as np
-jax.config.update("jax_enable_x64", True)
-import calibrate as cal
-from bench_predict import TRUTH
-lrs = [1e-4, 3e-4, 1e-3]
-rp = [{{f"rho[{{n}}]": TRUTH[f"rho[{{n}}]"] * lr / 3e-4 for n in "XYZ"}} for lr in lrs]
-data = cal.synthetic_curves("C1", TRUTH, key=jax.random.key(5), steps=np.arange(0, 300, 10),
-                            runs=3, run_params=rp, hyper={{"rl.lr": lrs}})
-cfg = cal.FitConfig(method="laplace", chains=1, samples=200,
-                    hierarchy=cal.Hierarchy(links=(cal.Link("rho", "rl.lr"),)))
-cal.fit(data, "C1", cfg, key=jax.random.key(0)).save({str(folder)!r}, figure=False)
-"""
+    """``bench_predict.benchmark_fit``, saved to ``folder`` (a new interpreter: its own JAX)."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
+        "from bench_predict import benchmark_fit; "
+        f"benchmark_fit().save({str(folder)!r}, figure=False)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -77,19 +66,22 @@ def main() -> None:
         if not (other / "calibrate" / "__main__.py").is_file():
             ap.error(f"--against {a.against}: not a checkout of this project")
         checkouts["against"] = other
-    work = Path(a.work or tempfile.mkdtemp(prefix="bench_predict_shell_"))
+    work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="bench_predict_shell_"))
     fit = work / "fit"
-    if not fit.is_dir():
+    if fit.exists() and not (fit / "latent.npz").is_file():
+        ap.error(f"--work {a.work}: {fit} exists and is not a saved fit")
+    if not fit.exists():
+        work.mkdir(parents=True, exist_ok=True)
         save_fit(fit)
+    caches = Path(tempfile.mkdtemp(prefix="caches_", dir=work))  # new: nothing of yours reused
     print(f"calibrate predict {fit} --set {SETTING} ({os.cpu_count()} cpus, load {load_average()})")
     times: dict[str, list[float]] = {k: [] for k in checkouts}
     for name, path in checkouts.items():
-        cache = work / f"cache_{name}"
-        shutil.rmtree(cache, ignore_errors=True)
+        cache = caches / name
         print(f"  {name:8} cold (empty cache): {call(path, fit, cache):.2f} s  ({path})")
     for _ in range(a.calls):
         for name, path in checkouts.items():
-            times[name].append(call(path, fit, work / f"cache_{name}"))
+            times[name].append(call(path, fit, caches / name))
     for name, t in times.items():
         print(
             f"  {name:8} warm, {len(t)} calls: median {statistics.median(t):.2f} s "
