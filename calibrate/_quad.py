@@ -104,6 +104,20 @@ class QuadGrid(eqx.Module):
         return cls(np.asarray(obs), np.diff(np.asarray(nodes)))
 
 
+def _rows(a: jax.Array, index: np.ndarray) -> jax.Array:
+    """``a[index]`` for a concrete increasing ``index``, as static slices of its runs of
+    consecutive rows (a gather with an index array is a scalar loop on CPU); a gather when
+    ``index`` is traced (a grid passed as an argument of a compiled function)."""
+    if isinstance(index, jax.Array):  # traced (or on a device): a gather
+        return a[index]
+    index = np.asarray(index)
+    cut = np.flatnonzero(np.diff(index) != 1) + 1
+    runs = [(int(r[0]), int(r[-1]) + 1) for r in np.split(index, cut) if r.size]
+    if len(runs) == 1 and runs[0] == (0, a.shape[0]):
+        return a
+    return jnp.concatenate([a[lo:hi] for lo, hi in runs], axis=0)
+
+
 def _phi1(x: jax.Array) -> jax.Array:
     """``(1 - exp(-x)) / x`` for ``x >= 0``, stable (and differentiable) at 0."""
     small = x < 1e-6
@@ -277,4 +291,4 @@ class Quad(AbstractCurveSolver):
             A = _node_levels(c, dc, source, a0, grid.h, scan, cut)
             levels[i] = A
             slopes[i] = r * (target - gain * A) - (d if w is None else f * d) * A
-        return finite_levels(jnp.stack(levels, axis=-1)[jnp.asarray(grid.obs)])
+        return finite_levels(_rows(jnp.stack(levels, axis=-1), grid.obs))

@@ -30,6 +30,7 @@ def classify_batch(
     sustain_ratio: float = 0.5,
     growth_ratio: float = 2.0,
     diverge_level: float = 1e6,
+    shortcut: bool = False,
 ) -> jax.Array:
     """Per-node regime codes of :func:`simulate.classify` (default options, ``ode``
     solutions, input on throughout) for curves ``y`` of shape ``(T, N, B)``.
@@ -37,6 +38,9 @@ def classify_batch(
     Args:
         y: Levels, time first, batch last.
         ok: Per-curve solver success ``(B,)`` (``False``: every node ``failed``).
+        shortcut: Skip the zig-zag scan when no curve of the batch can have a turning
+            point (:func:`_no_turns`; the same labels). Only outside a ``vmap``: under one
+            the ``cond`` runs both branches.
 
     Returns:
         Codes of :class:`simulate.Regime`, ``(N, B)`` int8.
@@ -53,7 +57,13 @@ def classify_batch(
     a_late = 0.5 * (late_max - late_min)
     mid = y[T // 4 : T // 2]
     a_mid = jnp.maximum(jnp.max(jnp.abs(mid - m), axis=0, initial=0.0), 0.0)
-    n_late, best = _turning_points(y, m, h, T // 2)
+    if shortcut:
+        z = jnp.zeros(y.shape[1:], jnp.int32)
+        n_late, best = jax.lax.cond(
+            _no_turns(y, h), lambda: (z, z), lambda: _turning_points(y, m, h, T // 2)
+        )
+    else:
+        n_late, best = _turning_points(y, m, h, T // 2)
     excursion = jnp.maximum(
         y_max - jnp.maximum(y_start, y_end), jnp.minimum(y_start, y_end) - y_min
     )
@@ -85,6 +95,21 @@ def classify_batch(
     label = jnp.where(huge & finite, int(R.COLLAPSE), label)
     label = jnp.where(~ok[None, :] | ~finite, int(R.FAILED), label)
     return label.astype(jnp.int8)
+
+
+def _no_turns(y: jax.Array, h: jax.Array) -> jax.Array:
+    """Whether no curve of ``y`` ``(T, ...)`` has a turning point of height ``h``.
+
+    A turning point needs a fall of more than ``h`` below an earlier value (after a rise) or
+    a rise of more than ``h`` above one (after a fall), and the zig-zag starts moving only by
+    such a rise or fall from ``y[0]``; a curve whose total fall (or total rise) is at most
+    ``h`` bounds every such move, so it has none (zero turning points, chain 0). Checked
+    against half of ``h``, so rounding cannot decide it; any NaN answers False.
+    """
+    dy = y[1:] - y[:-1]
+    fall = jnp.sum(jnp.maximum(-dy, 0.0), axis=0)
+    rise = jnp.sum(jnp.maximum(dy, 0.0), axis=0)
+    return jnp.all(jnp.minimum(fall, rise) <= 0.5 * h)
 
 
 def _turning_points(y: jax.Array, m: jax.Array, h: jax.Array, late_from: int):

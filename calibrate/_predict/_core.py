@@ -124,7 +124,7 @@ def predict_arrays(
         t: Steps at which curves are evaluated (input on from 0), ``(T,)``.
         keep_curves: Also return every draw's curves (``(S, G, T, N)``; small S only).
         batch: Settings solved together (a vmap of ``batch × G`` solves; default about
-            2000 solves).
+            400 solves).
         bands: Also the per-step mean and quantile bands (most of the cost of thousands
             of settings: a sort of the draws at every step).
         shard: Split the settings over all devices of JAX's default backend.
@@ -206,7 +206,11 @@ def predict(
             and the last among them) and interpolated linearly in between, the arrays'
             shapes unchanged (:mod:`calibrate._predict._band_points`); the mean curve's
             ``mean`` stays exact at every step. For thousands of settings, where the
-            per-step bands cost most.
+            per-step bands cost most. With a binomial likelihood and probe counts up to
+            256 the new run's evaluation noise at those steps is drawn inside the
+            compiled program (exact binomial draws from random bits,
+            :mod:`calibrate._predict._banded`), so its Monte Carlo draws are not those of
+            the per-step band; its final values are.
 
     Returns:
         A :class:`Prediction`.

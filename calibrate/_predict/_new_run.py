@@ -13,20 +13,28 @@ the number of settings beyond the reduced arrays. With ``band_steps`` (``predict
 ``band_points``) only the curves at those steps come back from the compiled program (with
 the per-step mean of the mean curves and a flag per draw that every step is in range),
 the bands and the new run's noise are computed there and interpolated linearly between
-them (:mod:`calibrate._predict._band_points`).
+them (:mod:`calibrate._predict._band_points`). With a binomial likelihood and probe counts
+up to :data:`calibrate._predict._binomial.MAX_N` that is one program per chunk that also
+labels the regimes and draws the noise (:mod:`calibrate._predict._banded`), the next
+chunk solved on a worker thread while the last is reduced.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import jax
 import numpy as np
 
 import simulate
 
 from .._model import CurveModel
 from .._new_run import SeedSpread, draw_phi, evaluation_noise, fresh_effects
+from .._solvers import fixed_substeps
 from ._band_points import interpolate, interpolation_matrix
+from ._banded import banded_batch, settings_per_step, sorted_bands
+from ._binomial import MAX_N
 from ._checks import failed_draws
 from ._fast import BAND_LEVELS
 
@@ -88,10 +96,15 @@ def solve_new_run(
     if not (bands or keep_curves):
         o = predict_arrays(cm, u_all, s_all, x, t, bands=False, dtype=dtype)
         out = _split(o, g, has_re, None)
-        out.pop("bad")
+        for k in ("bad", "new_bad"):
+            out.pop(k)
         out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
             [seed, 3]), offset=offset[None], **kw)  # fmt: skip
         return out
+    if band_steps is not None and phi is None and int(np.max(n_eval)) <= MAX_N:
+        out = _banded_chunks(cm, u_all, s_all, x, t, g, has_re, band_steps, keep_curves,
+                             n_eval, offset, seed, dtype)  # fmt: skip
+        return _finish(out, kw, seed, offset, t, band_steps)
     sub = None if keep_curves else band_steps  # the steps the compiled program returns
     n_per = u_all.shape[0] * (t.size if sub is None else sub.size) * n_nodes
     chunk = max(1, min(x.shape[0], CHUNK_VALUES // max(n_per, 1)))
@@ -127,6 +140,12 @@ def solve_new_run(
             part["curves"] = curves_kept
         parts.append(part)
     out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return _finish(out, kw, seed, offset, t, band_steps)
+
+
+def _finish(out, kw, seed, offset, t, band_steps):
+    """The new run's final values (own stream), its band's last step, and the bands from
+    the band steps to every step."""
     out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
         [seed, 3]), offset=offset[None], **kw)  # fmt: skip
     last_mean, last_bands = _band(out["new_final"][:, :, None])  # (S, 1, N), (S, 4, 1, N)
@@ -137,8 +156,64 @@ def solve_new_run(
         for k in ("bands", "new_bands"):
             out[k] = interpolate(W, out[k], axis=2)
         out["new_mean"] = interpolate(W, out["new_mean"], axis=1)
-    out.pop("bad")
+    for k in ("bad", "new_bad"):
+        out.pop(k, None)
     return out
+
+
+def _banded_chunks(
+    cm, u_all, s_all, x, t, g, has_re, band_steps, keep_curves, n_eval, offset, seed, dtype
+) -> dict[str, np.ndarray]:
+    """The bands at ``band_steps`` from :func:`calibrate._predict._banded.banded_batch`,
+    chunk by chunk (the next chunk solved on a worker thread while this one is reduced)."""
+    n_nodes, kn = cm.network.size, len(band_steps)
+    unit = settings_per_step(u_all.shape[0]) * len(jax.devices())
+    per = g * (2 * kn - 1) * n_nodes + (g * t.size * n_nodes if keep_curves else 0)
+    chunk = max(1, CHUNK_VALUES // per) // unit * unit or unit
+    chunk = min(chunk, -(-x.shape[0] // unit) * unit)
+    rng = np.random.default_rng([seed, 4])
+    substeps = fixed_substeps(t, cm.config.dt)
+
+    def solve(start: int) -> dict[str, np.ndarray]:
+        xc = x[start : start + chunk]
+        xp = np.zeros((chunk, x.shape[1]))
+        xp[: xc.shape[0]] = xc
+        bits = np.zeros((chunk, g, kn - 1, n_nodes), np.uint32)
+        bits[: xc.shape[0]] = rng.integers(0, 2**32, bits[: xc.shape[0]].shape, np.uint32)
+        o = banded_batch(
+            cm, u_all, s_all, xp, t, substeps, draws=g, new_from=g if has_re else 0,
+            band_steps=band_steps, bits=bits, offset=offset, n_eval=n_eval,
+            keep_curves=keep_curves, dtype=dtype,
+        )  # fmt: skip
+        return {k: np.asarray(v)[: xc.shape[0]] for k, v in o.items()}
+
+    parts: list[dict[str, np.ndarray]] = []
+    with ThreadPoolExecutor(1) as pool:  # one chunk solved while the last is reduced
+        pending = pool.submit(solve, 0)
+        for start in range(0, x.shape[0], chunk):
+            o = pending.result()
+            if start + chunk < x.shape[0]:
+                pending = pool.submit(solve, start + chunk)
+            parts.append(_reduce(o, g, has_re, n_eval, keep_curves))
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _reduce(o, g, has_re, n_eval, keep_curves) -> dict[str, np.ndarray]:
+    """One chunk's failed draws marked, and its bands from the sorted draws."""
+    part = _split(o, g, has_re, None, o["curve_ok"])
+    bad = np.asarray(np.any(part.pop("bad"), axis=1))
+    nbad = np.asarray(np.any(part.pop("new_bad"), axis=1))
+    dt = o["band"].dtype
+    part["mean"] = np.where(bad[:, None, None], np.nan, o["mean"])
+    part["bands"] = np.where(bad[:, None, None, None], np.nan, sorted_bands(o["band"])[1])
+    nm, nq = sorted_bands(o["counts"], scale=n_eval)
+    part["new_mean"] = np.where(nbad[:, None, None], np.nan, nm)
+    part["new_bands"] = np.where(nbad[:, None, None, None], np.nan, nq)
+    for k in ("bands", "new_mean", "new_bands"):
+        part[k] = part[k].astype(dt)
+    if keep_curves:
+        part["curves"] = _nan_where(o["curves"], bad[:, None])
+    return part
 
 
 def _split(
@@ -158,6 +233,7 @@ def _split(
     final, codes, bad = failed_draws(o["final"][:, mean_sl], o["codes"][:, mean_sl], mc)
     nfinal, ncodes, nbad = failed_draws(o["final"][:, new_sl], o["codes"][:, new_sl], nc)
     out = {"final": final, "codes": codes, "new_final": nfinal, "new_codes": ncodes}
+    out["new_bad"] = nbad
     if curves is not None:
         out["curves"] = _nan_where(mc, bad)
         out["new_curves"] = _nan_where(nc, nbad)

@@ -77,3 +77,38 @@ def test_band_quantiles_equal_jnp_quantile(draws):
     want = jax.vmap(lambda a: jnp.quantile(a, jnp.asarray(BAND_LEVELS), axis=0))(A)
     assert got.shape == want.shape == (3, 4, 11, 3)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=1e-15)
+
+
+def _monotone(n: int, seed: int) -> np.ndarray:
+    """``(n, T, 3)`` curves without a turning point: saturating rises and decays, plateaus,
+    and ones with a wiggle of two cycles whose total counter-move is under 1 % of the level
+    (inside the 2 % band: no zig-zag move)."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0.0, 1.0, T)[None, :, None]
+    u = lambda lo, hi: rng.uniform(lo, hi, (n, 1, 3))  # noqa: E731
+    y = u(0.0, 0.5) + u(-0.5, 0.5) * (1 - np.exp(-t / u(0.01, 3.0)))
+    scale = np.max(np.abs(y), axis=1, keepdims=True)
+    wiggle = 0.02 / 10 * scale * np.sin(2 * np.pi * 2 * t)
+    return y + wiggle * (rng.random((n, 1, 3)) < 0.5)
+
+
+@pytest.mark.parametrize("kind", ["mixed", "no_turns"])
+def test_shortcut_labels_identical_to_simulate_classify(kind):
+    """``shortcut=True``: the scan is skipped for a batch without turning points (every
+    label still simulate.classify's) and taken for one with them (mixed)."""
+    y = _curves(1000, 2) if kind == "mixed" else _monotone(1000, 3)
+    ok = np.ones(len(y), bool)
+    yb = jnp.asarray(np.moveaxis(y, 0, -1))
+    f = jax.jit(lambda a, o: classify_batch(a, o, shortcut=True))
+    np.testing.assert_array_equal(np.asarray(f(yb, ok)).T, _oracle(y, ok))
+    from calibrate._predict._classify import _no_turns
+
+    h = jnp.maximum(0.02 * jnp.max(jnp.abs(yb), axis=0), 1e-6)
+    assert bool(_no_turns(yb, h)) is (kind == "no_turns")  # each branch is exercised
+    if kind == "no_turns":  # a single dip of 3 % in one curve takes the scan again
+        y2 = y.copy()
+        y2[0, 100:, 0] -= 0.03 * np.abs(y2[0, -1, 0]) + 0.01
+        yb2 = jnp.asarray(np.moveaxis(y2, 0, -1))
+        h2 = jnp.maximum(0.02 * jnp.max(jnp.abs(yb2), axis=0), 1e-6)
+        assert not bool(_no_turns(yb2, h2))
+        np.testing.assert_array_equal(np.asarray(f(yb2, ok)).T, _oracle(y2, ok))

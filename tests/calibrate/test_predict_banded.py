@@ -1,0 +1,114 @@
+"""The compiled new-run path of ``calibrate.predict(band_points=K)`` (issue 33 §2): its
+exact binomial sampler against scipy's binomial, its host quantiles against
+``numpy.quantile``, and the quad solver's static row selection against fancy indexing."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from calibrate._predict import _binomial
+from calibrate._predict._banded import sorted_bands
+from calibrate._predict._fast import BAND_LEVELS
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 100])
+def test_alias_tables_give_the_binomial_pmf_on_every_row(n):
+    """Each row's keep-probabilities and aliases imply exactly scipy's pmf at ``a / GRID``."""
+    prob, alias = _binomial._alias_table(n)
+    implied = np.zeros((_binomial.GRID, n + 1))
+    rows = np.arange(_binomial.GRID)
+    for j in range(n + 1):
+        implied[:, j] += prob[:, j] / (n + 1)
+        np.add.at(implied, (rows, alias[:, j]), (1 - prob[:, j]) / (n + 1))
+    pmf = stats.binom.pmf(np.arange(n + 1)[None], n, (rows / _binomial.GRID)[:, None])
+    np.testing.assert_allclose(implied, pmf, rtol=0, atol=1e-13)
+    assert np.all((prob >= 0) & (prob <= 1))
+
+
+def _counts(n: np.ndarray, p: np.ndarray, draws: int, seed: int) -> np.ndarray:
+    prob, alias, table = _binomial.alias_tables(n)
+    bits = np.random.default_rng(seed).integers(0, 2**32, (draws, n.size), dtype=np.uint32)
+    f = jax.jit(_binomial.binomial_counts)
+    args = (bits, np.broadcast_to(p, (draws, n.size)), n.astype(np.int32), prob, alias, table)
+    return np.asarray(f(*(jnp.asarray(a) for a in args)))
+
+
+@pytest.mark.parametrize("p", [0.003, 0.05, 0.3337, 0.5, 0.97, 0.9995])
+def test_binomial_counts_follow_scipy_binomial(p):
+    """Chi-square goodness of fit (tails pooled below 5 expected) of 2e5 draws per agent
+    at probe counts 7, 64 and 100 (one table shared by two agents), p off the grid too;
+    a mean shifted by one probe in 100 fails it (the test can fail)."""
+    n = np.array([7, 100, 64, 100])
+    k = _counts(n, np.full(n.size, p), 200_000, seed=int(p * 1e4))
+    pvals = []
+    for i, ni in enumerate(n):
+        obs = np.bincount(k[:, i], minlength=ni + 1)
+        exp = stats.binom.pmf(np.arange(ni + 1), ni, p) * k.shape[0]
+        big = exp >= 5
+        o = np.append(obs[big], obs[~big].sum())
+        e = np.append(exp[big], exp[~big].sum())
+        keep = e > 0
+        chi = float(np.sum((o[keep] - e[keep]) ** 2 / e[keep]))
+        pvals.append(stats.chi2.sf(chi, max(int(keep.sum()) - 1, 1)))
+        shifted = np.bincount(np.minimum(k[:, i] + 1, ni), minlength=ni + 1)
+        if big.sum() > 3:  # one probe more is detected
+            s = np.append(shifted[big], shifted[~big].sum())
+            assert stats.chi2.sf(np.sum((s[keep] - e[keep]) ** 2 / e[keep]), 1) < 1e-6
+    assert min(pvals) > 1e-4, pvals
+
+
+def test_binomial_counts_at_the_ends_and_many_agents():
+    """p = 0 and 1 give 0 and n; p just below 1 (the thinning's largest q) stays within n;
+    float32 gives the same counts as float64 off the grid's edges."""
+    n = np.array([5, 100, 256])
+    assert np.all(_counts(n, np.zeros(3), 1000, 1) == 0)
+    assert np.all(_counts(n, np.ones(3), 1000, 2) == n)
+    k = _counts(n, np.full(3, 1 - 1e-6), 20_000, 3)
+    assert np.all(k <= n) and np.all(k >= n - 2)
+    prob, alias, table = _binomial.alias_tables(n)
+    bits = np.random.default_rng(4).integers(0, 2**32, (5000, 3), dtype=np.uint32)
+    p = np.random.default_rng(5).uniform(0.01, 0.99, (5000, 3))
+    k64 = _binomial.binomial_counts(*(jnp.asarray(a) for a in (bits, p, n, prob, alias, table)))
+    with jax.enable_x64(False):
+        k32 = _binomial.binomial_counts(
+            *(jnp.asarray(a) for a in (bits, p.astype(np.float32), n, prob, alias, table))
+        )
+    assert np.mean(np.asarray(k32) == np.asarray(k64)) > 0.999
+    with pytest.raises(ValueError, match="probe counts"):
+        _binomial.alias_tables(np.array([0, 5]))
+    with pytest.raises(ValueError, match="probe counts"):
+        _binomial.alias_tables(np.array([_binomial.MAX_N + 1]))
+
+
+@pytest.mark.parametrize("draws", [200, 7, 1])
+def test_sorted_bands_are_numpy_quantile(draws):
+    """Float values (a NaN column too) and integer counts with a per-agent scale."""
+    rng = np.random.default_rng(draws)
+    a = rng.random((9, 5, 3, draws)).astype(np.float32)
+    a[2, 1, 0, 0] = np.nan
+    mean, q = sorted_bands(a)
+    want = np.moveaxis(np.quantile(a.astype(float), BAND_LEVELS, axis=-1), 0, 1)
+    np.testing.assert_allclose(q, want, rtol=0, atol=1e-7)
+    assert np.isnan(q[2, :, 1, 0]).all() and np.isnan(mean[2, 1, 0])
+    np.testing.assert_allclose(mean, a.mean(-1, dtype=float), rtol=1e-12)
+    k = rng.integers(0, 65, (9, 5, 3, draws)).astype(np.int16)
+    scale = np.array([64, 10, 100])
+    mean, q = sorted_bands(k, scale=scale)
+    y = k / scale[:, None]
+    want = np.moveaxis(np.quantile(y, BAND_LEVELS, axis=-1), 0, 1)
+    np.testing.assert_allclose(q, want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(mean, y.mean(-1), rtol=0, atol=1e-12)
+
+
+def test_quad_rows_are_fancy_indexing():
+    from calibrate._quad import _rows
+
+    a = jnp.arange(40.0).reshape(20, 2)
+    for index in ([0, 3, 4, 5, 9], list(range(20)), [1], [0, 2, 4, 19]):
+        np.testing.assert_array_equal(_rows(a, np.asarray(index)), np.asarray(a)[index])
+    traced = jax.jit(_rows)(a, jnp.asarray([0, 3, 4]))  # a traced index: a gather
+    np.testing.assert_array_equal(traced, np.asarray(a)[[0, 3, 4]])
