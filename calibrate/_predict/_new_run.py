@@ -104,7 +104,7 @@ def solve_new_run(
     if band_steps is not None and phi is None and int(np.max(n_eval)) <= MAX_N:
         out = _banded_chunks(cm, u_all, s_all, x, t, g, has_re, band_steps, keep_curves,
                              n_eval, offset, seed, dtype)  # fmt: skip
-        return _finish(out, kw, seed, offset, t, band_steps)
+        return _finish(out, kw, seed, offset, t, band_steps, noised=True)
     sub = None if keep_curves else band_steps  # the steps the compiled program returns
     n_per = u_all.shape[0] * (t.size if sub is None else sub.size) * n_nodes
     chunk = max(1, min(x.shape[0], CHUNK_VALUES // max(n_per, 1)))
@@ -143,11 +143,13 @@ def solve_new_run(
     return _finish(out, kw, seed, offset, t, band_steps)
 
 
-def _finish(out, kw, seed, offset, t, band_steps):
-    """The new run's final values (own stream), its band's last step, and the bands from
-    the band steps to every step."""
-    out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
-        [seed, 3]), offset=offset[None], **kw)  # fmt: skip
+def _finish(out, kw, seed, offset, t, band_steps, noised: bool = False):
+    """The new run's final values (own stream; ``noised``: already drawn, chunk by chunk
+    from the same stream in the same order, which gives the same values), its band's last
+    step, and the bands from the band steps to every step."""
+    if not noised:
+        out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
+            [seed, 3]), offset=offset[None], **kw)  # fmt: skip
     last_mean, last_bands = _band(out["new_final"][:, :, None])  # (S, 1, N), (S, 4, 1, N)
     out["new_mean"] = np.concatenate([out["new_mean"], last_mean], axis=1)
     out["new_bands"] = np.concatenate([out["new_bands"], last_bands], axis=2)
@@ -171,7 +173,7 @@ def _banded_chunks(
     per = g * (2 * kn - 1) * n_nodes + (g * t.size * n_nodes if keep_curves else 0)
     chunk = max(1, CHUNK_VALUES // per) // unit * unit or unit
     chunk = min(chunk, -(-x.shape[0] // unit) * unit)
-    rng = np.random.default_rng([seed, 4])
+    rng, final_rng = np.random.default_rng([seed, 4]), np.random.default_rng([seed, 3])
     substeps = fixed_substeps(t, cm.config.dt)
 
     def solve(start: int) -> dict[str, np.ndarray]:
@@ -179,7 +181,7 @@ def _banded_chunks(
         xp = np.zeros((chunk, x.shape[1]))
         xp[: xc.shape[0]] = xc
         bits = np.zeros((chunk, g, kn - 1, n_nodes), np.uint32)
-        bits[: xc.shape[0]] = rng.integers(0, 2**32, bits[: xc.shape[0]].shape, np.uint32)
+        bits[: xc.shape[0]] = _words(rng, xc.shape[0], bits.shape[1:])
         o = banded_batch(
             cm, u_all, s_all, xp, t, substeps, draws=g, new_from=g if has_re else 0,
             band_steps=band_steps, bits=bits, offset=offset, n_eval=n_eval,
@@ -194,8 +196,19 @@ def _banded_chunks(
             o = pending.result()
             if start + chunk < x.shape[0]:
                 pending = pool.submit(solve, start + chunk)
-            parts.append(_reduce(o, g, has_re, n_eval, keep_curves))
+            parts.append(part := _reduce(o, g, has_re, n_eval, keep_curves))
+            part["new_final"] = evaluation_noise(
+                part["new_final"], n_eval, final_rng, offset=offset[None]
+            )
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _words(rng: np.random.Generator, rows: int, shape: tuple[int, ...]) -> np.ndarray:
+    """``rows`` settings' random 32-bit words of ``shape`` each, from whole 64-bit outputs
+    of the generator per setting (so any chunking of the settings draws the same words)."""
+    per = int(np.prod(shape))
+    raw = rng.bit_generator.random_raw((rows, -(-per // 2)))
+    return raw.view(np.uint32)[:, :per].reshape(rows, *shape)
 
 
 def _reduce(o, g, has_re, n_eval, keep_curves) -> dict[str, np.ndarray]:

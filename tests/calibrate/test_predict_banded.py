@@ -112,3 +112,33 @@ def test_quad_rows_are_fancy_indexing():
         np.testing.assert_array_equal(_rows(a, np.asarray(index)), np.asarray(a)[index])
     traced = jax.jit(_rows)(a, jnp.asarray([0, 3, 4]))  # a traced index: a gather
     np.testing.assert_array_equal(traced, np.asarray(a)[[0, 3, 4]])
+
+
+def test_band_points_forecast_does_not_depend_on_the_chunking(lr_family_fit, monkeypatch):
+    """Settings solved one per chunk give the arrays of one chunk of all (the noise words
+    and the new run's final noise are drawn per setting, in order)."""
+    import calibrate as cal
+    from calibrate._predict import _banded, _new_run
+
+    fit = lr_family_fit[0]
+    settings = [{"rl.lr": v} for v in np.geomspace(2e-5, 3e-3, 7)]
+
+    def call():
+        return cal.predict(fit, settings, max_draws=16, n_points=40, band_points=6)
+
+    calls = []
+    batch = _new_run.banded_batch
+    monkeypatch.setattr(_new_run, "banded_batch", lambda *a, **k: calls.append(1) or batch(*a, **k))
+    one = call()
+    assert len(calls) == 1
+    monkeypatch.setattr(_new_run, "CHUNK_VALUES", 1)  # one setting per chunk:
+    monkeypatch.setattr(_banded, "SOLVES_PER_CHUNK", 1)  # one per compiled step
+    many = call()
+    assert len(calls) == 1 + -(-len(settings) // len(jax.devices()))
+    for name in ("final", "codes", "bands", "new_final", "new_codes", "new_bands"):
+        a, b = getattr(one, name), getattr(many, name)
+        assert a is not None and b is not None
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    assert one.mean is not None and many.mean is not None  # a sum over draws: to rounding
+    np.testing.assert_allclose(one.mean, many.mean, rtol=0, atol=1e-14)
+    assert one.new_bands is not None and np.all(np.isfinite(one.new_bands))
