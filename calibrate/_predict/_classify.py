@@ -49,7 +49,8 @@ def classify_batch(
     R = simulate.Regime
     y_start, y_end = y[0], y[-1]
     y_max, y_min = jnp.max(y, axis=0), jnp.min(y, axis=0)
-    scale = jnp.maximum(jnp.max(jnp.abs(y), axis=0), abs_tol)
+    big = jnp.maximum(jnp.abs(y_max), jnp.abs(y_min))  # max |y| of a finite curve
+    scale = jnp.maximum(big, abs_tol)
     h = jnp.maximum(rel_tol * scale, abs_tol)
     late0 = T - max(T // 4, 1)
     late_max, late_min = jnp.max(y[late0:], axis=0), jnp.min(y[late0:], axis=0)
@@ -90,8 +91,7 @@ def classify_batch(
     label = jnp.where((y_end < collapse_level) & settled, int(R.COLLAPSE), label)
     finite = jnp.all(jnp.isfinite(y), axis=0)
     sc = jnp.maximum(1.0, jnp.abs(jnp.where(jnp.isfinite(y_start), y_start, 0.0)))
-    values = jnp.where(jnp.isfinite(y), jnp.abs(y), 0.0)
-    huge = jnp.any(values > diverge_level * sc, axis=0)
+    huge = big > diverge_level * sc  # all finite: some |y| beyond the divergence level
     label = jnp.where(huge & finite, int(R.COLLAPSE), label)
     label = jnp.where(~ok[None, :] | ~finite, int(R.FAILED), label)
     return label.astype(jnp.int8)
@@ -103,13 +103,12 @@ def _no_turns(y: jax.Array, h: jax.Array) -> jax.Array:
     A turning point needs a fall of more than ``h`` below an earlier value (after a rise) or
     a rise of more than ``h`` above one (after a fall), and the zig-zag starts moving only by
     such a rise or fall from ``y[0]``; a curve whose total fall (or total rise) is at most
-    ``h`` bounds every such move, so it has none (zero turning points, chain 0). Checked
-    against half of ``h``, so rounding cannot decide it; any NaN answers False.
+    ``h`` bounds every such move, so it has none (zero turning points, chain 0). The smaller
+    of the two is ``(V - |y[-1] - y[0]|) / 2`` with ``V`` the total variation (one pass);
+    checked against half of ``h``, so rounding cannot decide it; any NaN answers False.
     """
-    dy = y[1:] - y[:-1]
-    fall = jnp.sum(jnp.maximum(-dy, 0.0), axis=0)
-    rise = jnp.sum(jnp.maximum(dy, 0.0), axis=0)
-    return jnp.all(jnp.minimum(fall, rise) <= 0.5 * h)
+    v = jnp.sum(jnp.abs(y[1:] - y[:-1]), axis=0)
+    return jnp.all(v - jnp.abs(y[-1] - y[0]) <= h)
 
 
 def _turning_points(y: jax.Array, m: jax.Array, h: jax.Array, late_from: int):
