@@ -1,12 +1,13 @@
-"""Bands at fewer steps (:func:`calibrate.predict`'s ``band_points``), linear in between.
+"""Bands at fewer steps (:func:`calibrate.predict`'s ``band_points``), interpolated between.
 
 The per-step bands cost a quantile over the draws at every step (and, for the new-run
-band, one evaluation-noise draw per draw, step and agent, ~100 ns each on the host). With
-``band_points=K`` they are computed at ``K`` evenly spaced steps of the output grid (the
-first and the last always among them) and interpolated linearly in the step between
-them, so the arrays keep their shape ``(S, 4, T, N)``; at the band steps the values are
-those of the per-step band (the mean-curve band exactly; the new-run band up to its
-Monte Carlo noise, drawn from the same generator at fewer steps).
+band, one evaluation-noise draw per draw, step and agent). With ``band_points=K`` they are
+computed at ``K`` evenly spaced steps of the output grid (the first and the last always
+among them), so the arrays keep their shape ``(S, 4, T, N)``; at the band steps the values
+are those of the per-step band (the mean-curve band to rounding; the new-run band up to its
+Monte Carlo noise). In between, each band is the mean curve (exact at every step) plus the
+linear interpolation of its distance from it (:func:`interpolate_about`): a plain linear
+interpolation missed the fastest settings' rise within the first interval by up to 0.47.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from .._config import ConfigError
 
-__all__ = ["band_steps", "interpolate", "interpolation_matrix"]
+__all__ = ["band_steps", "interpolate", "interpolate_about", "interpolation_matrix"]
 
 
 def band_steps(n_steps: int, band_points: int | None) -> np.ndarray | None:
@@ -65,3 +66,21 @@ def interpolate(W: np.ndarray, a: np.ndarray, axis: int) -> np.ndarray:
     moved = np.moveaxis(a, axis, 0)
     out = W.astype(a.dtype) @ moved.reshape(moved.shape[0], -1)
     return np.moveaxis(out.reshape(W.shape[0], *moved.shape[1:]), 0, axis)
+
+
+def interpolate_about(
+    W: np.ndarray, steps: np.ndarray, a: np.ndarray, carrier: np.ndarray, axis: int
+) -> np.ndarray:
+    """``a`` at the band steps to every step along ``carrier``: ``carrier`` plus the linear
+    interpolation of ``a - carrier`` (the same values at the band steps, to rounding; in
+    between a band follows the mean curve's shape, e.g. a rise within the first interval).
+
+    Args:
+        W: :func:`interpolation_matrix` ``(T, K)``.
+        steps: The band steps ``(K,)``.
+        a: Values at the band steps, ``K`` long on ``axis``.
+        carrier: Every step's values, ``T`` long on ``axis``, broadcastable to the result.
+        axis: The step axis of both.
+    """
+    ck = np.take(carrier, steps, axis=axis)
+    return (carrier + interpolate(W, a - ck, axis=axis)).astype(np.result_type(a))

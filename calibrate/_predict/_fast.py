@@ -283,9 +283,10 @@ def _compiled(
                     if band_method == "partition"
                     else jnp.quantile(Ab, jnp.asarray(BAND_LEVELS), axis=0)
                 )
-                if band_steps is not None:
+                if band_steps is not None:  # about the mean curve (interpolate_about)
                     W = interpolation_matrix(t, np.asarray(band_steps)).astype(q.dtype)
-                    q = jnp.einsum("tk,qkn->qtn", W, q)
+                    mk = res["mean"][np.asarray(band_steps)]
+                    q = res["mean"][None] + jnp.einsum("tk,qkn->qtn", W, q - mk[None])
                 res["bands"] = q
             if keep_curves and curve_steps is not None:
                 res["curves"] = A[:, np.asarray(curve_steps)]

@@ -32,7 +32,7 @@ import simulate
 from .._model import CurveModel
 from .._new_run import SeedSpread, draw_phi, evaluation_noise, fresh_effects
 from .._solvers import fixed_substeps
-from ._band_points import interpolate, interpolation_matrix
+from ._band_points import interpolate_about, interpolation_matrix
 from ._banded import banded_batch, settings_per_step, sorted_bands
 from ._binomial import MAX_N
 from ._checks import failed_draws
@@ -154,10 +154,10 @@ def _finish(out, kw, seed, offset, t, band_steps, noised: bool = False):
     out["new_mean"] = np.concatenate([out["new_mean"], last_mean], axis=1)
     out["new_bands"] = np.concatenate([out["new_bands"], last_bands], axis=2)
     if band_steps is not None:  # from the band steps to every step
-        W = interpolation_matrix(t, band_steps)
-        for k in ("bands", "new_bands"):
-            out[k] = interpolate(W, out[k], axis=2)
-        out["new_mean"] = interpolate(W, out["new_mean"], axis=1)
+        W, mean = interpolation_matrix(t, band_steps), out["mean"]
+        for k in ("bands", "new_bands"):  # about the mean curve, exact at every step
+            out[k] = interpolate_about(W, band_steps, out[k], mean[:, None], axis=2)
+        out["new_mean"] = interpolate_about(W, band_steps, out["new_mean"], mean, axis=1)
     for k in ("bad", "new_bad"):
         out.pop(k, None)
     return out
