@@ -1,8 +1,12 @@
-"""What the benchmarks print about the machine beside their figures."""
+"""What the benchmarks print about the machine beside their figures, and the checkouts a
+benchmark times against each other."""
 
 from __future__ import annotations
 
-__all__ = ["load_average"]
+import argparse
+from pathlib import Path
+
+__all__ = ["checkouts", "load_average"]
 
 
 def load_average() -> str:
@@ -12,3 +16,15 @@ def load_average() -> str:
             return " ".join(f.read().split()[:3])
     except OSError:
         return "n/a"
+
+
+def checkouts(ap: argparse.ArgumentParser, against: str | None, root: Path) -> dict[str, Path]:
+    """``{"this": root}``, and ``"against"``: the checkout ``against`` when given (an
+    ``ap.error``, exit status 2, if it is not a checkout of this project)."""
+    out = {"this": root}
+    if against:
+        other = Path(against).resolve()
+        if not (other / "calibrate" / "__main__.py").is_file():
+            ap.error(f"--against {against}: not a checkout of this project")
+        out["against"] = other
+    return out

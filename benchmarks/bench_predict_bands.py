@@ -99,14 +99,10 @@ def main() -> None:
         return worker(a)
     if min(a.settings, a.reps, a.rounds, a.agree) < 1:
         ap.error("--settings, --reps, --rounds and --agree must be >= 1")
+    from _machine import checkouts as find_checkouts
     from _machine import load_average
 
-    checkouts = {"this": ROOT}
-    if a.against:
-        other = Path(a.against).resolve()
-        if not (other / "calibrate" / "__main__.py").is_file():
-            ap.error(f"--against {a.against}: not a checkout of this project")
-        checkouts["against"] = other
+    checkouts = find_checkouts(ap, a.against, ROOT)
     print(
         f"predict {a.settings} settings x {a.draws} draws x {a.points} points, new-run bands "
         f"at {a.band_points} steps, {a.dtype}, 2 CPU devices ({os.cpu_count()} cpus)"

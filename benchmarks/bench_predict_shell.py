@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _machine import checkouts as find_checkouts
 from _machine import load_average
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,12 +61,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.calls < 1:
         ap.error("--calls must be >= 1")
-    checkouts = {"this": ROOT}
-    if a.against:
-        other = Path(a.against).resolve()
-        if not (other / "calibrate" / "__main__.py").is_file():
-            ap.error(f"--against {a.against}: not a checkout of this project")
-        checkouts["against"] = other
+    checkouts = find_checkouts(ap, a.against, ROOT)
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="bench_predict_shell_"))
     fit = work / "fit"
     if fit.exists() and not (fit / "latent.npz").is_file():
