@@ -145,3 +145,27 @@ def test_band_points_forecast_does_not_depend_on_the_chunking(lr_family_fit, mon
         assert a is not None and b is not None
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-14, err_msg=name)
     assert one.new_bands is not None and np.all(np.isfinite(one.new_bands))
+
+
+def test_band_points_with_random_effects_keep_the_new_runs_draws():
+    """A fit with per-run effects (the new run solved with fresh ones, the second half of
+    the program's solves): finals, regimes and the new run's final values and regimes are
+    those of the per-step path; its band at the band steps is the per-step one up to Monte
+    Carlo noise and wider than the mean-curve band (the run effects act)."""
+    import calibrate as cal
+
+    from .test_new_run import _synthetic_posterior
+
+    post = _synthetic_posterior()
+    assert post.model.re_index.size
+    settings = [{"rl.lr": v} for v in (1e-4, 1e-3)]
+    kw = {"max_draws": 200, "n_points": 30, "steps": 40.0}
+    full = cal.predict(post, settings, **kw)
+    few = cal.predict(post, settings, band_points=6, **kw)
+    for name in ("final", "codes", "new_final", "new_codes"):
+        np.testing.assert_array_equal(getattr(few, name), getattr(full, name), err_msg=name)
+    steps = np.unique(np.round(np.linspace(0, 29, 6)).astype(int))
+    assert few.new_bands is not None and full.new_bands is not None and few.bands is not None
+    np.testing.assert_allclose(few.new_bands[:, :, steps], full.new_bands[:, :, steps], atol=0.08)
+    width = lambda b: b[:, 3] - b[:, 0]  # noqa: E731  (90 % interval)
+    assert np.mean(width(few.new_bands)[:, -1]) > 1.5 * np.mean(width(few.bands)[:, -1])
