@@ -19,7 +19,6 @@ program:
 
 from __future__ import annotations
 
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import equinox as eqx
@@ -27,13 +26,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import simulate
-
 from .._model import CurveModel
 from ._binomial import alias_tables, binomial_counts
 from ._checks import TOLERANCE
 from ._classify import classify_batch
-from ._fast import BAND_LEVELS, FLOAT32_CELL_FACTOR, SOLVES_PER_CHUNK, shard_settings, solve_curves
+from ._fast import (
+    BAND_LEVELS,
+    SOLVES_PER_CHUNK,
+    compiled_model,
+    in_dtype,
+    shard_settings,
+    solve_curves,
+)
 
 __all__ = ["banded_batch", "sorted_bands"]
 
@@ -84,9 +88,8 @@ def banded_batch(
         counts at the band steps but the last), and ``curves`` if asked.
     """
     n_dev = len(jax.devices()) if shard else 1
-    fast = eqx.tree_at(lambda c: c.base, cm, simulate.with_log_hill(cm.base, fixed_structure=True))
+    fast, cell = compiled_model(cm, dtype)
     prob, alias, table = alias_tables(n_eval)
-    cell = float(cm.config.dt) * (FLOAT32_CELL_FACTOR if dtype == "float32" else 1.0)
     arrays = [np.asarray(a, dtype=dtype) for a in (u, slopes, x, offset, prob)]
     static = (
         tuple(np.asarray(t, dtype=float).tolist()), int(substeps), cell, int(draws),
@@ -95,12 +98,7 @@ def banded_batch(
     )  # fmt: skip
     args = (fast, *arrays[:4], bits, np.asarray(n_eval, np.int32), arrays[4], alias, table,
             *static)  # fmt: skip
-    if dtype == "float32":  # every float64 array and constant becomes float32
-        with jax.enable_x64(False), warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Explicitly requested dtype")
-            return _program(*args)
-    with jax.enable_x64(True):
-        return _program(*args)
+    return in_dtype(_program, args, dtype)
 
 
 def settings_per_step(solves: int) -> int:

@@ -87,14 +87,24 @@ def alias_tables(n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = np.asarray(n, dtype=np.int64).reshape(-1)
     if n.size == 0 or n.min() < 1 or n.max() > MAX_N:
         raise ValueError(f"probe counts must be in 1..{MAX_N}, got {n.tolist()}")
-    counts, table = np.unique(n, return_inverse=True)
-    width = int(n.max()) + 1
+    return _tables(tuple(n.tolist()))
+
+
+@functools.lru_cache(maxsize=8)
+def _tables(n: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`alias_tables` of valid probe counts, once per set of counts (a chunked
+    forecast asks for them every chunk)."""
+    counts, table = np.unique(np.asarray(n), return_inverse=True)
+    width = int(max(n)) + 1
     prob = np.ones((counts.size, GRID, width))
     alias = np.zeros((counts.size, GRID, width), dtype=np.int32)
     for i, ni in enumerate(counts.tolist()):
         pr, al = _alias_table(int(ni))
         prob[i, :, : ni + 1], alias[i, :, : ni + 1] = pr, al
-    return prob.reshape(-1, width), alias.reshape(-1, width), table.astype(np.int32)
+    out = (prob.reshape(-1, width), alias.reshape(-1, width), table.astype(np.int32))
+    for a in out:  # shared by every caller: read-only
+        a.flags.writeable = False
+    return out
 
 
 def binomial_counts(

@@ -42,7 +42,9 @@ __all__ = [
     "FLOAT32_CELL_FACTOR",
     "SOLVES_PER_CHUNK",
     "band_quantiles",
+    "compiled_model",
     "curve_regimes",
+    "in_dtype",
     "predict_batch",
     "shard_settings",
     "solve_curves",
@@ -184,11 +186,8 @@ def predict_batch(
     n_dev = max(1, min(n_dev, S))
     pad = -S % n_dev  # shard_map needs equal shares: pad with reference settings
     xp = np.concatenate([x, np.zeros((pad, x.shape[1]))]) if pad else x
-    fast = eqx.tree_at(lambda c: c.base, cm, simulate.with_log_hill(cm.base, fixed_structure=True))
-    if dtype not in ("float64", "float32"):
-        raise ConfigError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    fast, cell = compiled_model(cm, dtype)
     u, slopes, xp = (np.asarray(a, dtype=dtype) for a in (u, slopes, xp))
-    cell = float(cm.config.dt) * (FLOAT32_CELL_FACTOR if dtype == "float32" else 1.0)
     args = (
         fast,
         u,
@@ -207,14 +206,33 @@ def predict_batch(
         _steps(curve_steps),
         None if mean_draws is None else int(mean_draws),
     )
-    if dtype == "float32":  # every float64 array and constant becomes float32
-        with jax.enable_x64(False), warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Explicitly requested dtype float64")
-            out = _compiled(*args)
-            return {k: np.asarray(v)[:S] for k, v in out.items()}
-    with jax.enable_x64(True):
-        out = _compiled(*args)
+    out = in_dtype(_compiled, args, dtype)
     return {k: np.asarray(v)[:S] for k, v in out.items()}
+
+
+def compiled_model(cm: CurveModel, dtype: str) -> tuple[CurveModel, float]:
+    """``cm`` with its Hill regulation written for its one sign structure, and the quad
+    cell width (steps) of a compiled predictor in ``dtype`` (float32: up to
+    :data:`FLOAT32_CELL_FACTOR` times the fit's ``dt``).
+
+    Raises:
+        ConfigError: ``dtype`` is not ``float64`` or ``float32``.
+    """
+    if dtype not in ("float64", "float32"):
+        raise ConfigError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    fast = eqx.tree_at(lambda c: c.base, cm, simulate.with_log_hill(cm.base, fixed_structure=True))
+    return fast, float(cm.config.dt) * (FLOAT32_CELL_FACTOR if dtype == "float32" else 1.0)
+
+
+def in_dtype(program, args: tuple, dtype: str):
+    """``program(*args)`` with JAX's 64-bit mode on (float64) or off (float32: every float64
+    array and constant becomes float32)."""
+    if dtype == "float32":
+        with jax.enable_x64(False), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Explicitly requested dtype")
+            return program(*args)
+    with jax.enable_x64(True):
+        return program(*args)
 
 
 def _steps(steps: np.ndarray | None) -> tuple[int, ...] | None:
