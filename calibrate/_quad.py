@@ -118,11 +118,15 @@ def _rows(a: jax.Array, index: np.ndarray) -> jax.Array:
     return jnp.concatenate([a[lo:hi] for lo, hi in runs], axis=0)
 
 
-def _phi1(x: jax.Array) -> jax.Array:
-    """``(1 - exp(-x)) / x`` for ``x >= 0``, stable (and differentiable) at 0."""
+def _decays(x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(exp(-x), exp(-x / 2), (1 - exp(-x)) / x)`` for ``x >= 0`` from one ``expm1``
+    (``1 - e^-x = -m (2 + m)`` with ``m = expm1(-x / 2)``: no cancellation at small
+    ``x``), stable and differentiable at 0."""
+    m = jnp.expm1(-0.5 * x)
+    half = 1.0 + m
     small = x < 1e-6
     xs = jnp.where(small, 1.0, x)
-    return jnp.where(small, 1.0 - 0.5 * x, -jnp.expm1(-xs) / xs)
+    return half * half, half, jnp.where(small, 1.0 - 0.5 * x, -m * (2.0 + m) / xs)
 
 
 def _node_levels(
@@ -155,14 +159,15 @@ def _node_levels(
         dL, dH = dL - cut[0] * cL, dH - cut[0] * cH
     dL = jnp.clip(dL, 0.0, _CLIP)
     back = jnp.clip(dL - dH, 0.0, _CLIP)  # int c over the second half
-    J = w * (_phi1(dL) + (2.0 / 3.0) * (jnp.exp(-back) - jnp.exp(-0.5 * dL)))
+    E, half, phi1 = _decays(dL)
+    J = w * (phi1 + (2.0 / 3.0) * (jnp.exp(-back) - half))
     if scan:
 
         def cell(B, ef):
             B = ef[0] * B + ef[1]
             return B, B
 
-        _, Bs = jax.lax.scan(cell, 1.0 - A0, (jnp.exp(-dL), delta * J))
+        _, Bs = jax.lax.scan(cell, 1.0 - A0, (E, delta * J))
         return jnp.concatenate([jnp.reshape(A0, (1,)), 1.0 - Bs])
     # B_{j+1} = E_j B_j + delta J_j, i.e. B_j = e^{-L_j} (B_0 + sum_{k<=j} delta J_k e^{L_k})
     # with L the cumulative dL: summed within segments of _SEGMENT cells (e^L finite), and
@@ -192,6 +197,19 @@ def _node_levels(
         start = jnp.concatenate([jnp.reshape(1.0 - A0, (1,)), ends[:-1]])
     Bs = decay * start[:, None] + inflow
     return jnp.concatenate([jnp.reshape(A0, (1,)), 1.0 - Bs.reshape(-1)[:M]])
+
+
+def _constant_levels(c: jax.Array, s: jax.Array, A0: jax.Array, h: ArrayLike) -> jax.Array:
+    """Levels at the grid nodes ``(M + 1,)`` (cell widths ``h``) of ``dB/dt = -c B + s``
+    (``B = 1 - A``) for a constant rate ``c >= 0`` and source ``s``: ``B(t) = B0 e^{-c t}
+    + s t phi1(c t)`` (what the cell recurrence gives for a constant rate, to rounding;
+    exact, no clip)."""
+    if isinstance(h, jax.Array):  # traced (a grid passed as an argument)
+        t = jnp.concatenate([jnp.zeros(1, h.dtype), jnp.cumsum(h)])
+    else:
+        t = jnp.asarray(np.concatenate([[0.0], np.cumsum(np.asarray(h, dtype=float))]))
+    E, _, phi1 = _decays(jnp.maximum(c, 0.0) * t)
+    return 1.0 - ((1.0 - A0) * E + s * t * phi1)
 
 
 class Quad(AbstractCurveSolver):
@@ -273,6 +291,13 @@ class Quad(AbstractCurveSolver):
             return f * (r if P is None else P * r), f
 
         for i in order:
+            if flip is None and not any(net.wiring[i]) and (pipe is None or pipe.source[i] < 0):
+                r, f = rate(levels, i)  # no regulator, no gate: a constant rate, closed form
+                d = kin.delta[i] * (1.0 if w is None else f)
+                A = _constant_levels(r + d, d, kin.A0[i], grid.h)
+                levels[i] = A
+                slopes[i] = r * (1.0 - A) - d * A
+                continue
             (r, f), (dr, df) = jax.jvp(lambda lv, i=i: rate(lv, i), (levels,), (slopes,))
             r, dr = jnp.broadcast_to(r, shape), jnp.broadcast_to(dr, shape)
             d = kin.delta[i]

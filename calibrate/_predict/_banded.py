@@ -59,6 +59,7 @@ def banded_batch(
     keep_curves: bool = False,
     dtype: str = "float64",
     shard: bool = True,
+    whole: bool = False,
 ) -> dict[str, jax.Array]:
     """Dispatch one chunk (asynchronously: the arrays are JAX's, not yet computed).
 
@@ -80,12 +81,16 @@ def banded_batch(
         keep_curves: Also the mean-curve draws' curves ``(S, G, T, N)``.
         dtype: ``float64`` or ``float32`` (as :func:`calibrate._predict._fast.predict_batch`).
         shard: Split the settings over the devices.
+        whole: Every count drawn to the end (else ``-1`` in the rare ones that need more
+            than the first terms of the thinning, :func:`~calibrate._predict._binomial.
+            binomial_counts`: draw the chunk again with ``whole``, the same words).
 
     Returns:
         ``final`` and ``codes`` ``(S, Ga, N)``, ``curve_ok`` ``(S, Ga)``, ``mean``
         ``(S, T, N)`` (of the mean-curve draws), ``band`` ``(S, K, N, G)`` (their curves at
         the band steps), ``counts`` ``(S, K - 1, N, G)`` int16 (the new run's noisy
-        counts at the band steps but the last), and ``curves`` if asked.
+        counts at the band steps but the last; ``-1`` where ``whole`` was needed), and
+        ``curves`` if asked.
     """
     n_dev = len(jax.devices()) if shard else 1
     fast, cell = compiled_model(cm, dtype)
@@ -94,7 +99,7 @@ def banded_batch(
     static = (
         tuple(np.asarray(t, dtype=float).tolist()), int(substeps), cell, int(draws),
         int(new_from), tuple(int(i) for i in band_steps), settings_per_step(u.shape[0]),
-        n_dev, bool(keep_curves),
+        n_dev, bool(keep_curves), bool(whole),
     )  # fmt: skip
     args = (fast, *arrays[:4], bits, np.asarray(n_eval, np.int32), arrays[4], alias, table,
             *static)  # fmt: skip
@@ -109,7 +114,7 @@ def settings_per_step(solves: int) -> int:
 @eqx.filter_jit
 def _program(
     cm, u, slopes, x, offset, bits, n_eval, prob, alias, table,
-    ts, substeps, cell, draws, new_from, band_steps, per_step, n_dev, keep_curves,
+    ts, substeps, cell, draws, new_from, band_steps, per_step, n_dev, keep_curves, whole,
 ):  # fmt: skip
     t = np.asarray(ts)
     kb = np.asarray(band_steps)
@@ -141,7 +146,7 @@ def _program(
             }
             an = A[:, new_from : new_from + draws][:, :, kb[:-1]]  # (b, G, K - 1, N)
             p = jnp.where(jnp.isfinite(an), an, 0.5) + offset[None, :, None, :]
-            k = binomial_counts(bc, p, n_eval, prob, alias, table)
+            k = binomial_counts(bc, p, n_eval, prob, alias, table, whole=whole)
             out["counts"] = jnp.transpose(k, (0, 2, 3, 1)).astype(jnp.int16)
             if keep_curves:
                 out["curves"] = mc

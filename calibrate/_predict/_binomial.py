@@ -9,8 +9,8 @@
    with its probability ``prob[j]`` or replaced by its alias;
 2. thinning: each of the ``n - X`` failures turns into a success with probability
    ``q = (p - p_a) / (1 - p_a)``, so ``Y ~ Binomial(n - X, q)`` (``q < 1 / (GRID (1 - p_a))``,
-   ``Y = 0`` in ~90 % of draws at ``n = 100``), drawn by inversion: a loop over ``Y`` that
-   runs while some element of the batch still needs it.
+   ``E[Y] <= n / GRID``), drawn by inversion: :data:`TERMS` terms for every draw, then a
+   loop over ``Y`` while some draw of the batch still needs it (:func:`binomial_counts`).
 
 Every trial then succeeds with probability ``p_a + (1 - p_a) q = p``, independently, so
 ``k = X + Y`` is binomial, not an approximation. One 32-bit word per draw: its remainder
@@ -107,6 +107,11 @@ def _tables(n: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out
 
 
+#: Terms of the thinning's inversion taken for every draw (``Y <= TERMS``); more are
+#: needed with ``P(Y > 4) < 1e-8`` at ``n <= 256`` (``E[Y] <= n / GRID``).
+TERMS = 4
+
+
 def binomial_counts(
     bits: jax.Array,
     p: jax.Array,
@@ -114,14 +119,17 @@ def binomial_counts(
     prob: jax.Array,
     alias: jax.Array,
     table: jax.Array,
+    *,
+    whole: bool = True,
 ) -> jax.Array:
     """``k ~ Binomial(n, p)`` from one random 32-bit word per draw (agents last).
 
     Computed on the flattened arrays (a last axis of 3 agents vectorises badly on CPU).
-    The thinning's inversion (the module docstring) takes its first step everywhere; the
-    few draws that need more (``Y >= 2``, ~1e-4 of them at ``n = 100``) are gathered into
-    a small array and finished there (all of them at once if there are too many). Not
-    under ``vmap``: the ``cond`` would run every branch.
+    The thinning's inversion (the module docstring) takes its first :data:`TERMS` steps
+    for every draw; ``whole`` finishes the few draws that need more (``E[Y] <= n / GRID``:
+    ~1e-10 of the draws at ``n = 100``) with a loop, else they come back as ``-1``, for
+    the caller to draw the batch again with ``whole`` (the same values elsewhere): a loop,
+    or a branch to one, in the compiled program costs as much as the draws themselves.
 
     Args:
         bits: Uniform random words, uint32, shape ``(..., N)``.
@@ -130,26 +138,40 @@ def binomial_counts(
         prob: :func:`alias_tables`' keep-probabilities (any float dtype).
         alias: :func:`alias_tables`' aliases.
         table: :func:`alias_tables`' table per agent ``(N,)``.
+        whole: Run the inversion to the end (else ``-1`` where it needs more terms).
 
     Returns:
         Counts ``k``, int32, the shape of ``bits``.
     """
     shape = bits.shape
     f = p.dtype if jnp.issubdtype(p.dtype, jnp.floating) else jnp.float32
-    p = jnp.broadcast_to(jnp.clip(p, 0.0, 1.0), shape).reshape(-1)
-    n = jnp.broadcast_to(n.astype(jnp.int32), shape).reshape(-1)
-    bits = bits.reshape(-1)
-    width = alias.shape[-1]
+    k, need = _draw(
+        bits.reshape(-1),
+        jnp.broadcast_to(jnp.clip(p, 0.0, 1.0), shape).reshape(-1).astype(f),
+        jnp.broadcast_to(n.astype(jnp.int32), shape).reshape(-1),
+        jnp.broadcast_to(table.astype(jnp.int32), shape).reshape(-1),
+        prob.astype(f).reshape(-1),
+        alias.reshape(-1),
+        alias.shape[-1],
+        whole=whole,
+    )
+    return (k if whole else jnp.where(need, -1, k)).reshape(shape)
+
+
+def _draw(bits, p, n, table, prob, alias, width, whole: bool):
+    """Flat binomial draws: ``(k, need)``; ``whole=False`` stops the thinning's inversion
+    at ``Y = 2`` and flags the draws that need more (``need``), ``whole=True`` runs it to
+    the end (the same values elsewhere)."""
+    f = p.dtype
     cells = (n + 1).astype(jnp.uint32)
     j = bits % cells  # the alias cell
     span = (jnp.uint32(0xFFFFFFFF) // cells + 1).astype(f)
     v = ((bits // cells).astype(f) + 0.5) / span  # uniform in (0, 1)
     a = jnp.minimum(jnp.floor(p * GRID), GRID - 1).astype(jnp.int32)
-    row = jnp.broadcast_to(table.astype(jnp.int32), shape).reshape(-1) * GRID + a
-    flat = row * width + j.astype(jnp.int32)
-    keep = prob.astype(f).reshape(-1)[flat]
+    cell = (table * GRID + a) * width + j.astype(jnp.int32)
+    keep = prob[cell]
     stay = v < keep
-    x = jnp.where(stay, j.astype(jnp.int32), alias.reshape(-1)[flat])
+    x = jnp.where(stay, j.astype(jnp.int32), alias[cell])
     w = jnp.where(stay, v / keep, (v - keep) / jnp.maximum(1.0 - keep, 1e-30))
     # thinning: Y ~ Binomial(n - X, q) by inversion with the leftover uniform w
     pa = a.astype(f) / GRID
@@ -158,23 +180,21 @@ def binomial_counts(
     p0 = jnp.exp(m.astype(f) * jnp.log1p(-jnp.minimum(q, 1.0 - 1e-7)))
     p0 = jnp.where(q >= 1.0, (m == 0).astype(f), p0)
     ratio = q / jnp.maximum(1.0 - q, 1e-30)
-    p1 = p0 * m.astype(f) * ratio
-    p2 = p1 * jnp.maximum(m - 1, 0).astype(f) / 2.0 * ratio
-    c1 = p0 + p1
-    y = ((w >= p0) & (m >= 1)).astype(jnp.int32) + ((w >= c1) & (m >= 2)).astype(jnp.int32)
-    need = (w >= c1 + p2) & (m >= 3)  # Y >= 3: ~1e-6 of the draws at n = 100
-
-    def rest() -> jax.Array:
-        return jnp.where(need, _invert(w, m, ratio, p2, c1 + p2), y)
-
-    y = jax.lax.cond(jnp.any(need), rest, lambda: y)
-    k = jnp.where(p >= 1.0, n, x + y)
-    return k.reshape(shape)
+    y, pk, cdf = jnp.zeros_like(m), p0, p0  # Y = the number of P(Y <= i) that w passes
+    for i in range(1, TERMS + 1):
+        y = y + ((w >= cdf) & (m >= i)).astype(jnp.int32)
+        pk = pk * jnp.maximum(m - i + 1, 0).astype(f) / i * ratio
+        cdf = cdf + pk
+    need = (w >= cdf) & (m > TERMS)  # Y > TERMS
+    if whole:
+        y = jnp.where(need, _invert(w, m, ratio, pk, cdf), y)
+    return jnp.where(p >= 1.0, n, x + y), need
 
 
 def _invert(w, m, ratio, pk, cdf) -> jax.Array:
-    """Inversion of ``Binomial(m, q)`` from ``Y = 2`` (``pk = P(Y = 2)``, ``cdf = P(Y <=
-    2)``, ``ratio = q / (1 - q)``): the smallest ``Y`` with ``w < P(<= Y)``, at most ``m``."""
+    """Inversion of ``Binomial(m, q)`` from ``Y = TERMS`` (``pk = P(Y = TERMS)``, ``cdf =
+    P(Y <= TERMS)``, ``ratio = q / (1 - q)``): the smallest ``Y`` with ``w < P(<= Y)``, at
+    most ``m``."""
 
     def more(c):
         y, _, cdf = c
@@ -186,6 +206,6 @@ def _invert(w, m, ratio, pk, cdf) -> jax.Array:
         nxt = pk * (m - y).astype(pk.dtype) / (y + 1).astype(pk.dtype) * ratio
         return jnp.where(go, y + 1, y), jnp.where(go, nxt, pk), jnp.where(go, cdf + nxt, cdf)
 
-    y0 = jnp.minimum(jnp.full_like(m, 2), m)
+    y0 = jnp.minimum(jnp.full_like(m, TERMS), m)
     y, _, _ = jax.lax.while_loop(more, step, (y0, pk, cdf))
     return y

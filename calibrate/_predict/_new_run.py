@@ -182,12 +182,17 @@ def _banded_chunks(
         xp[: xc.shape[0]] = xc
         bits = np.zeros((chunk, g, kn - 1, n_nodes), np.uint32)
         bits[: xc.shape[0]] = _words(rng, xc.shape[0], bits.shape[1:])
-        o = banded_batch(
-            cm, u_all, s_all, xp, t, substeps, draws=g, new_from=g if has_re else 0,
-            band_steps=band_steps, bits=bits, offset=offset, n_eval=n_eval,
-            keep_curves=keep_curves, dtype=dtype,
-        )  # fmt: skip
-        return {k: np.asarray(v)[: xc.shape[0]] for k, v in o.items()}
+
+        def run(whole: bool) -> dict[str, np.ndarray]:
+            o = banded_batch(
+                cm, u_all, s_all, xp, t, substeps, draws=g, new_from=g if has_re else 0,
+                band_steps=band_steps, bits=bits, offset=offset, n_eval=n_eval,
+                keep_curves=keep_curves, dtype=dtype, whole=whole,
+            )  # fmt: skip
+            return {k: np.asarray(v)[: xc.shape[0]] for k, v in o.items()}
+
+        o = run(False)
+        return run(True) if (o["counts"] < 0).any() else o  # a count needed every term
 
     parts: list[dict[str, np.ndarray]] = []
     with ThreadPoolExecutor(1) as pool:  # one chunk solved while the last is reduced

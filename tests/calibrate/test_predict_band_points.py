@@ -85,6 +85,12 @@ def test_interpolate_about_follows_the_carrier():
     want = mean[:, None] + _interp(other - mean[:, None], t, k)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
     np.testing.assert_allclose(got[:, :, k], other[:, :, k], rtol=0, atol=1e-15)
+    # a (S, T, N) mean in float32 about a float64 carrier, the step axis counted from the end
+    low = other[:, 1].astype(np.float32)
+    got = interpolate_about(W, k, low[:, k], mean, axis=-2)
+    assert got.dtype == np.float32
+    want = mean + _interp(low - mean, t, k)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("band", ["mean", "new_run"])

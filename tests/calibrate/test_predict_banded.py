@@ -84,6 +84,31 @@ def test_binomial_counts_at_the_ends_and_many_agents():
         _binomial.alias_tables(np.array([_binomial.MAX_N + 1]))
 
 
+@pytest.mark.parametrize("terms", [0, 1, _binomial.TERMS])
+def test_truncated_inversion_flags_the_draws_that_need_more(terms, monkeypatch):
+    """``whole=False`` gives the counts of ``whole=True`` but ``-1`` where the thinning
+    needs more than ``TERMS`` terms; with few terms there are such draws, and they are the
+    ones whose count exceeds its alias stage (an independent count from ``X``: the counts
+    with ``q = 0``, i.e. ``p`` on the grid)."""
+    monkeypatch.setattr(_binomial, "TERMS", terms)
+    n = np.array([100, 256, 7])
+    prob, alias, table = _binomial.alias_tables(n)
+    rng = np.random.default_rng(terms)
+    bits = rng.integers(0, 2**32, (40_000, 3), dtype=np.uint32)
+    p = rng.uniform(0.0, 1.0, (40_000, 3))
+    p[:5000] = 1 - rng.uniform(0, 2.0 / _binomial.GRID, (5000, 3))  # the largest q
+    grid = np.floor(p * _binomial.GRID) / _binomial.GRID
+    args = [jnp.asarray(a) for a in (bits, p, n, prob, alias, table)]
+    whole = np.asarray(_binomial.binomial_counts(*args))
+    part = np.asarray(_binomial.binomial_counts(*args, whole=False))
+    alias_only = np.asarray(_binomial.binomial_counts(args[0], jnp.asarray(grid), *args[2:]))
+    flagged = part < 0
+    np.testing.assert_array_equal(part[~flagged], whole[~flagged])
+    np.testing.assert_array_equal(flagged, (whole - alias_only > terms) & (p < 1))
+    if terms < 2:
+        assert flagged.sum() > 10
+
+
 @pytest.mark.parametrize("draws", [200, 7, 1])
 def test_sorted_bands_are_numpy_quantile(draws):
     """Float values (a NaN column too) and integer counts with a per-agent scale."""
@@ -145,6 +170,36 @@ def test_band_points_forecast_does_not_depend_on_the_chunking(lr_family_fit, mon
         assert a is not None and b is not None
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-14, err_msg=name)
     assert one.new_bands is not None and np.all(np.isfinite(one.new_bands))
+
+
+def test_a_chunk_drawn_again_gives_the_same_forecast(lr_family_fit, monkeypatch):
+    """With no thinning term for every draw, each chunk has draws that need the whole
+    inversion: the chunk is drawn again with it, and the forecast is the one without."""
+    import calibrate as cal
+    from calibrate._predict import _new_run
+
+    fit = lr_family_fit[0]
+    settings = [{"rl.lr": v} for v in (2e-5, 1e-4, 5.5e-4, 3e-3)]
+
+    def call():
+        return cal.predict(fit, settings, max_draws=32, n_points=60, band_points=12)
+
+    one = call()
+    runs = []
+    batch = _new_run.banded_batch
+    monkeypatch.setattr(
+        _new_run, "banded_batch", lambda *a, **k: runs.append(k["whole"]) or batch(*a, **k)
+    )
+    monkeypatch.setattr(_binomial, "TERMS", 0)
+    jax.clear_caches()  # TERMS is read when the program is traced
+    try:
+        again = call()
+    finally:
+        monkeypatch.undo()
+        jax.clear_caches()  # no program with TERMS = 0 left for later tests
+    assert runs == [False, True]
+    for name in ("final", "codes", "new_final", "new_codes", "mean", "bands", "new_bands"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(again, name), err_msg=name)
 
 
 def test_band_points_with_random_effects_keep_the_new_runs_draws():

@@ -1,0 +1,30 @@
+"""``plain_pages``: numpy's huge-page advice off inside the block, restored after it."""
+
+import pytest
+
+from calibrate._predict._pages import _switch, plain_pages
+
+
+def _advice() -> bool:
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy < 2
+        from numpy.core import multiarray
+    return bool(multiarray._get_madvise_hugepage())
+
+
+@pytest.mark.skipif(_switch() is None, reason="this numpy has no huge-page switch")
+@pytest.mark.parametrize("before", [True, False])
+def test_advice_off_inside_and_restored_after(before):
+    switch = _switch()
+    assert switch is not None
+    old = switch(before)
+    try:
+        with plain_pages():
+            assert _advice() is False
+        assert _advice() is before
+        with pytest.raises(RuntimeError), plain_pages():
+            raise RuntimeError("inside")
+        assert _advice() is before  # restored when the block raises
+    finally:
+        switch(old)
