@@ -9,7 +9,8 @@ warm calls. With ``--against DIR`` (another checkout of this project, e.g. a ``g
 worktree`` at an earlier commit) both are timed in turn for ``--rounds`` rounds, and the
 ratio of the best warm times is printed with the agreement of the two forecasts on the
 first ``--agree`` settings: finals, regime codes and probabilities, the mean-curve bands
-(the same solves, so equal to float rounding) and the new-run bands (each draws its own
+(the same solves, so equal to float rounding: both load one fit, made by this checkout)
+and the new-run bands (each draws its own
 evaluation noise, so they differ by Monte Carlo noise; the median |difference| is shown).
 The load average is printed with every figure: measure on a quiet machine.
 
@@ -45,7 +46,7 @@ def worker(a: argparse.Namespace) -> None:
 
     if Path(cal.__file__).resolve().parents[1] != Path(a.worker).resolve():
         raise SystemExit(f"error: imported calibrate from {cal.__file__}, not {a.worker}")
-    post = benchmark_fit(200)
+    post = cal.load_fit(a.fit) if a.fit else benchmark_fit(200)
     settings = [{"rl.lr": float(v)} for v in np.geomspace(3e-5, 3e-3, a.settings)]
     times = []
     pred = None
@@ -77,8 +78,9 @@ def run(checkout: Path, a: argparse.Namespace, out: Path) -> dict:
 
 
 def _pass(a: argparse.Namespace) -> list[str]:
-    keys = ("settings", "draws", "points", "band_points", "dtype", "reps", "agree")
-    return [x for k in keys for x in (f"--{k.replace('_', '-')}", str(getattr(a, k)))]
+    keys = ("settings", "draws", "points", "band_points", "dtype", "reps", "agree", "fit")
+    return [x for k in keys if getattr(a, k) is not None
+            for x in (f"--{k.replace('_', '-')}", str(getattr(a, k)))]  # fmt: skip
 
 
 def main() -> None:
@@ -94,6 +96,7 @@ def main() -> None:
     ap.add_argument("--against", default=None, help="another checkout to time beside this")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--fit", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
         return worker(a)
@@ -108,6 +111,8 @@ def main() -> None:
         f"at {a.band_points} steps, {a.dtype}, 2 CPU devices ({os.cpu_count()} cpus)"
     )
     tmp = Path(tempfile.mkdtemp(prefix="bench_predict_bands_"))
+    if len(checkouts) > 1:  # one fit for both: a refit in each checkout samples its own
+        a.fit = str(_shared_fit(tmp / "fit"))  # posterior (NUTS is chaotic in rounding)
     best: dict[str, float] = {}
     for r in range(a.rounds):
         for name, path in checkouts.items():
@@ -123,6 +128,18 @@ def main() -> None:
     if "against" in best:
         print(f"  best warm this / against: {best['this'] / best['against']:.2f}")
         _agreement(tmp / "this.npz", tmp / "against.npz", a.agree)
+
+
+def _shared_fit(out: Path) -> Path:
+    """The benchmark's fit made by this checkout, saved for every worker to load."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from bench_predict import benchmark_fit
+
+    benchmark_fit(200).save(out, figure=False)
+    return out
 
 
 def _agreement(this: Path, other: Path, k: int) -> None:
