@@ -12,6 +12,7 @@ turns the advice off for the duration of a call and restores numpy's setting aft
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 
 __all__ = ["plain_pages"]
@@ -26,16 +27,28 @@ def _switch():
     return getattr(multiarray, "_set_madvise_hugepage", None)
 
 
+_LOCK = threading.Lock()
+_HELD = [0, True]  # calls inside plain_pages now, and numpy's setting before the first
+
+
 @contextlib.contextmanager
 def plain_pages() -> Iterator[None]:
     """numpy's huge-page advice off inside the block, numpy's previous setting after it
-    (also when the block raises). A no-op where numpy has no such switch."""
+    (also when the block raises). Calls may overlap (threads, nesting): the first turns the
+    advice off and the last one out restores the setting found by the first. A no-op where
+    numpy has no such switch."""
     switch = _switch()
     if switch is None:
         yield
         return
-    previous = bool(switch(False))
+    with _LOCK:
+        if _HELD[0] == 0:
+            _HELD[1] = bool(switch(False))
+        _HELD[0] += 1
     try:
         yield
     finally:
-        switch(previous)
+        with _LOCK:
+            _HELD[0] -= 1
+            if _HELD[0] == 0:
+                switch(_HELD[1])

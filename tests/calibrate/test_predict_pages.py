@@ -26,5 +26,12 @@ def test_advice_off_inside_and_restored_after(before):
         with pytest.raises(RuntimeError), plain_pages():
             raise RuntimeError("inside")
         assert _advice() is before  # restored when the block raises
+        first, second = plain_pages(), plain_pages()  # overlapping calls (two threads)
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert _advice() is False  # the second still runs
+        second.__exit__(None, None, None)
+        assert _advice() is before  # the setting the first one found
     finally:
         switch(old)
