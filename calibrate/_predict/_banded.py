@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._model import CurveModel
+from . import _binomial
 from ._binomial import alias_tables, binomial_counts
 from ._checks import TOLERANCE
 from ._classify import classify_batch
@@ -99,7 +100,7 @@ def banded_batch(
     static = (
         tuple(np.asarray(t, dtype=float).tolist()), int(substeps), cell, int(draws),
         int(new_from), tuple(int(i) for i in band_steps), settings_per_step(u.shape[0]),
-        n_dev, bool(keep_curves), bool(whole),
+        n_dev, bool(keep_curves), bool(whole), int(_binomial.TERMS),
     )  # fmt: skip
     args = (fast, *arrays[:4], bits, np.asarray(n_eval, np.int32), arrays[4], alias, table,
             *static)  # fmt: skip
@@ -115,6 +116,7 @@ def settings_per_step(solves: int) -> int:
 def _program(
     cm, u, slopes, x, offset, bits, n_eval, prob, alias, table,
     ts, substeps, cell, draws, new_from, band_steps, per_step, n_dev, keep_curves, whole,
+    terms,
 ):  # fmt: skip
     t = np.asarray(ts)
     kb = np.asarray(band_steps)
@@ -146,7 +148,7 @@ def _program(
             }
             an = A[:, new_from : new_from + draws][:, :, kb[:-1]]  # (b, G, K - 1, N)
             p = jnp.where(jnp.isfinite(an), an, 0.5) + offset[None, :, None, :]
-            k = binomial_counts(bc, p, n_eval, prob, alias, table, whole=whole)
+            k = binomial_counts(bc, p, n_eval, prob, alias, table, whole=whole, terms=terms)
             out["counts"] = jnp.transpose(k, (0, 2, 3, 1)).astype(jnp.int16)
             if keep_curves:
                 out["curves"] = mc

@@ -121,6 +121,7 @@ def binomial_counts(
     table: jax.Array,
     *,
     whole: bool = True,
+    terms: int | None = None,
 ) -> jax.Array:
     """``k ~ Binomial(n, p)`` from one random 32-bit word per draw (agents last).
 
@@ -139,6 +140,7 @@ def binomial_counts(
         alias: :func:`alias_tables`' aliases.
         table: :func:`alias_tables`' table per agent ``(N,)``.
         whole: Run the inversion to the end (else ``-1`` where it needs more terms).
+        terms: The inversion's terms for every draw (default :data:`TERMS`).
 
     Returns:
         Counts ``k``, int32, the shape of ``bits``.
@@ -154,11 +156,12 @@ def binomial_counts(
         alias.reshape(-1),
         alias.shape[-1],
         whole=whole,
+        terms=TERMS if terms is None else int(terms),
     )
     return (k if whole else jnp.where(need, -1, k)).reshape(shape)
 
 
-def _draw(bits, p, n, table, prob, alias, width, whole: bool):
+def _draw(bits, p, n, table, prob, alias, width, whole: bool, terms: int):
     """Flat binomial draws: ``(k, need)``; ``whole=False`` stops the thinning's inversion
     at ``Y = 2`` and flags the draws that need more (``need``), ``whole=True`` runs it to
     the end (the same values elsewhere)."""
@@ -181,20 +184,20 @@ def _draw(bits, p, n, table, prob, alias, width, whole: bool):
     p0 = jnp.where(q >= 1.0, (m == 0).astype(f), p0)
     ratio = q / jnp.maximum(1.0 - q, 1e-30)
     y, pk, cdf = jnp.zeros_like(m), p0, p0  # Y = the number of P(Y <= i) that w passes
-    for i in range(1, TERMS + 1):
+    for i in range(1, terms + 1):
         y = y + ((w >= cdf) & (m >= i)).astype(jnp.int32)
         pk = pk * jnp.maximum(m - i + 1, 0).astype(f) / i * ratio
         cdf = cdf + pk
-    need = (w >= cdf) & (m > TERMS)  # Y > TERMS
+    need = (w >= cdf) & (m > terms)  # Y > terms
     if whole:
-        y = jnp.where(need, _invert(w, m, ratio, pk, cdf), y)
+        y = jnp.where(need, _invert(w, m, ratio, pk, cdf, terms), y)
     return jnp.where(p >= 1.0, n, x + y), need
 
 
-def _invert(w, m, ratio, pk, cdf) -> jax.Array:
-    """Inversion of ``Binomial(m, q)`` from ``Y = TERMS`` (``pk = P(Y = TERMS)``, ``cdf =
-    P(Y <= TERMS)``, ``ratio = q / (1 - q)``): the smallest ``Y`` with ``w < P(<= Y)``, at
-    most ``m``."""
+def _invert(w, m, ratio, pk, cdf, y0: int) -> jax.Array:
+    """Inversion of ``Binomial(m, q)`` from ``Y = y0`` (``pk = P(Y = y0)``, ``cdf = P(Y <=
+    y0)``, ``ratio = q / (1 - q)``): the smallest ``Y`` with ``w < P(<= Y)``, at most
+    ``m``."""
 
     def more(c):
         y, _, cdf = c
@@ -206,6 +209,5 @@ def _invert(w, m, ratio, pk, cdf) -> jax.Array:
         nxt = pk * (m - y).astype(pk.dtype) / (y + 1).astype(pk.dtype) * ratio
         return jnp.where(go, y + 1, y), jnp.where(go, nxt, pk), jnp.where(go, cdf + nxt, cdf)
 
-    y0 = jnp.minimum(jnp.full_like(m, TERMS), m)
-    y, _, _ = jax.lax.while_loop(more, step, (y0, pk, cdf))
+    y, _, _ = jax.lax.while_loop(more, step, (jnp.minimum(jnp.full_like(m, y0), m), pk, cdf))
     return y
