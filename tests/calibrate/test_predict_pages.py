@@ -10,7 +10,7 @@ def _advice() -> bool:
         from numpy._core import multiarray
     except ImportError:  # numpy < 2
         from numpy.core import multiarray
-    return bool(multiarray._get_madvise_hugepage())
+    return bool(multiarray.__dict__["_get_madvise_hugepage"]())  # private: not in the stubs
 
 
 @pytest.mark.skipif(_switch() is None, reason="this numpy has no huge-page switch")
