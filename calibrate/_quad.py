@@ -79,7 +79,12 @@ class QuadGrid(eqx.Module):
 
     @property
     def nodes(self) -> np.ndarray:
-        """The grid's nodes in training steps, from 0, shape ``(M + 1,)``."""
+        """The grid's nodes in training steps, from 0, shape ``(M + 1,)`` (a JAX array when
+        the grid is traced: passed as an argument of a compiled function)."""
+        if isinstance(self.h, jax.Array):
+            return cast(
+                np.ndarray, jnp.concatenate([jnp.zeros(1, self.h.dtype), jnp.cumsum(self.h)])
+            )
         return np.concatenate([[0.0], np.cumsum(np.asarray(self.h, dtype=float))])
 
     @classmethod
@@ -199,15 +204,12 @@ def _node_levels(
     return jnp.concatenate([jnp.reshape(A0, (1,)), 1.0 - Bs.reshape(-1)[:M]])
 
 
-def _constant_levels(c: jax.Array, s: jax.Array, A0: jax.Array, h: ArrayLike) -> jax.Array:
-    """Levels at the grid nodes ``(M + 1,)`` (cell widths ``h``) of ``dB/dt = -c B + s``
-    (``B = 1 - A``) for a constant rate ``c >= 0`` and source ``s``: ``B(t) = B0 e^{-c t}
-    + s t phi1(c t)`` (what the cell recurrence gives for a constant rate, to rounding;
-    exact, no clip)."""
-    if isinstance(h, jax.Array):  # traced (a grid passed as an argument)
-        t = jnp.concatenate([jnp.zeros(1, h.dtype), jnp.cumsum(h)])
-    else:
-        t = jnp.asarray(np.concatenate([[0.0], np.cumsum(np.asarray(h, dtype=float))]))
+def _constant_levels(c: jax.Array, s: jax.Array, A0: jax.Array, t: ArrayLike) -> jax.Array:
+    """Levels at the grid nodes ``t`` ``(M + 1,)`` (steps) of ``dB/dt = -c B + s`` (``B =
+    1 - A``) for a constant rate ``c >= 0`` and source ``s``: ``B(t) = B0 e^{-c t} + s t
+    phi1(c t)`` (what the cell recurrence gives for a constant rate, to rounding; exact, no
+    clip)."""
+    t = jnp.asarray(t)
     E, _, phi1 = _decays(jnp.maximum(c, 0.0) * t)
     return 1.0 - ((1.0 - A0) * E + s * t * phi1)
 
@@ -294,7 +296,7 @@ class Quad(AbstractCurveSolver):
             if flip is None and not any(net.wiring[i]) and (pipe is None or pipe.source[i] < 0):
                 r, f = rate(levels, i)  # no regulator, no gate: a constant rate, closed form
                 d = kin.delta[i] * (1.0 if w is None else f)
-                A = _constant_levels(r + d, d, kin.A0[i], grid.h)
+                A = _constant_levels(r + d, d, kin.A0[i], grid.nodes)
                 levels[i] = A
                 slopes[i] = r * (1.0 - A) - d * A
                 continue

@@ -60,12 +60,22 @@ def interpolation_matrix(t: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 def interpolate(W: np.ndarray, a: np.ndarray, axis: int) -> np.ndarray:
     """``a`` with its band-step axis ``axis`` (length ``K``) mapped to every step by the
-    ``(T, K)`` weights ``W``: one matrix product (``np.einsum`` over the same axes ran
-    ~10x slower, without BLAS), in ``a``'s dtype."""
+    ``(T, K)`` weights ``W`` (at most two per row, at neighbouring band steps), in ``a``'s
+    dtype: two gathers and in-place sums (a matrix product and the strided sum of its moved
+    axes took ~10x as long at 10^4 settings)."""
     a = np.asarray(a)
-    moved = np.moveaxis(a, axis, 0)
-    out = W.astype(a.dtype) @ moved.reshape(moved.shape[0], -1)
-    return np.moveaxis(out.reshape(W.shape[0], *moved.shape[1:]), 0, axis)
+    axis = axis % a.ndim
+    W = np.asarray(W, dtype=a.dtype)
+    lo = np.argmax(W != 0, axis=1)  # each row's two weights: at lo and lo + 1
+    hi = np.minimum(lo + 1, W.shape[1] - 1)
+    rows = np.arange(W.shape[0])
+    shape = [W.shape[0] if i == axis else 1 for i in range(a.ndim)]
+    out = np.take(a, lo, axis=axis)
+    out *= W[rows, lo].reshape(shape)
+    more = np.take(a, hi, axis=axis)
+    more *= np.where(hi > lo, W[rows, hi], 0).reshape(shape)
+    out += more
+    return out
 
 
 def interpolate_about(
@@ -83,18 +93,6 @@ def interpolate_about(
         axis: The step axis of both.
     """
     a = np.asarray(a)
-    d = a - np.take(carrier, steps, axis=axis)
-    axis = axis % d.ndim
-    W = np.asarray(W, dtype=d.dtype)
-    lo = np.argmax(W != 0, axis=1)  # each row's two weights: at lo and lo + 1
-    hi = np.minimum(lo + 1, W.shape[1] - 1)
-    rows = np.arange(W.shape[0])
-    shape = [W.shape[0] if i == axis else 1 for i in range(d.ndim)]
-    wl, wh = W[rows, lo].reshape(shape), np.where(hi > lo, W[rows, hi], 0).reshape(shape)
-    out = np.take(d, lo, axis=axis)  # gathers and in-place sums (a matrix product and the
-    out *= wl  # strided sum of its moved axes took ~10x as long at 10^4 settings)
-    more = np.take(d, hi, axis=axis)
-    more *= wh
-    out += more
+    out = interpolate(W, a - np.take(carrier, steps, axis=axis), axis)
     out += carrier
     return out.astype(np.result_type(a), copy=False)

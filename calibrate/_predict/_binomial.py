@@ -163,8 +163,8 @@ def binomial_counts(
 
 def _draw(bits, p, n, table, prob, alias, width, whole: bool, terms: int):
     """Flat binomial draws: ``(k, need)``; ``whole=False`` stops the thinning's inversion
-    at ``Y = 2`` and flags the draws that need more (``need``), ``whole=True`` runs it to
-    the end (the same values elsewhere)."""
+    at ``Y = terms`` and flags the draws that need more (``need``), ``whole=True`` runs it
+    to the end (the same values elsewhere)."""
     f = p.dtype
     cells = (n + 1).astype(jnp.uint32)
     j = bits % cells  # the alias cell

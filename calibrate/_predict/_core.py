@@ -160,6 +160,7 @@ def predict_arrays(
     )
 
 
+@plain_pages()  # fresh large host arrays are slow to fault in as huge pages
 def predict(
     post: Posterior,
     settings: Sequence[Mapping[str, Any]],
@@ -242,31 +243,6 @@ def predict(
     t = np.linspace(0.0, float(cm.ts[-1] if steps is None else steps), n_points)
     draws = 2 * idx.size if band == "new_run" and cm.re_index.size else idx.size
     check_size(t, fixed_substeps(t, cm.config.dt), draws)  # before any solve
-    with plain_pages():  # fresh large arrays are slow to fault in as huge pages
-        final, codes, out, extra = _solve(
-            post, cm, band, x, t, u, slopes, idx, bands, keep_curves, n_probe, key, dtype,
-            steps_b,
-        )  # fmt: skip
-    return Prediction(
-        settings=tuple(dict(s) for s in settings),
-        reference=link_covariates(post),
-        agents=tuple(cm.network.names),
-        t=t,
-        mean=out.get("mean"),
-        bands=out.get("bands"),
-        final=final,
-        codes=codes,
-        draw_index=idx,
-        curves=out.get("curves"),
-        extrapolation=tuple(_extrapolation(post, settings)),
-        band=band,
-        **extra,
-    )
-
-
-def _solve(post, cm, band, x, t, u, slopes, idx, bands, keep_curves, n_probe, key, dtype,
-           steps_b):  # fmt: skip
-    """:func:`predict`'s solves: ``(final, codes, arrays, new-run extras)``."""
     extra: dict[str, Any] = {}
     if band == "new_run":
         spread = replicate_spread(cm, post.hyper)
@@ -289,7 +265,21 @@ def _solve(post, cm, band, x, t, u, slopes, idx, bands, keep_curves, n_probe, ke
             if out.get(k) is not None and bad.any():  # no band through failed solves
                 shape = (-1,) + (1,) * (out[k].ndim - 1)
                 out[k] = np.where(bad.any(1).reshape(shape), np.nan, out[k])
-    return final, codes, out, extra
+    return Prediction(
+        settings=tuple(dict(s) for s in settings),
+        reference=link_covariates(post),
+        agents=tuple(cm.network.names),
+        t=t,
+        mean=out.get("mean"),
+        bands=out.get("bands"),
+        final=final,
+        codes=codes,
+        draw_index=idx,
+        curves=out.get("curves"),
+        extrapolation=tuple(_extrapolation(post, settings)),
+        band=band,
+        **extra,
+    )
 
 
 def _seed(key: jax.Array | None) -> int:
