@@ -12,6 +12,14 @@ import pytest
 
 jax.config.update("jax_enable_x64", True)
 
+# JAX's persistent compilation cache, as every command the tests run uses it (off with
+# AGENTMOTIFS_JAX_CACHE=off): on from the first test, not from whichever test first calls a
+# command's main in this process; a program compiled again after a module dropped its
+# caches, or by another group, is loaded instead
+from simulate import enable_compilation_cache  # noqa: E402
+
+enable_compilation_cache()
+
 
 @pytest.fixture(autouse=True)
 def _seed_everything():

@@ -2,8 +2,11 @@
 a bad command exits 2 with exactly one ``error:`` line on stderr, no traceback, before any work,
 and leaves every pre-existing file as it was (issue 36: the 47 failures of a new-user trial).
 
-Each case runs the real command in a subprocess, in a fresh temp folder that ``setup`` fills
-with a user's files; the files are compared byte for byte afterwards.
+Each case runs the real command in a process of its own, in a fresh temp folder that
+``setup`` fills with a user's files; the files are compared byte for byte afterwards. The
+default suite forks each command from a server that imported the packages once
+(``tests/_forkrun.py``: ~2 s of imports per command saved); :data:`REAL` cases also run as
+``python -m ...`` from a fresh interpreter, and every case does under ``-m slow``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests._forkrun import ForkRunner
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -162,24 +167,60 @@ CASES = [
 ]  # fmt: skip
 
 
+#: Cases that also run from a fresh interpreter in the default suite (one per entry point).
+REAL = {"phase-overwrite-foreign", "recommend-out-user-best", "llm-runs-set-lr-1_0e-3",
+        "predict-out-user-folder-overwrite", "regime-map-out-user-folder"}  # fmt: skip
+#: What the fork server imports once (what the commands import before they check input).
+PRELOAD = ("numpy", "scipy", "jax", "jax.numpy", "equinox", "matplotlib", "matplotlib.pyplot",
+           "pandas", "simulate", "calibrate", "llm_runs")  # fmt: skip
+
+
 def _snapshot(t: Path) -> dict[str, bytes]:
     return {str(p.relative_to(t)): p.read_bytes() for p in sorted(t.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize(
-    ("setup", "argv", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
-)
-def test_a_bad_command_exits_2_with_one_error_line_and_changes_nothing(
-    tmp_path, setup, argv, words
-):
-    _setup(setup, tmp_path)
-    before = _snapshot(tmp_path)
+def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}  # as a user runs it
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])  # this tree
-    res = subprocess.run(
-        [a.format(t=tmp_path) for a in argv],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
-    )  # fmt: skip
+    return env
+
+
+@pytest.fixture(scope="module")
+def forks():
+    runner = ForkRunner(_env(), PRELOAD)
+    yield runner
+    runner.close()
+
+
+def _params(real_only: bool) -> list:
+    return [
+        pytest.param(*c[1:], id=c[0], marks=() if c[0] in REAL or not real_only else
+                     pytest.mark.slow)
+        for c in CASES
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("setup", "argv", "words"), _params(False))
+def test_a_bad_command_exits_2_with_one_error_line_and_changes_nothing(
+    tmp_path, forks, setup, argv, words
+):
+    _check(tmp_path, setup, argv, words, forks.run)
+
+
+@pytest.mark.parametrize(("setup", "argv", "words"), _params(True))
+def test_the_same_from_a_fresh_interpreter(tmp_path, setup, argv, words):
+    def run(argv, cwd, timeout):
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=_env()
+        )
+
+    _check(tmp_path, setup, argv, words, run)
+
+
+def _check(tmp_path: Path, setup: str, argv: list[str], words: list[str], run) -> None:
+    _setup(setup, tmp_path)
+    before = _snapshot(tmp_path)
+    res = run([a.format(t=tmp_path) for a in argv], cwd=tmp_path, timeout=300)
     lines = [x for x in res.stderr.splitlines() if x.strip()]
     assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
     assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr[-2000:]
@@ -190,23 +231,25 @@ def test_a_bad_command_exits_2_with_one_error_line_and_changes_nothing(
     assert not any(p.name.startswith(".") for p in tmp_path.rglob("*"))  # no temp or marker
 
 
-def test_a_command_may_rewrite_what_it_wrote_and_the_marker_says_so(tmp_path):
+def test_a_command_may_rewrite_what_it_wrote_and_the_marker_says_so(tmp_path, forks):
     """The other half of the rule: a second run into the command's own output is allowed."""
     from simulate import MARK_FILE, folder_kind
 
+    def rc(argv: list[str]) -> int:
+        return forks.run(argv, cwd=ROOT).returncode
+
     out = tmp_path / "n.xml"
     argv = [*SIM, "export-sbml", "--motif", "C1", "--out", str(out)]
-    kw = {"capture_output": True, "timeout": 300, "cwd": ROOT}
-    assert subprocess.run(argv, **kw).returncode == 0
+    assert rc(argv) == 0
     first = out.read_bytes()
-    assert subprocess.run(argv, **kw).returncode == 2 and out.read_bytes() == first
-    assert subprocess.run([*argv, "--overwrite"], **kw).returncode == 0
+    assert rc(argv) == 2 and out.read_bytes() == first
+    assert rc([*argv, "--overwrite"]) == 0
     fig = tmp_path / "t.png"  # trajectory --plot: the same rule for one figure
     argv = [*SIM, "trajectory", "--motif", "C1", "--t1", "2", "--plot", str(fig)]
-    assert subprocess.run(argv, **kw).returncode == 0
+    assert rc(argv) == 0
     first = fig.read_bytes()
-    assert subprocess.run(argv, **kw).returncode == 2 and fig.read_bytes() == first
-    assert subprocess.run([*argv, "--overwrite"], **kw).returncode == 0
+    assert rc(argv) == 2 and fig.read_bytes() == first
+    assert rc([*argv, "--overwrite"]) == 0
     d = tmp_path / "d"
     d.mkdir()
     (d / "x.txt").write_text("x")
@@ -219,3 +262,28 @@ def test_a_command_may_rewrite_what_it_wrote_and_the_marker_says_so(tmp_path):
     assert json.loads((tmp_path / "m" / MARK_FILE).read_text())["files"] == {
         "prediction.json": "calibrate predict"
     }
+
+
+def test_the_fork_runner_reports_what_python_would(tmp_path, forks):
+    """Exit status, both streams, the folder and a crash's traceback, as from ``python``."""
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import sys, pathlib\n"
+        "pathlib.Path('here.txt').write_text(sys.argv[1])\n"
+        "print('out'); print('err', file=sys.stderr)\n"
+        "if sys.argv[1] == 'crash': raise ValueError('boom')\n"
+        "sys.exit(int(sys.argv[1]))\n"
+    )
+    for arg, code in (("0", 0), ("2", 2), ("crash", 1)):
+        res = forks.run([PY, str(script), arg], cwd=tmp_path)
+        real = subprocess.run([PY, str(script), arg], capture_output=True, text=True, cwd=tmp_path)
+        assert res.returncode == real.returncode == code
+        assert res.stdout == real.stdout == "out\n"
+        assert res.stderr.splitlines()[0] == "err"
+        assert ("Traceback" in res.stderr) == (arg == "crash") == ("Traceback" in real.stderr)
+        assert (tmp_path / "here.txt").read_text() == arg
+    res = forks.run([PY, "-m", "simulate", "trajectory", "--motif", "Q9"], cwd=tmp_path)
+    real = subprocess.run([PY, "-m", "simulate", "trajectory", "--motif", "Q9"], cwd=tmp_path,
+                          capture_output=True, text=True, env=_env())  # fmt: skip
+    assert (res.returncode, res.stderr) == (real.returncode, real.stderr)
+    assert res.returncode == 2

@@ -4,7 +4,9 @@ As numpyro's ``test_examples`` runs its example scripts with small flags, this t
 ``bash`` block under "Quickstart" from README.md, runs every command in order in a temporary
 folder (``llm_runs train`` gets a micro base and a few steps appended as ``--set`` overrides,
 which take precedence over the README's flags), then executes the README's Python examples
-there. A command that fails, or an output the loop promises that is missing, fails the test.
+there. Each command runs in a process of its own, forked from a server that imported the
+packages once (``tests/_forkrun.py``). A command that fails, or an output the loop promises
+that is missing, fails the test.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests._forkrun import ForkRunner
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -85,14 +88,20 @@ def test_quickstart_parses_into_the_loop() -> None:
     assert "--config" in cmds[-1], cmds[-1]
 
 
-def _run_block(block: str, cwd: Path, env: dict[str, str], cache: Path) -> None:
+#: What the fork server imports once for the README's commands (tests/_forkrun.py).
+PRELOAD = ("numpy", "scipy", "jax", "jax.numpy", "equinox", "matplotlib", "matplotlib.pyplot",
+           "pandas", "simulate", "calibrate", "llm_runs", "torch", "transformers",
+           "peft")  # fmt: skip
+
+
+def _run_block(block: str, cwd: Path, forks: ForkRunner, cache: Path) -> None:
     for argv in _commands(block):
         assert argv[:2] == ["python", "-m"], argv
         argv = [sys.executable, *argv[1:]]
         if argv[2:4] == ["llm_runs", "train"]:
             argv += [a for kv in TINY_TRAIN for a in ("--set", kv)]
             argv += ["--set", f"model.base_cache={cache}", "--no-progress"]
-        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+        proc = forks.run(argv, cwd=cwd, timeout=900)
         assert proc.returncode == 0, (argv, proc.stdout[-2000:], proc.stderr[-4000:])
 
 
@@ -107,7 +116,15 @@ def test_quickstart_then_every_example_runs(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
     env.update(MPLBACKEND="Agg", AGENTMOTIFS_CACHE=str(cache), PYTHONPATH=str(ROOT))
     (tmp_path / "docs").symlink_to(ROOT / "docs")
-    _run_block(_blocks(_section(text, "Quickstart"), "bash")[0], tmp_path, env, cache)
+    forks = ForkRunner(env, PRELOAD)  # each command a process of its own, imports shared
+    try:
+        _check_readme(text, tmp_path, forks, cache)
+    finally:
+        forks.close()
+
+
+def _check_readme(text: str, tmp_path: Path, forks: ForkRunner, cache: Path) -> None:
+    _run_block(_blocks(_section(text, "Quickstart"), "bash")[0], tmp_path, forks, cache)
     qs = tmp_path / "runs" / "qs"
     rec = json.loads((qs / "rec" / "recommendation.json").read_text())
     assert rec["param"] == "rl.lr"
@@ -118,11 +135,9 @@ def test_quickstart_then_every_example_runs(tmp_path: Path) -> None:
     for section in ("simulate", "llm_runs", "calibrate"):
         body = _section(text, section)
         for block in _blocks(body, "bash"):
-            _run_block(block, tmp_path, env, cache)
+            _run_block(block, tmp_path, forks, cache)
         for code in _blocks(body, "python"):
-            proc = subprocess.run(
-                [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
-            )
+            proc = forks.run([sys.executable, "-c", code], cwd=tmp_path, timeout=900)
             assert proc.returncode == 0, (section, code, proc.stderr[-4000:])
     assert (tmp_path / "runs" / "phase_all" / "phase.png").is_file()
     assert (tmp_path / "runs" / "curves.png").is_file()
