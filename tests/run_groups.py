@@ -63,7 +63,7 @@ def _run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0], allow_abbrev=False)
     ap.add_argument("--lanes", type=int, default=2, help="groups run at once (default 2)")
     ap.add_argument(
         "--cold", action="store_true", help="an empty compilation cache (removed afterwards)"
@@ -78,16 +78,18 @@ def main(argv: list[str] | None = None) -> int:
         env["AGENTMOTIFS_JAX_CACHE"] = cold
     t0 = time.time()
     failed = []
-    with ThreadPoolExecutor(max_workers=a.lanes) as ex:
-        futs = [ex.submit(_run, g, extra, env) for g in GROUPS]
-        for f in futs:
-            name, rc, dt, out = f.result()
-            print(f"== pytest {name}  ({dt:.0f} s, exit {rc})", flush=True)
-            print(out, end="", flush=True)
-            if rc != 0:
-                failed.append(name)
-    if cold is not None:
-        shutil.rmtree(cold, ignore_errors=True)
+    try:
+        with ThreadPoolExecutor(max_workers=a.lanes) as ex:
+            futs = [ex.submit(_run, g, extra, env) for g in GROUPS]
+            for f in futs:
+                name, rc, dt, out = f.result()
+                print(f"== pytest {name}  ({dt:.0f} s, exit {rc})", flush=True)
+                print(out, end="", flush=True)
+                if rc != 0:
+                    failed.append(name)
+    finally:
+        if cold is not None:
+            shutil.rmtree(cold, ignore_errors=True)
     status = f"FAILED: {', '.join(failed)}" if failed else "all groups passed"
     print(f"== {status} in {time.time() - t0:.0f} s ({a.lanes} lane(s))")
     return 1 if failed else 0
