@@ -170,9 +170,6 @@ CASES = [
 #: Cases that also run from a fresh interpreter in the default suite (one per entry point).
 REAL = {"phase-overwrite-foreign", "recommend-out-user-best", "llm-runs-set-lr-1_0e-3",
         "predict-out-user-folder-overwrite", "regime-map-out-user-folder"}  # fmt: skip
-#: What the fork server imports once (what the commands import before they check input).
-PRELOAD = ("numpy", "scipy", "jax", "jax.numpy", "equinox", "matplotlib", "matplotlib.pyplot",
-           "pandas", "simulate", "calibrate", "llm_runs")  # fmt: skip
 
 
 def _snapshot(t: Path) -> dict[str, bytes]:
@@ -187,7 +184,7 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def forks():
-    runner = ForkRunner(_env(), PRELOAD)
+    runner = ForkRunner(_env())
     yield runner
     runner.close()
 

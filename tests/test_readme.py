@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._forkrun import ForkRunner
+from tests._forkrun import PRELOAD, TORCH, ForkRunner
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -88,12 +88,6 @@ def test_quickstart_parses_into_the_loop() -> None:
     assert "--config" in cmds[-1], cmds[-1]
 
 
-#: What the fork server imports once for the README's commands (tests/_forkrun.py).
-PRELOAD = ("numpy", "scipy", "jax", "jax.numpy", "equinox", "matplotlib", "matplotlib.pyplot",
-           "pandas", "simulate", "calibrate", "llm_runs", "torch", "transformers",
-           "peft")  # fmt: skip
-
-
 def _run_block(block: str, cwd: Path, forks: ForkRunner, cache: Path) -> None:
     for argv in _commands(block):
         assert argv[:2] == ["python", "-m"], argv
@@ -116,7 +110,7 @@ def test_quickstart_then_every_example_runs(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
     env.update(MPLBACKEND="Agg", AGENTMOTIFS_CACHE=str(cache), PYTHONPATH=str(ROOT))
     (tmp_path / "docs").symlink_to(ROOT / "docs")
-    forks = ForkRunner(env, PRELOAD)  # each command a process of its own, imports shared
+    forks = ForkRunner(env, PRELOAD + TORCH)  # each command a process of its own, imports shared
     try:
         _check_readme(text, tmp_path, forks, cache)
     finally:
