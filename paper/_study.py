@@ -117,6 +117,8 @@ def study_main(
     ap.add_argument("--code", default=None, help="train with the llm_runs of this source tree")
     ap.add_argument("--quick", action="store_true", help="toy sizes (micro base), for tests")
     a = ap.parse_args(argv)
+    # the fits and forecasts of a phase load their compiled programs when run again
+    importlib.import_module("simulate").enable_compilation_cache()
     if a.workers < 1:
         return _error(f"--workers must be >= 1, got {a.workers}")
     cfg = design(**quick) if a.quick else design()
