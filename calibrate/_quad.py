@@ -88,18 +88,24 @@ class QuadGrid(eqx.Module):
         return np.concatenate([[0.0], np.cumsum(np.asarray(self.h, dtype=float))])
 
     @classmethod
-    def build(cls, ts: np.ndarray, dt: float) -> QuadGrid:
+    def build(cls, ts: np.ndarray, dt: float, *, fine: int = 0, fine_dt: float = 0.0) -> QuadGrid:
         """Grid from 0 through the increasing steps ``ts >= 0``: each gap in equal cells of
         at most ``dt`` steps (observed steps are grid nodes), the very first cell split in
         quarter, quarter and half (the error of the benchmark's MAP curves: 8.9e-4 with
-        equal cells of 5 steps, 7.8e-5 so graded; fixed-step RK4: 5.2e-4)."""
+        equal cells of 5 steps, 7.8e-5 so graded; fixed-step RK4: 5.2e-4). The first
+        ``fine`` gaps (the steps' first intervals, where the fastest rises are) in cells of
+        at most ``fine_dt`` steps instead (``fine_dt`` > 0 when ``fine`` > 0)."""
         ts = np.asarray(ts, dtype=float)
         if ts.ndim != 1 or ts.size == 0 or ts[0] < 0 or np.any(np.diff(ts) <= 0):
             raise ValueError("steps must be a non-empty increasing sequence >= 0")
-        nodes, obs, t0 = [0.0], [], 0.0
+        if fine and not fine_dt > 0:
+            raise ValueError(f"fine cells need a width > 0, got {fine_dt!r}")
+        nodes, obs, t0, gaps = [0.0], [], 0.0, 0
         for t in ts:
             if t > t0:
-                m = max(1, int(np.ceil((t - t0) / dt - 1e-9)))
+                width = fine_dt if gaps < fine else dt
+                gaps += 1
+                m = max(1, int(np.ceil((t - t0) / width - 1e-9)))
                 cells = t0 + (t - t0) * np.arange(1, m + 1) / m
                 if t0 == 0.0:  # transients are fastest at step 0: first cell in 1/4, 1/4, 1/2
                     cells = np.concatenate([cells[:1] * (0.25, 0.5), cells])
@@ -245,9 +251,12 @@ class Quad(AbstractCurveSolver):
     flip_rate: jax.Array | float = 1.0
 
     @classmethod
-    def for_steps(cls, ts: np.ndarray, dt: float, *, scan: bool = False) -> Quad:
-        """Quadrature on the steps ``ts`` (concrete) in cells of at most ``dt`` steps."""
-        return cls(QuadGrid.build(ts, dt), scan)
+    def for_steps(
+        cls, ts: np.ndarray, dt: float, *, scan: bool = False, fine: int = 0, fine_dt: float = 0.0
+    ) -> Quad:
+        """Quadrature on the steps ``ts`` (concrete) in cells of at most ``dt`` steps (the
+        first ``fine`` gaps in cells of at most ``fine_dt``, :meth:`QuadGrid.build`)."""
+        return cls(QuadGrid.build(ts, dt, fine=fine, fine_dt=fine_dt), scan)
 
     def solve(
         self, model: simulate.Model, ts: ArrayLike, options: SolveOptions

@@ -40,6 +40,7 @@ from ._classify import classify_batch
 __all__ = [
     "BAND_LEVELS",
     "FLOAT32_CELL_FACTOR",
+    "FLOAT32_FINE_GAPS",
     "SOLVES_PER_CHUNK",
     "band_quantiles",
     "compiled_model",
@@ -70,6 +71,13 @@ BAND_METHOD = "sort"
 #: 200 points on 290 steps it gives one cell per output interval (201 cells instead of
 #: 400) and halves the solve.
 FLOAT32_CELL_FACTOR = 4.0
+
+#: In float32, the first this many output intervals keep the fit's cells (the fastest
+#: settings rise there). With the wide cells throughout, float32 and float64 differed by up
+#: to 4.7e-4 in the mean curve (at the third step) and 1.0e-4 in its band (benchmark fit,
+#: 200 settings, 20 band steps); with 8 such intervals by 8.5e-7 and 1.4e-6, at about 4 %
+#: more cells (2026-12-06).
+FLOAT32_FINE_GAPS = 8
 
 #: Solves per ``lax.map`` step (settings per step = this // draws, at least 1). 400 (two
 #: settings of 200 draws) keeps a step's arrays in the CPU's cache: the new-run program at
@@ -210,10 +218,12 @@ def predict_batch(
     return {k: np.asarray(v)[:S] for k, v in out.items()}
 
 
-def compiled_model(cm: CurveModel, dtype: str) -> tuple[CurveModel, float]:
+def compiled_model(cm: CurveModel, dtype: str) -> tuple[CurveModel, tuple[float, int, float]]:
     """``cm`` with its Hill regulation written for its one sign structure, and the quad
-    cell width (steps) of a compiled predictor in ``dtype`` (float32: up to
-    :data:`FLOAT32_CELL_FACTOR` times the fit's ``dt``).
+    cells of a compiled predictor in ``dtype``: ``(width, fine, fine_width)``, cells of at
+    most ``width`` steps, the first ``fine`` output intervals in cells of at most
+    ``fine_width`` (float64: the fit's ``dt``; float32: up to :data:`FLOAT32_CELL_FACTOR`
+    times wider after the first :data:`FLOAT32_FINE_GAPS` intervals).
 
     Raises:
         ConfigError: ``dtype`` is not ``float64`` or ``float32``.
@@ -221,7 +231,10 @@ def compiled_model(cm: CurveModel, dtype: str) -> tuple[CurveModel, float]:
     if dtype not in ("float64", "float32"):
         raise ConfigError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
     fast = eqx.tree_at(lambda c: c.base, cm, simulate.with_log_hill(cm.base, fixed_structure=True))
-    return fast, float(cm.config.dt) * (FLOAT32_CELL_FACTOR if dtype == "float32" else 1.0)
+    dt = float(cm.config.dt)
+    if dtype == "float32":
+        return fast, (dt * FLOAT32_CELL_FACTOR, FLOAT32_FINE_GAPS, dt)
+    return fast, (dt, 0, 0.0)
 
 
 def in_dtype(program, args: tuple, dtype: str):
@@ -240,12 +253,19 @@ def _steps(steps: np.ndarray | None) -> tuple[int, ...] | None:
     return None if steps is None else tuple(int(i) for i in np.asarray(steps))
 
 
-def solve_curves(model: CurveModel, theta: jax.Array, t: np.ndarray, substeps: int, cell: float):
-    """:meth:`CurveModel.curves` at steps ``t``; ``quad`` (cells of at most ``cell``
-    steps) with its recurrence as a scan over cells (the same values to rounding, faster
-    in a wide vmap)."""
+def solve_curves(
+    model: CurveModel,
+    theta: jax.Array,
+    t: np.ndarray,
+    substeps: int,
+    cell: tuple[float, int, float],
+):
+    """:meth:`CurveModel.curves` at steps ``t``; ``quad`` (the cells of
+    :func:`compiled_model`) with its recurrence as a scan over cells (the same values to
+    rounding, faster in a wide vmap)."""
     if model.config.solver == "quad" and model.config.dynamics == "ode":
-        quad = Quad.for_steps(t, cell, scan=True)
+        width, fine, fine_width = cell
+        quad = Quad.for_steps(t, width, scan=True, fine=fine, fine_dt=fine_width)
         return jax.vmap(lambda th: solve_at(model.with_params(th), t, solver=quad))(theta)
     return model.curves(theta, t, substeps)
 

@@ -148,6 +148,16 @@ def test_grid_and_errors():
     assert g.h.max() <= 5.0 and g.h[0] == 1.25  # first cell graded: 1/4, 1/4, 1/2
     with pytest.raises(ValueError, match="increasing"):
         QuadGrid.build(np.array([0.0, 5.0, 5.0]), 1.0)
+    ts = np.array([0.0, 3.0, 6.0, 9.0, 12.0, 15.0])  # the first 2 gaps in cells of <= 1 step
+    g = QuadGrid.build(ts, 3.0, fine=2, fine_dt=1.0)
+    nodes = np.concatenate([[0.0], np.cumsum(g.h)])
+    np.testing.assert_allclose(nodes[g.obs], ts, atol=1e-12)
+    cells = np.diff(g.obs)  # cells per gap: 3 + the graded first cell's 2, 3, then 1 each
+    assert cells.tolist() == [5, 3, 1, 1, 1] and g.h[g.obs[2] :].min() == 3.0
+    np.testing.assert_array_equal(QuadGrid.build(ts, 3.0, fine=0, fine_dt=1.0).h,
+                                  QuadGrid.build(ts, 3.0).h)  # fmt: skip
+    with pytest.raises(ValueError, match="width > 0"):
+        QuadGrid.build(ts, 3.0, fine=2)
     ring = simulate.make_model(simulate.ring_spec(3), "competence")
     assert feedforward_order(ring) is None
     assert feedforward_order(simulate.make_model("C1", "competence", delay_stages=2)) is None
