@@ -30,7 +30,7 @@ def test_a_forecast_from_the_shell_loads_no_fitting_code(lr_family_fit, tmp_path
         "heavy = sorted(m for m in ('numpyro', 'diffrax', 'optimistix', 'arviz', 'optax')"
         " if m in sys.modules)\nprint('RC', rc, 'HEAVY', heavy)\n"
     )
-    env = {"AGENTMOTIFS_JAX_CACHE": str(tmp_path / "jc"), "JAX_PLATFORMS": "cpu"}
+    env = {"JAX_PLATFORMS": "cpu"}  # the tests' cache (what is imported does not depend on it)
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
         env={**os.environ, **env},
