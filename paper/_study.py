@@ -107,7 +107,8 @@ def study_main(
         missing before the gated phase, a phase that failed: a run, a fit, or a phase
         that needs an earlier one).
     """
-    ap: argparse.ArgumentParser = importlib.import_module("simulate").ArgumentParser(
+    simulate = importlib.import_module("simulate")
+    ap: argparse.ArgumentParser = simulate.ArgumentParser(
         description=description
     )  # one error: line for a bad option
     ap.add_argument("--phase", default="all", choices=[*phases, "all"])
@@ -118,7 +119,7 @@ def study_main(
     ap.add_argument("--quick", action="store_true", help="toy sizes (micro base), for tests")
     a = ap.parse_args(argv)
     # the fits and forecasts of a phase load their compiled programs when run again
-    importlib.import_module("simulate").enable_compilation_cache()
+    simulate.enable_compilation_cache()
     if a.workers < 1:
         return _error(f"--workers must be >= 1, got {a.workers}")
     cfg = design(**quick) if a.quick else design()

@@ -21,6 +21,7 @@ competences and regimes should still pass ``bands=False``.
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -42,6 +43,7 @@ __all__ = [
     "FLOAT32_CELL_FACTOR",
     "FLOAT32_FINE_GAPS",
     "SOLVES_PER_CHUNK",
+    "Cells",
     "band_quantiles",
     "compiled_model",
     "curve_regimes",
@@ -218,12 +220,20 @@ def predict_batch(
     return {k: np.asarray(v)[:S] for k, v in out.items()}
 
 
-def compiled_model(cm: CurveModel, dtype: str) -> tuple[CurveModel, tuple[float, int, float]]:
+class Cells(NamedTuple):
+    """The ``quad`` cells of a compiled predictor (:meth:`calibrate._quad.QuadGrid.build`):
+    at most ``width`` steps, the first ``fine`` output intervals at most ``fine_width``."""
+
+    width: float
+    fine: int
+    fine_width: float
+
+
+def compiled_model(cm: CurveModel, dtype: str) -> tuple[CurveModel, Cells]:
     """``cm`` with its Hill regulation written for its one sign structure, and the quad
-    cells of a compiled predictor in ``dtype``: ``(width, fine, fine_width)``, cells of at
-    most ``width`` steps, the first ``fine`` output intervals in cells of at most
-    ``fine_width`` (float64: the fit's ``dt``; float32: up to :data:`FLOAT32_CELL_FACTOR`
-    times wider after the first :data:`FLOAT32_FINE_GAPS` intervals).
+    cells of a compiled predictor in ``dtype``: the fit's ``dt`` (float32: up to
+    :data:`FLOAT32_CELL_FACTOR` times wider after the first :data:`FLOAT32_FINE_GAPS` output
+    intervals).
 
     Raises:
         ConfigError: ``dtype`` is not ``float64`` or ``float32``.
@@ -232,9 +242,8 @@ def compiled_model(cm: CurveModel, dtype: str) -> tuple[CurveModel, tuple[float,
         raise ConfigError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
     fast = eqx.tree_at(lambda c: c.base, cm, simulate.with_log_hill(cm.base, fixed_structure=True))
     dt = float(cm.config.dt)
-    if dtype == "float32":
-        return fast, (dt * FLOAT32_CELL_FACTOR, FLOAT32_FINE_GAPS, dt)
-    return fast, (dt, 0, 0.0)
+    return fast, Cells(dt * (FLOAT32_CELL_FACTOR if dtype == "float32" else 1.0),
+                       FLOAT32_FINE_GAPS, dt)  # fmt: skip
 
 
 def in_dtype(program, args: tuple, dtype: str):
@@ -258,14 +267,13 @@ def solve_curves(
     theta: jax.Array,
     t: np.ndarray,
     substeps: int,
-    cell: tuple[float, int, float],
+    cell: Cells,
 ):
     """:meth:`CurveModel.curves` at steps ``t``; ``quad`` (the cells of
     :func:`compiled_model`) with its recurrence as a scan over cells (the same values to
     rounding, faster in a wide vmap)."""
     if model.config.solver == "quad" and model.config.dynamics == "ode":
-        width, fine, fine_width = cell
-        quad = Quad.for_steps(t, width, scan=True, fine=fine, fine_dt=fine_width)
+        quad = Quad.for_steps(t, cell.width, scan=True, fine=cell.fine, fine_dt=cell.fine_width)
         return jax.vmap(lambda th: solve_at(model.with_params(th), t, solver=quad))(theta)
     return model.curves(theta, t, substeps)
 
