@@ -179,7 +179,7 @@ def _node_levels(
             return B, B
 
         _, Bs = jax.lax.scan(cell, 1.0 - A0, (E, delta * J))
-        return jnp.concatenate([jnp.reshape(A0, (1,)), 1.0 - Bs])
+        return jnp.concatenate([jnp.asarray(A0)[None], 1.0 - Bs])
     # B_{j+1} = E_j B_j + delta J_j, i.e. B_j = e^{-L_j} (B_0 + sum_{k<=j} delta J_k e^{L_k})
     # with L the cumulative dL: summed within segments of _SEGMENT cells (e^L finite), and
     # the segments joined by a small (S, S) matrix of decays e^{-(C_s - C_q)} <= 1
@@ -234,6 +234,13 @@ class Quad(AbstractCurveSolver):
         grid: The grid (:meth:`QuadGrid.build` from the steps to solve at, or
             :meth:`for_steps`).
         scan: The recurrence as a scan.
+        batch: The model is a batch of ``B`` models, every array leaf with a trailing axis
+            of ``B`` (``jax.vmap(cm.with_params, out_axes=-1)(theta)``), solved as one:
+            each operation acts on ``(cells, B)`` arrays, so the scan reads its rows with
+            no transpose, and the levels come back as ``(T, N, B)`` with ``ok`` ``(B,)``
+            (the values of one solve each; needs ``scan`` and a network with its sign
+            structure fixed, :func:`simulate.with_log_hill`). Under a ``vmap`` of single
+            solves the batch is first and every scan's inputs and outputs are transposed.
         flip: Per node and cell, the share ``phi`` of the cell inside a ``flip``
             spurious-reward pulse (:func:`calibrate._pulses.lagged_shares`), shape ``(N, M)``
             in [0, 1], or None (no pulse). Inside a pulse a node is driven back toward its
@@ -247,27 +254,41 @@ class Quad(AbstractCurveSolver):
 
     grid: QuadGrid
     scan: bool = eqx.field(static=True, default=False)
+    batch: bool = eqx.field(static=True, default=False)
     flip: jax.Array | None = None
     flip_rate: jax.Array | float = 1.0
 
     @classmethod
     def for_steps(
-        cls, ts: np.ndarray, dt: float, *, scan: bool = False, fine: int = 0, fine_dt: float = 0.0
+        cls,
+        ts: np.ndarray,
+        dt: float,
+        *,
+        scan: bool = False,
+        fine: int = 0,
+        fine_dt: float = 0.0,
+        batch: bool = False,
     ) -> Quad:
         """Quadrature on the steps ``ts`` (concrete) in cells of at most ``dt`` steps (the
         first ``fine`` gaps in cells of at most ``fine_dt``, :meth:`QuadGrid.build`)."""
-        return cls(QuadGrid.build(ts, dt, fine=fine, fine_dt=fine_dt), scan)
+        return cls(QuadGrid.build(ts, dt, fine=fine, fine_dt=fine_dt), scan, batch)
 
     def solve(
         self, model: simulate.Model, ts: ArrayLike, options: SolveOptions
     ) -> tuple[jax.Array, jax.Array]:
-        """``(A, ok)``: levels ``(T, N)`` and a finiteness flag.
+        """``(A, ok)``: levels ``(T, N)`` and a finiteness flag (``batch``: ``(T, N, B)``
+        and ``(B,)``).
 
         Raises:
-            ValueError: ``model`` is not feed-forward with competence kinetics, or ``ts``
-                are not as many steps as the grid's.
+            ValueError: ``model`` is not feed-forward with competence kinetics, ``ts`` are
+                not as many steps as the grid's, or ``batch`` without its conditions.
         """
-        grid, scan = self.grid, self.scan
+        grid, scan, batch = self.grid, self.scan, self.batch
+        if batch and not (scan and getattr(model.network, "fixed", None) is not None):
+            raise ValueError(
+                "a batch-last quad solve runs its recurrence as a scan, on a network with "
+                "its sign structure fixed (simulate.with_log_hill(..., fixed_structure=True))"
+            )
         order = feedforward_order(model)
         kin, net = model.kinetics, model.network
         if order is None or not isinstance(kin, simulate.CompetenceKinetics):
@@ -280,9 +301,13 @@ class Quad(AbstractCurveSolver):
                 f"the quad grid was built for {self.grid.obs.shape[0]} steps, got ts of "
                 f"shape {jnp.shape(ts)}: build it from the steps to solve at"
             )
+        # batch last: every array leaf of the model has a trailing axis of B solves, and
+        # the grid's arrays get a trailing unit axis to broadcast against it
+        nb = (jnp.shape(kin.rho)[-1],) if batch else ()
+        h, nodes = (grid.h[:, None], grid.nodes[:, None]) if batch else (grid.h, grid.nodes)
+        shape = (grid.h.shape[0] + 1, *nb)
         x = model.input_value(jnp.asarray(1.0))
-        drive = jnp.where(jnp.asarray(net.inputs), x, 1.0)
-        shape = (grid.h.shape[0] + 1,)
+        drive = jnp.where(jnp.reshape(jnp.asarray(net.inputs), (-1, *(1,) * len(nb))), x, 1.0)
         levels: list = [None] * model.size  # levels and time derivatives, in topological order
         slopes: list = [None] * model.size
         pipe, w, flip = kin.pipeline, kin.weight, self.flip
@@ -305,7 +330,7 @@ class Quad(AbstractCurveSolver):
             if flip is None and not any(net.wiring[i]) and (pipe is None or pipe.source[i] < 0):
                 r, f = rate(levels, i)  # no regulator, no gate: a constant rate, closed form
                 d = kin.delta[i] * (1.0 if w is None else f)
-                A = _constant_levels(r + d, d, kin.A0[i], grid.nodes)
+                A = _constant_levels(r + d, d, kin.A0[i], nodes)
                 levels[i] = A
                 slopes[i] = r * (1.0 - A) - d * A
                 continue
@@ -318,13 +343,21 @@ class Quad(AbstractCurveSolver):
             else:  # dB/dt = -(r m + f delta) B + f delta + r k phi (1 - A0), m = 1 - (1 - k) phi
                 f, df = jnp.broadcast_to(f, shape), jnp.broadcast_to(df, shape)
                 c, dc = r + f * d, dr + df * d
-                phi = jnp.zeros(shape[0] - 1) if flip is None else flip[i]  # per cell
+                phi = (  # per cell (one pulse for every solve of a batch)
+                    jnp.zeros((shape[0] - 1, *nb))
+                    if flip is None
+                    else jnp.reshape(flip[i], (-1, *(1,) * len(nb)))
+                )
                 k = jnp.broadcast_to(jnp.asarray(self.flip_rate), (model.size,))[i]
                 cut = ((1.0 - k) * phi, r, dr)
                 source = 0.5 * (f[:-1] + f[1:]) * d + 0.5 * (r[:-1] + r[1:]) * k * phi * (1 - a0)
                 pn = jnp.concatenate([phi, phi[-1:]])  # at nodes: right-continuous
                 gain, target = 1.0 - (1.0 - k) * pn, (1.0 - pn + k * pn * a0)
-            A = _node_levels(c, dc, source, a0, grid.h, scan, cut)
+            A = _node_levels(c, dc, source, a0, h, scan, cut)
             levels[i] = A
             slopes[i] = r * (target - gain * A) - (d if w is None else f * d) * A
+        if batch:  # (T, N, B), ok per solve (B,)
+            A = _rows(jnp.stack(levels, axis=1), grid.obs)
+            finite = jnp.isfinite(A)
+            return jnp.where(finite, A, 0.5), jnp.all(finite, axis=(0, 1))
         return finite_levels(_rows(jnp.stack(levels, axis=-1), grid.obs))

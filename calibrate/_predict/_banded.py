@@ -8,8 +8,10 @@ new run's noisy counts there, both with the draws as the last, contiguous axis, 
 :func:`numpy.partition`) orders them for the quantiles (:func:`sorted_bands`). Inside the
 program:
 
-* the settings of a chunk are solved in steps of about :data:`SOLVES_PER_CHUNK` solves
-  (a ``vmap`` per step, a ``lax.map`` over steps, sharded over the devices);
+* the settings of a chunk are solved in steps of about :data:`SOLVES_PER_STEP` solves
+  (one batch-last quad solve per step, :class:`calibrate._quad.Quad`'s ``batch``: the
+  curves come out as ``(T, N, B)``, the layout the labels and the band reductions read,
+  with no transposes; a ``lax.map`` over steps, sharded over the devices);
 * the regimes are labelled per step with the batch last and the zig-zag scan skipped
   where no curve can have a turning point (:func:`calibrate._predict._classify.
   classify_batch`'s ``shortcut``: the same labels);
@@ -33,7 +35,6 @@ from ._checks import TOLERANCE
 from ._classify import classify_batch
 from ._fast import (
     BAND_LEVELS,
-    SOLVES_PER_CHUNK,
     compiled_model,
     in_dtype,
     shard_settings,
@@ -41,6 +42,11 @@ from ._fast import (
 )
 
 __all__ = ["banded_batch", "sorted_bands"]
+
+# Solves per compiled step. At 10^4 settings x 200 draws (float32, 2 devices) a whole
+# call took 9.6-10.0 s at 200, 10.0-10.3 s at 400, 10.8 s at 800 and 11.0 s at 1600: the
+# batch's arrays stay in the cache (docs/benchmarks.md).
+SOLVES_PER_STEP = 200
 
 
 def banded_batch(
@@ -108,8 +114,8 @@ def banded_batch(
 
 
 def settings_per_step(solves: int) -> int:
-    """Settings solved together in one ``vmap`` (about :data:`SOLVES_PER_CHUNK` solves)."""
-    return max(1, SOLVES_PER_CHUNK // max(solves, 1))
+    """Settings solved together in one step (about :data:`SOLVES_PER_STEP` solves)."""
+    return max(1, SOLVES_PER_STEP // max(solves, 1))
 
 
 @eqx.filter_jit
@@ -126,32 +132,36 @@ def _program(
     def run(dyn, u, slopes, offset, n_eval, prob, alias, table, xs, bits):
         model = eqx.combine(dyn, static)
 
-        def solve(xv):
-            ug = u.at[:, idx].add(slopes * xv) if idx.size else u
-            A, ok = solve_curves(model, model.layout.to_natural(ug), t, substeps, cell)
-            return A, jnp.broadcast_to(ok, A.shape[:1])
-
         def step(inp):
             xc, bc = inp  # (b, L), (b, G, K - 1, N)
-            A, ok = jax.vmap(solve)(xc)  # (b, Ga, T, N), (b, Ga)
-            b, ga, nt, nn = A.shape
-            batch_last = jnp.transpose(A, (2, 3, 0, 1)).reshape(nt, nn, b * ga)
-            codes = classify_batch(batch_last, ok.reshape(-1), shortcut=True)
+            b = xc.shape[0]
+            ug = jnp.broadcast_to(u, (b, *u.shape))
+            if idx.size:
+                ug = ug.at[:, :, idx].add(slopes[None] * xc[:, None])
+            ga = u.shape[0]
+            # the step's b * Ga solves as one batch, last: (T, N, b * Ga), ok (b * Ga,)
+            A, ok = solve_curves(
+                model, model.layout.to_natural(ug.reshape(b * ga, -1)), t, substeps, cell,
+                batch_last=True,
+            )  # fmt: skip
+            nt, nn = A.shape[:2]
+            codes = classify_batch(A, ok, shortcut=True)  # (N, b * Ga)
             inside = jnp.isfinite(A) & (A >= -TOLERANCE) & (A <= 1 + TOLERANCE)
-            mc = A[:, :draws]
+            A = A.reshape(nt, nn, b, ga)
+            mc = A[..., :draws]  # (T, N, b, G)
             out = {
-                "final": A[:, :, -1],
+                "final": jnp.transpose(A[-1], (1, 2, 0)),
                 "codes": jnp.transpose(codes.reshape(nn, b, ga), (1, 2, 0)),
-                "curve_ok": jnp.all(inside, axis=(2, 3)) & ok,
-                "mean": mc.mean(axis=1),
-                "band": jnp.transpose(mc[:, :, kb], (0, 2, 3, 1)),
+                "curve_ok": jnp.all(inside, axis=(0, 1)).reshape(b, ga) & ok.reshape(b, ga),
+                "mean": jnp.transpose(mc.mean(axis=-1), (2, 0, 1)),
+                "band": jnp.transpose(mc[kb], (2, 0, 1, 3)),
             }
-            an = A[:, new_from : new_from + draws][:, :, kb[:-1]]  # (b, G, K - 1, N)
+            an = jnp.transpose(A[kb[:-1], :, :, new_from : new_from + draws], (2, 3, 0, 1))
             p = jnp.where(jnp.isfinite(an), an, 0.5) + offset[None, :, None, :]
             k = binomial_counts(bc, p, n_eval, prob, alias, table, whole=whole, terms=terms)
             out["counts"] = jnp.transpose(k, (0, 2, 3, 1)).astype(jnp.int16)
             if keep_curves:
-                out["curves"] = mc
+                out["curves"] = jnp.transpose(mc, (2, 3, 0, 1))
             return out
 
         xs = xs.reshape(-1, per_step, xs.shape[-1])

@@ -38,6 +38,8 @@ from ._band_points import interpolation_matrix
 from ._checks import TOLERANCE
 from ._classify import classify_batch
 
+SOLVE_OPTIONS = simulate.SolveOptions()  # not read by the quad solver
+
 __all__ = [
     "BAND_LEVELS",
     "FLOAT32_CELL_FACTOR",
@@ -268,14 +270,23 @@ def solve_curves(
     t: np.ndarray,
     substeps: int,
     cell: Cells,
+    *,
+    batch_last: bool = False,
 ):
     """:meth:`CurveModel.curves` at steps ``t``; ``quad`` (the cells of
     :func:`compiled_model`) with its recurrence as a scan over cells (the same values to
-    rounding, faster in a wide vmap)."""
+    rounding, faster in a wide vmap). ``batch_last``: the curves as ``(T, N, B)`` (``quad``
+    solves the whole batch as one, :class:`calibrate._quad.Quad`'s ``batch``: the same
+    values, no transposes)."""
     if model.config.solver == "quad" and model.config.dynamics == "ode":
-        quad = Quad.for_steps(t, cell.width, scan=True, fine=cell.fine, fine_dt=cell.fine_width)
+        quad = Quad.for_steps(
+            t, cell.width, scan=True, fine=cell.fine, fine_dt=cell.fine_width, batch=batch_last
+        )
+        if batch_last:
+            return quad.solve(jax.vmap(model.with_params, out_axes=-1)(theta), t, SOLVE_OPTIONS)
         return jax.vmap(lambda th: solve_at(model.with_params(th), t, solver=quad))(theta)
-    return model.curves(theta, t, substeps)
+    A, ok = model.curves(theta, t, substeps)
+    return (jnp.transpose(A, (1, 2, 0)), ok) if batch_last else (A, ok)
 
 
 @eqx.filter_jit

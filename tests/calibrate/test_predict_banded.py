@@ -157,7 +157,7 @@ def test_band_points_forecast_does_not_depend_on_the_chunking(lr_family_fit, mon
     one = call()
     assert len(calls) == 1
     monkeypatch.setattr(_new_run, "CHUNK_VALUES", 1)  # one setting per chunk:
-    monkeypatch.setattr(_banded, "SOLVES_PER_CHUNK", 1)  # one per compiled step
+    monkeypatch.setattr(_banded, "SOLVES_PER_STEP", 1)  # one per compiled step
     many = call()
     assert len(calls) == 1 + -(-len(settings) // len(jax.devices()))
     for name in ("final", "codes", "new_final", "new_codes"):

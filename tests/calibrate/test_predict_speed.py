@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -178,3 +179,53 @@ def test_sharded_over_two_cpu_devices_matches_one_device(fit):
         timeout=600,
     )  # fmt: skip
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def _batched(models):
+    """``B`` models as one whose array leaves have a trailing axis of ``B``."""
+    arrays = [eqx.filter(m, eqx.is_array) for m in models]
+    stacked = jax.tree.map(lambda *a: jnp.stack(a, axis=-1), *arrays)
+    return eqx.combine(stacked, eqx.filter(models[0], eqx.is_array, inverse=True))
+
+
+@pytest.mark.parametrize("kind", ["C1-AND", "I1-OR", "weights", "pipeline", "flip"])
+def test_quad_batch_last_equals_one_solve_each(kind):
+    """``Quad(batch=True)`` on B models with random parameters: each one's levels as
+    solved alone (to rounding), as ``(T, N, B)``; a solve with a NaN rate fails alone."""
+    rng = np.random.default_rng(7)
+    preset = "I1-OR" if kind == "I1-OR" else "C1-AND"
+    base = simulate.make_model(preset, "competence")
+    if kind == "pipeline":
+        base = simulate.with_pipeline(base, "X->Y,Y->Z")
+    models = []
+    for _ in range(6):
+        m = base
+        for node in "XYZ":
+            m = simulate.set_param(m, f"rho[{node}]", float(np.exp(rng.uniform(-6, -1.5))))
+            m = simulate.set_param(m, f"A0[{node}]", float(rng.uniform(0.01, 0.3)))
+            m = simulate.set_param(m, f"delta[{node}]", float(np.exp(rng.uniform(-9, -4))))
+        for e in m.network.edge_keys:
+            m = simulate.set_param(m, f"K[{e}]", float(rng.uniform(0.2, 0.8)))
+            m = simulate.set_param(m, f"n[{e}]", float(rng.uniform(1.0, 4.0)))
+        if kind == "weights":
+            m = simulate.with_edge_weights(m, rng.uniform(0.2, 1.0, 3))
+        models.append(simulate.with_log_hill(m, fixed_structure=True))
+    last = models[-1].kinetics.rho
+    models[-1] = eqx.tree_at(lambda m: m.kinetics.rho, models[-1], last.at[1].set(jnp.nan))
+    ts = np.linspace(0.0, 200.0, 41)
+    grid = QuadGrid.build(ts, 2.0)
+    flip = None
+    if kind == "flip":
+        flip = jnp.asarray(rng.uniform(0.0, 1.0, (3, grid.h.shape[0])))
+    one = Quad(grid, scan=True, flip=flip, flip_rate=0.3)
+    batch = Quad(grid, scan=True, batch=True, flip=flip, flip_rate=0.3)
+    A, ok = jax.jit(lambda m: batch.solve(m, ts, simulate.SolveOptions()))(_batched(models))
+    assert A.shape == (ts.size, 3, len(models)) and ok.shape == (len(models),)
+    for b, m in enumerate(models):
+        a1, ok1 = cal.solve_at(m, ts, solver=one)
+        assert bool(ok[b]) == bool(ok1)
+        np.testing.assert_allclose(np.asarray(A[..., b]), np.asarray(a1), rtol=0, atol=1e-13)
+    assert not bool(ok[-1]) and bool(np.all(ok[:-1]))
+    assert float(jnp.max(jnp.ptp(A[:, 2, :-1], axis=0))) > 0.1  # the curves move
+    with pytest.raises(ValueError, match="sign structure fixed"):
+        batch.solve(_batched([base, base]), ts, simulate.SolveOptions())
