@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["GRID", "MAX_N", "alias_tables", "binomial_counts"]
+__all__ = ["GRID", "MAX_N", "alias_tables", "binomial_counts", "logged_values"]
 
 #: Rows of the alias tables: grid points ``a / GRID``, ``a = 0 .. GRID - 1``.
 GRID = 4096
@@ -211,3 +211,46 @@ def _invert(w, m, ratio, pk, cdf, y0: int) -> jax.Array:
 
     y, _, _ = jax.lax.while_loop(more, step, (jnp.minimum(jnp.full_like(m, y0), m), pk, cdf))
     return y
+
+
+#: Settings per call of :func:`logged_values`' compiled program (one shape for any count).
+ROWS = 128
+
+
+@jax.jit
+def _counts(bits, p, n, prob, alias, table):
+    return binomial_counts(bits, p, n, prob, alias, table, whole=True)
+
+
+def logged_values(
+    A: np.ndarray, n: np.ndarray, offset: np.ndarray, words: np.ndarray
+) -> np.ndarray:
+    """Logged competences ``k / n`` of a new run: ``k ~ Binomial(n, clip(A + offset))``
+    from one random word per value (:func:`binomial_counts`, float64, on the host's CPU
+    in blocks of :data:`ROWS` settings: one compiled program for any count), about 10 ns
+    per value where numpy's generator takes 150-300 ns.
+
+    Args:
+        A: Mean competences ``(S, G, N)`` (NaN: a failed solve, stays NaN).
+        n: Probe count per agent ``(N,)``, each in ``1 .. MAX_N``.
+        offset: Seed offset per draw and agent ``(G, N)``.
+        words: Uniform random words ``(S, G, N)`` uint32.
+
+    Returns:
+        ``k / n`` ``(S, G, N)`` in the dtype of ``A`` (float64 for a non-float ``A``).
+    """
+    A = np.asarray(A)
+    prob, alias, table = alias_tables(n)
+    finite = np.isfinite(A)
+    p = np.where(finite, A, 0.5).astype(float) + np.asarray(offset, float)[None]
+    k = np.empty(A.shape, np.int32)
+    with jax.enable_x64(True):
+        tables = (jnp.asarray(np.asarray(n, np.int32)), jnp.asarray(prob), jnp.asarray(alias),
+                  jnp.asarray(table))  # fmt: skip
+        for lo in range(0, A.shape[0], ROWS):
+            r = min(ROWS, A.shape[0] - lo)
+            pad = ((0, ROWS - r), (0, 0), (0, 0))
+            bits = np.pad(words[lo : lo + r], pad)
+            k[lo : lo + r] = np.asarray(_counts(bits, np.pad(p[lo : lo + r], pad), *tables))[:r]
+    y = k / np.asarray(n, float)
+    return np.where(finite, y, np.nan).astype(A.dtype if A.dtype.kind == "f" else float)

@@ -68,12 +68,15 @@ def extrapolation(values: dict[str, np.ndarray], settings: Any) -> list[dict[str
         values: Per linked field, its transformed values over the fit's runs.
         settings: The settings' transformed values, per setting a dict field -> value.
     """
+    stats = {}  # per field, its range and spread over the runs (once, not per setting)
+    for f, v in values.items():
+        v = np.asarray(v, dtype=float)
+        stats[f] = (float(v.min()), float(v.max()), float(v.std()))
     out = []
     for s in settings:
         d: dict[str, float] = {}
         for f, tv in s.items():
-            v = np.asarray(values[f], dtype=float)
-            lo, hi, sd = float(v.min()), float(v.max()), float(v.std())
+            lo, hi, sd = stats[f]
             beyond = max(0.0, float(tv) - hi, lo - float(tv))
             if sd > 0:
                 d[f] = beyond / sd

@@ -34,7 +34,7 @@ from .._new_run import SeedSpread, draw_phi, evaluation_noise, fresh_effects
 from .._solvers import fixed_substeps
 from ._band_points import interpolate_about, interpolation_matrix
 from ._banded import banded_batch, settings_per_step, sorted_bands
-from ._binomial import MAX_N
+from ._binomial import MAX_N, logged_values
 from ._checks import failed_draws
 from ._fast import BAND_LEVELS
 
@@ -98,13 +98,12 @@ def solve_new_run(
         out = _split(o, g, has_re, None)
         for k in ("bad", "new_bad"):
             out.pop(k)
-        out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
-            [seed, 3]), offset=offset[None], **kw)  # fmt: skip
+        out["new_final"] = _final_noise(out["new_final"], kw, np.random.default_rng([seed, 3]),
+                                        offset)  # fmt: skip
         return out
     if band_steps is not None and phi is None and int(np.max(n_eval)) <= MAX_N:
-        out = _banded_chunks(cm, u_all, s_all, x, t, g, has_re, band_steps, keep_curves,
-                             n_eval, offset, seed, dtype)  # fmt: skip
-        return _finish(out, kw, seed, offset, t, band_steps, noised=True)
+        return _banded_chunks(cm, u_all, s_all, x, t, g, has_re, band_steps, keep_curves,
+                              n_eval, offset, seed, dtype)  # fmt: skip
     sub = None if keep_curves else band_steps  # the steps the compiled program returns
     n_per = u_all.shape[0] * (t.size if sub is None else sub.size) * n_nodes
     chunk = max(1, min(x.shape[0], CHUNK_VALUES // max(n_per, 1)))
@@ -148,8 +147,8 @@ def _finish(out, kw, seed, offset, t, band_steps, noised: bool = False):
     from the same stream in the same order, which gives the same values), its band's last
     step, and the bands from the band steps to every step."""
     if not noised:
-        out["new_final"] = evaluation_noise(out["new_final"], rng=np.random.default_rng(
-            [seed, 3]), offset=offset[None], **kw)  # fmt: skip
+        out["new_final"] = _final_noise(out["new_final"], kw, np.random.default_rng([seed, 3]),
+                                        offset)  # fmt: skip
     last_mean, last_bands = _band(out["new_final"][:, :, None])  # (S, 1, N), (S, 4, 1, N)
     out["new_mean"] = np.concatenate([out["new_mean"], last_mean], axis=1)
     out["new_bands"] = np.concatenate([out["new_bands"], last_bands], axis=2)
@@ -167,7 +166,8 @@ def _banded_chunks(
     cm, u_all, s_all, x, t, g, has_re, band_steps, keep_curves, n_eval, offset, seed, dtype
 ) -> dict[str, np.ndarray]:
     """The bands at ``band_steps`` from :func:`calibrate._predict._banded.banded_batch`,
-    chunk by chunk (the next chunk solved on a worker thread while this one is reduced)."""
+    chunk by chunk (the next chunk solved on a worker thread while this one is reduced,
+    noised, and its bands interpolated to every step into the whole arrays)."""
     n_nodes, kn = cm.network.size, len(band_steps)
     unit = settings_per_step(u_all.shape[0]) * len(jax.devices())
     per = g * (2 * kn - 1) * n_nodes + (g * t.size * n_nodes if keep_curves else 0)
@@ -194,18 +194,33 @@ def _banded_chunks(
         o = run(False)
         return run(True) if (o["counts"] < 0).any() else o  # a count needed every term
 
-    parts: list[dict[str, np.ndarray]] = []
+    out: dict[str, np.ndarray] = {}
     with ThreadPoolExecutor(1) as pool:  # one chunk solved while the last is reduced
         pending = pool.submit(solve, 0)
         for start in range(0, x.shape[0], chunk):
             o = pending.result()
             if start + chunk < x.shape[0]:
                 pending = pool.submit(solve, start + chunk)
-            parts.append(part := _reduce(o, g, has_re, n_eval, keep_curves))
-            part["new_final"] = evaluation_noise(
-                part["new_final"], n_eval, final_rng, offset=offset[None]
-            )
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+            part = _reduce(o, g, has_re, n_eval, keep_curves)
+            kw = {"n": n_eval, "phi": None}
+            part["new_final"] = _final_noise(part["new_final"], kw, final_rng, offset)
+            part = _finish(part, kw, seed, offset, t, band_steps, noised=True)
+            for k, v in part.items():
+                if k not in out:
+                    out[k] = np.empty((x.shape[0], *v.shape[1:]), v.dtype)
+                out[k][start : start + v.shape[0]] = v
+    return out
+
+
+def _final_noise(final: np.ndarray, kw: dict, rng: np.random.Generator, offset: np.ndarray):
+    """The new run's logged final values from its mean ones ``(S, G, N)``: exact binomial
+    counts from one random word per value (:func:`~calibrate._predict._binomial.
+    logged_values`; the words per setting, so any chunking gives the same values), or
+    numpy's generator with a beta-binomial ``phi`` or more than ``MAX_N`` probes."""
+    n = np.asarray(kw["n"])
+    if kw["phi"] is not None or int(np.max(n)) > MAX_N:
+        return evaluation_noise(final, rng=rng, offset=offset[None], **kw)
+    return logged_values(final, n, offset, _words(rng, final.shape[0], final.shape[1:]))
 
 
 def _words(rng: np.random.Generator, rows: int, shape: tuple[int, ...]) -> np.ndarray:

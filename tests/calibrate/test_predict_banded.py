@@ -61,6 +61,41 @@ def test_binomial_counts_follow_scipy_binomial(p):
     assert min(pvals) > 1e-4, pvals
 
 
+def test_logged_values_are_binomial_with_the_offset_in_blocks():
+    """The new run's logged finals: over more settings than one block (the last padded),
+    each agent's k / n follows Binomial(n, clip(A + offset)) (chi-square), NaN stays NaN,
+    float32 in gives float32 out, and the values depend only on the words (two calls
+    agree; a block boundary changes nothing)."""
+    n = np.array([100, 64, 7])
+    s, g = _binomial.ROWS + 37, 40
+    A = np.full((s, g, 3), 0.4)
+    A[:, :, 1] = 0.8
+    offset = np.zeros((g, 3))
+    offset[:, 1] = 0.25  # clipped at 1 for agent 1: every probe passes
+    offset[:, 2] = -0.1
+    A[3, 5, 0] = np.nan
+    words = np.random.default_rng(3).integers(0, 2**32, (s, g, 3), dtype=np.uint32)
+    y = _binomial.logged_values(A, n, offset, words)
+    assert y.shape == A.shape and y.dtype == np.float64
+    assert np.isnan(y[3, 5, 0]) and np.isnan(y).sum() == 1
+    np.testing.assert_array_equal(y[:, :, 1], 1.0)
+    for i, p in ((0, 0.4), (2, 0.3)):
+        v = y[:, :, i].ravel()
+        k = np.round(v[np.isfinite(v)] * n[i]).astype(int)
+        obs = np.bincount(k, minlength=n[i] + 1)
+        exp = stats.binom.pmf(np.arange(n[i] + 1), n[i], p) * k.size
+        big = exp >= 5
+        o, e = np.append(obs[big], obs[~big].sum()), np.append(exp[big], exp[~big].sum())
+        assert stats.chi2.sf(np.sum((o - e) ** 2 / e), big.sum()) > 1e-4
+    half = _binomial.logged_values(A[:50], n, offset, words[:50])
+    np.testing.assert_array_equal(half, y[:50])
+    y32 = _binomial.logged_values(A.astype(np.float32), n, offset, words)
+    assert y32.dtype == np.float32
+    np.testing.assert_array_equal(y32, y.astype(np.float32))
+    shifted = _binomial.logged_values(A + 0.1, n, offset, words)  # the test can fail
+    assert np.nanmean(shifted[:, :, 0]) > np.nanmean(y[:, :, 0]) + 0.05
+
+
 def test_binomial_counts_at_the_ends_and_many_agents():
     """p = 0 and 1 give 0 and n; p just below 1 (the thinning's largest q) stays within n;
     float32 gives the same counts as float64 off the grid's edges."""
