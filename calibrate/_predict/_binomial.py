@@ -13,10 +13,11 @@
    loop over ``Y`` while some draw of the batch still needs it (:func:`binomial_counts`).
 
 Every trial then succeeds with probability ``p_a + (1 - p_a) q = p``, independently, so
-``k = X + Y`` is binomial, not an approximation. One 32-bit word per draw: its remainder
-mod ``n + 1`` picks the cell (a bias below ``(n + 1) / 2^32``), the quotient is the
-uniform of the alias decision, and what that decision leaves of it is the inversion's
-uniform (its resolution ~``(n + 1) / 2^32``). No transcendental per draw beyond one
+``k = X + Y`` is binomial, not an approximation. One 32-bit word per draw, times ``n + 1``
+as a 64-bit product: its high word picks the cell (a bias below ``(n + 1) / 2^32``), its
+low word is the uniform of the alias decision (2^-32 apart; in float32 its top 23 bits,
+2^-23 apart, so that it is never 1), and what that decision leaves of it is the
+inversion's uniform. No transcendental per draw beyond one
 ``log1p`` and ``exp``, two gathers, where numpy's generator (BTPE, or inversion for small
 ``n p``) costs ~150-300 ns per draw on this machine class.
 """
@@ -167,9 +168,17 @@ def _draw(bits, p, n, table, prob, alias, width, whole: bool, terms: int):
     to the end (the same values elsewhere)."""
     f = p.dtype
     cells = (n + 1).astype(jnp.uint32)
-    j = bits % cells  # the alias cell
-    span = (jnp.uint32(0xFFFFFFFF) // cells + 1).astype(f)
-    v = ((bits // cells).astype(f) + 0.5) / span  # uniform in (0, 1)
+    # the word times the cell count, a 64-bit product from 16-bit halves (no integer
+    # division, which the CPU does not vectorise): its high word is the alias cell, its low
+    # word what is left of the word's uniform, a uniform in (0, 1)
+    hi, lo = bits >> 16, bits & jnp.uint32(0xFFFF)
+    a1, a2 = hi * cells, lo * cells  # each < 2^25
+    j = (a1 + (a2 >> 16)) >> 16
+    rest = (a1 << 16) + a2  # wraps: the product's low word
+    if jnp.finfo(f).nmant >= 32:  # float64 holds it whole
+        v = (rest.astype(f) + 0.5) * (1.0 / 4294967296.0)
+    else:  # its top 23 bits as an odd multiple of 2^-24: exact, never 0 or 1
+        v = ((rest >> 9) * 2 + 1).astype(f) * (1.0 / 16777216.0)
     a = jnp.minimum(jnp.floor(p * GRID), GRID - 1).astype(jnp.int32)
     cell = (table * GRID + a) * width + j.astype(jnp.int32)
     keep = prob[cell]
