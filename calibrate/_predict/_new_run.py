@@ -195,6 +195,7 @@ def _banded_chunks(
         return run(True) if (o["counts"] < 0).any() else o  # a count needed every term
 
     out: dict[str, np.ndarray] = {}
+    kw = {"n": n_eval, "phi": None}
     with ThreadPoolExecutor(1) as pool:  # one chunk solved while the last is reduced
         pending = pool.submit(solve, 0)
         for start in range(0, x.shape[0], chunk):
@@ -202,7 +203,6 @@ def _banded_chunks(
             if start + chunk < x.shape[0]:
                 pending = pool.submit(solve, start + chunk)
             part = _reduce(o, g, has_re, n_eval, keep_curves)
-            kw = {"n": n_eval, "phi": None}
             part["new_final"] = _final_noise(part["new_final"], kw, final_rng, offset)
             part = _finish(part, kw, seed, offset, t, band_steps, noised=True)
             for k, v in part.items():
