@@ -192,29 +192,33 @@ def _draw(bits, p, n, table, prob, alias, width, whole: bool, terms: int):
     p0 = jnp.exp(m.astype(f) * jnp.log1p(-jnp.minimum(q, 1.0 - 1e-7)))
     p0 = jnp.where(q >= 1.0, (m == 0).astype(f), p0)
     ratio = q / jnp.maximum(1.0 - q, 1e-30)
-    y, pk, cdf = jnp.zeros_like(m), p0, p0  # Y = the number of P(Y <= i) that w passes
+    # Y = the number of P(Y <= i) that w passes, while that CDF is below 1 by more than
+    # rounding: in float32 a CDF whose rest is below 2^-23 stops growing (its rest, ~the
+    # chance of getting there, is taken as 0), where the inversion would run on to Y = m
+    top = 1.0 - 2.0 * float(jnp.finfo(f).epsneg)
+    y, pk, cdf = jnp.zeros_like(m), p0, p0
     for i in range(1, terms + 1):
-        y = y + ((w >= cdf) & (m >= i)).astype(jnp.int32)
+        y = y + ((w >= cdf) & (cdf < top) & (m >= i)).astype(jnp.int32)
         pk = pk * jnp.maximum(m - i + 1, 0).astype(f) / i * ratio
         cdf = cdf + pk
-    need = (w >= cdf) & (m > terms)  # Y > terms
+    need = (w >= cdf) & (cdf < top) & (m > terms)  # Y > terms
     if whole:
-        y = jnp.where(need, _invert(w, m, ratio, pk, cdf, terms), y)
+        y = jnp.where(need, _invert(w, m, ratio, pk, cdf, terms, top), y)
     return jnp.where(p >= 1.0, n, x + y), need
 
 
-def _invert(w, m, ratio, pk, cdf, y0: int) -> jax.Array:
+def _invert(w, m, ratio, pk, cdf, y0: int, top: float) -> jax.Array:
     """Inversion of ``Binomial(m, q)`` from ``Y = y0`` (``pk = P(Y = y0)``, ``cdf = P(Y <=
     y0)``, ``ratio = q / (1 - q)``): the smallest ``Y`` with ``w < P(<= Y)``, at most
-    ``m``."""
+    ``m``, or where ``P(<= Y)`` reaches ``top`` (1 to rounding)."""
 
     def more(c):
         y, _, cdf = c
-        return jnp.any((w >= cdf) & (y < m))
+        return jnp.any((w >= cdf) & (cdf < top) & (y < m))
 
     def step(c):
         y, pk, cdf = c
-        go = (w >= cdf) & (y < m)
+        go = (w >= cdf) & (cdf < top) & (y < m)
         nxt = pk * (m - y).astype(pk.dtype) / (y + 1).astype(pk.dtype) * ratio
         return jnp.where(go, y + 1, y), jnp.where(go, nxt, pk), jnp.where(go, cdf + nxt, cdf)
 

@@ -61,6 +61,28 @@ def test_binomial_counts_follow_scipy_binomial(p):
     assert min(pvals) > 1e-4, pvals
 
 
+def test_float32_inversion_stops_where_its_cdf_rounds_to_one():
+    """float32, the largest uniform (1 - 2^-24: every cell kept, the word's low product
+    word at its top) against 2e5 small thinning probabilities: the inversion's CDF gets
+    within rounding of 1 and stops there (Y <= 3 at n q <= 0.012), no draw needs the
+    whole inversion. Without the stop, 21127 of them were flagged and the whole one ran
+    on to Y = n."""
+    n, cells = 50, 51
+    bits = (2**32 - 1) // cells  # the word times 51: high word 0 (cell 0), low word top
+    p = np.geomspace(1e-7, 2.4e-4, 200_000).astype(np.float32)  # below the grid's first row
+    with jax.enable_x64(False):
+        prob = jnp.ones(_binomial.GRID * cells, jnp.float32)  # every cell kept: w = v
+        alias = jnp.tile(jnp.arange(cells, dtype=jnp.int32), _binomial.GRID)
+        args = (jnp.full(p.shape, bits, jnp.uint32), jnp.asarray(p), jnp.full(p.shape, n),
+                jnp.zeros(p.shape, jnp.int32), prob, alias)  # fmt: skip
+        draw = jax.jit(_binomial._draw, static_argnames=("width", "whole", "terms"))
+        k, need = draw(*args, width=cells, whole=False, terms=4)
+        whole, _ = draw(*args, width=cells, whole=True, terms=4)
+    assert int(np.sum(need)) == 0 and int(np.max(k)) <= 3
+    np.testing.assert_array_equal(np.asarray(whole), np.asarray(k))
+    assert int(np.max(k)) >= 2  # the top uniform: far in the tail, not at Y = 0
+
+
 def test_logged_values_are_binomial_with_the_offset_in_blocks():
     """The new run's logged finals: over more settings than one block (the last padded),
     each agent's k / n follows Binomial(n, clip(A + offset)) (chi-square), NaN stays NaN,
