@@ -46,6 +46,7 @@ __all__ = [
     "draw_phi",
     "evaluation_noise",
     "fresh_effects",
+    "noise_probability",
     "replicate_spread",
     "resolve_n_eval",
 ]
@@ -277,6 +278,17 @@ def _last_logs(cm: CurveModel) -> list[list[tuple[float, float]]]:
     return out
 
 
+def noise_probability(A: np.ndarray, offset: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, finite)``: the success probability ``clip(A + offset, 0, 1)`` (float64) of a
+    new run's evaluation at mean competences ``A`` (a non-finite level counts as 0.5, and
+    ``finite`` marks the others), ``offset`` broadcastable to ``A`` or None."""
+    finite = np.isfinite(A)
+    p = np.where(finite, A, 0.5).astype(float)
+    if offset is not None:
+        p = p + offset
+    return np.clip(p, 0.0, 1.0), finite
+
+
 def evaluation_noise(
     A: np.ndarray,
     n: np.ndarray,
@@ -299,11 +311,8 @@ def evaluation_noise(
         The logged competences, the shape and dtype of ``A``.
     """
     A = np.asarray(A)
-    bad = ~np.isfinite(A)
-    p = np.where(bad, 0.5, A).astype(float)
-    if offset is not None:
-        p = p + offset
-    p = np.clip(p, 0.0, 1.0)
+    p, finite = noise_probability(A, offset)
+    bad = ~finite
     nn = np.broadcast_to(np.asarray(n, np.int64), p.shape)
     if phi is not None:
         ph = np.broadcast_to(np.asarray(phi, float), p.shape)

@@ -357,7 +357,5 @@ class Quad(AbstractCurveSolver):
             levels[i] = A
             slopes[i] = r * (target - gain * A) - (d if w is None else f * d) * A
         if batch:  # (T, N, B), ok per solve (B,)
-            A = _rows(jnp.stack(levels, axis=1), grid.obs)
-            finite = jnp.isfinite(A)
-            return jnp.where(finite, A, 0.5), jnp.all(finite, axis=(0, 1))
+            return finite_levels(_rows(jnp.stack(levels, axis=1), grid.obs), axis=(0, 1))
         return finite_levels(_rows(jnp.stack(levels, axis=-1), grid.obs))

@@ -37,11 +37,14 @@ __all__ = [
 ]
 
 
-def finite_levels(ys: jax.Array) -> tuple[jax.Array, jax.Array]:
+def finite_levels(
+    ys: jax.Array, axis: tuple[int, ...] | None = None
+) -> tuple[jax.Array, jax.Array]:
     """``(levels, ok)``: non-finite levels replaced by 0.5 (so the likelihood stays finite)
-    and a flag that all were finite (the likelihood then rejects the draw)."""
+    and a flag that all were finite (the likelihood then rejects the draw), over ``axis``
+    (default: all; a batch of solves keeps its own axis)."""
     finite = jnp.isfinite(ys)
-    return jnp.where(finite, ys, 0.5), jnp.all(finite)
+    return jnp.where(finite, ys, 0.5), jnp.all(finite, axis=axis)
 
 
 class AbstractCurveSolver(eqx.Module):

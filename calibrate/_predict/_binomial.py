@@ -30,6 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._new_run import noise_probability
+
 __all__ = ["GRID", "MAX_N", "alias_tables", "binomial_counts", "logged_values"]
 
 #: Rows of the alias tables: grid points ``a / GRID``, ``a = 0 .. GRID - 1``.
@@ -254,8 +256,7 @@ def logged_values(
     """
     A = np.asarray(A)
     prob, alias, table = alias_tables(n)
-    finite = np.isfinite(A)
-    p = np.where(finite, A, 0.5).astype(float) + np.asarray(offset, float)[None]
+    p, finite = noise_probability(A, np.asarray(offset, float)[None])
     k = np.empty(A.shape, np.int32)
     with jax.enable_x64(True):
         tables = (jnp.asarray(np.asarray(n, np.int32)), jnp.asarray(prob), jnp.asarray(alias),
