@@ -96,15 +96,17 @@ def model_forecasts(
     *,
     name: str = "motif model",
     bands: tuple[str, ...] = ("new_run", "mean"),
+    extrapolation_sd: float = 0.0,
 ):
     """A fit's forecasts of every held-out run: one new run's (``new_run``) and the mean
     curve's (``mean``, plus evaluation noise), each a :class:`fb.Forecast` named
-    ``<name> (new run)`` or ``<name> (mean curve)``; and the fit's seed-spread note."""
+    ``<name> (new run)`` or ``<name> (mean curve)``; and the fit's seed-spread note.
+    ``extrapolation_sd``: links bent beyond the pilots' range (:func:`calibrate.predict`)."""
     import calibrate
 
     settings = [r["setting"] for r in held]
     pred = calibrate.predict(post, settings, steps=horizon, max_draws=draws, bands=False,
-                             n_eval=n_eval)  # fmt: skip
+                             n_eval=n_eval, extrapolation_sd=extrapolation_sd)  # fmt: skip
     agents = tuple(pred.agents)
     rng = np.random.default_rng(0)
     out = []

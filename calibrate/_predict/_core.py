@@ -34,6 +34,7 @@ from ._checks import check_size, extrapolation, failed_draws
 from ._fast import BAND_LEVELS as BAND_LEVELS
 from ._fast import curve_regimes as curve_regimes
 from ._fast import predict_batch
+from ._knots import bend_links, knot_matrix
 from ._new_run import solve_new_run
 from ._pages import plain_pages
 from ._prediction import BANDS
@@ -175,6 +176,7 @@ def predict(
     band: str = "new_run",
     n_eval: int | Mapping[str, int] | None = None,
     band_points: int | None = None,
+    extrapolation_sd: float = 0.0,
 ) -> Prediction:
     """Predict the competence curves and regimes of training settings through the links.
 
@@ -213,6 +215,13 @@ def predict(
             compiled program (exact binomial draws from random bits,
             :mod:`calibrate._predict._banded`), so its Monte Carlo draws are not those of
             the per-step band; its final values are.
+        extrapolation_sd: Sd of the change of each link's slope beyond the pilots' range
+            (>= 0; 0, the default: the log-linear link holds everywhere). A link is known
+            only where the pilots are: with ``s > 0`` each draw's link bends at the edges
+            of the pilots' range of its field by a slope change ``~ N(0, s^2)`` per slope
+            row (on the link's scale, e.g. per unit of ``log h``), which the pilots cannot
+            inform, so both bands widen with the distance beyond the range and are
+            unchanged inside it (:func:`calibrate._predict._knots.bend_links`).
 
     Returns:
         A :class:`Prediction`.
@@ -240,6 +249,8 @@ def predict(
     steps_b = _band_points.band_steps(n_points, band_points)
     idx = _draw_index(post, max_draws, key)
     u, slopes = _draw_arrays(post, idx)
+    cm, slopes, x = bend_links(cm, slopes, x, knot_matrix(cm, _pilot_values(post), settings),
+                               extrapolation_sd, seed=_seed(key))  # fmt: skip
     t = np.linspace(0.0, float(cm.ts[-1] if steps is None else steps), n_points)
     draws = 2 * idx.size if band == "new_run" and cm.re_index.size else idx.size
     check_size(t, fixed_substeps(t, cm.config.dt), draws)  # before any solve
@@ -287,10 +298,16 @@ def _seed(key: jax.Array | None) -> int:
     return 0 if key is None else int(jax.random.randint(key, (), 0, 2**30))
 
 
-def _extrapolation(post: Posterior, settings: Sequence[Mapping[str, Any]]):
+def _pilot_values(post: Posterior) -> dict[str, np.ndarray]:
+    """Per linked field, its transformed values over the fit's runs."""
     transforms = post.model.config.hierarchy.transforms
     hv = post.hyper or {}
-    pilots = {f: transform_values(transforms[f], hv[f]) for f in link_covariates(post)}
+    return {f: transform_values(transforms[f], hv[f]) for f in link_covariates(post)}
+
+
+def _extrapolation(post: Posterior, settings: Sequence[Mapping[str, Any]]):
+    transforms = post.model.config.hierarchy.transforms
+    pilots = _pilot_values(post)
     given = [{f: float(transform_values(transforms[f], float(v))) for f, v in s.items()}
              for s in settings]  # fmt: skip
     return extrapolation(pilots, given)

@@ -1,0 +1,156 @@
+"""Phases of the second forecast test (driver and design: paper/forecast_round2.py): the
+bent links' spread chosen on the first study's held-out runs, the forecasts of the new
+settings stored before any of their runs, and the scores per split."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import _forecast_baselines as fb
+import numpy as np
+from _forecast_report import score_all, score_forecast, write_outputs
+from _forecast_study import _decode, _encode, _per_run, dataclasses_replace, observe
+from _study import store_once
+from _testbed_analysis import archive_runs
+from forecast_scores import model_forecasts, refit
+
+from calibrate import load_fit
+from simulate.common import write_json
+
+__all__ = ["calibrate_phase", "choose_sd", "predict_phase", "summary_phase"]
+
+#: Method names of the stored forecasts.
+STRAIGHT, BENT = "motif model", "motif model, bent links"
+#: Log scores closer than this count as tied (the smaller spread is kept).
+TIE = 0.005
+
+
+def _source(cfg: Any) -> tuple[Path, dict[str, Any], list[dict], list[dict], int]:
+    """The first study: its folder, stored predictions, pilot and held-out records, n_eval."""
+    src = Path(cfg.source)
+    preds = json.loads((src / "predictions.json").read_text())
+    obs = json.loads((src / "observed.json").read_text())
+    pilots = [r for r in obs.values() if r["split"] == "pilot"]
+    held = [r for r in obs.values() if r["split"] != "pilot"]
+    return src, preds, pilots, held, int(preds["n_eval"])
+
+
+def choose_sd(scores: dict[float, float], tie: float = TIE) -> float:
+    """The spread with the best (highest) mean log score; within ``tie`` of the best, the
+    smallest such spread."""
+    best = max(scores.values())
+    return min(sd for sd, v in scores.items() if v >= best - tie)
+
+
+def calibrate_phase(cfg: Any, runs: Path, out: Path) -> None:
+    """The pilots' fit (refitted from the first study's committed data and config) and the
+    bent links' spread chosen on the first study's held-out runs (``calibration.json``,
+    stored once)."""
+    src, preds, _, held, n_eval = _source(cfg)
+    fit = refit(src, out)
+
+    def make() -> dict[str, Any]:
+        post = load_fit(fit)
+        targets = preds["targets"]
+        rows = {tuple(t["cell"]): i for i, t in enumerate(targets)}
+        grid: dict[str, dict[str, float]] = {}
+        for sd in cfg.sd_grid:
+            fs, _ = model_forecasts(post, [{"setting": t["setting"]} for t in targets],
+                                    float(cfg.steps), n_eval, cfg.draws, bands=("new_run",),
+                                    extrapolation_sd=float(sd))  # fmt: skip
+            f = fb.Forecast(fs[0].method, fs[0].agents,
+                            fs[0].samples[[rows[tuple(r["cell"])] for r in held]],
+                            fs[0].probs[[rows[tuple(r["cell"])] for r in held]])  # fmt: skip
+            s = score_forecast(f, held, n_eval, rng=np.random.default_rng(0))
+            grid[f"{float(sd):g}"] = {m: s[m]["all"] for m in
+                                      ("log_score", "crps", "coverage50", "coverage90")}  # fmt: skip
+            print(f"  sd {sd:g}: " + ", ".join(f"{k} {v:.3f}" for k, v in grid[f"{float(sd):g}"].items()),
+                  flush=True)  # fmt: skip
+        chosen = choose_sd({float(k): v["log_score"] for k, v in grid.items()})
+        return {"rule": f"best mean log score over the first study's {len(held)} held-out "
+                        f"runs and agents; ties within {TIE} go to the smaller spread",
+                "scores": grid, "extrapolation_sd": chosen}  # fmt: skip
+
+    doc = store_once(out / "calibration.json", make)
+    print(f"  extrapolation_sd {doc['extrapolation_sd']:g} (stored {doc['created']})", flush=True)
+
+
+def _targets(cfg: Any) -> list[dict[str, Any]]:
+    return [{"cell": list(c), "split": cfg.split(c), "setting": cfg.setting(c)}
+            for c in cfg.cells()]  # fmt: skip
+
+
+def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
+    """Every new setting's forecasts, stored once in ``predictions.json``."""
+    _, _, pilots, _, n_eval = _source(cfg)
+    cal = out / "calibration.json"
+    if not cal.is_file():
+        raise RuntimeError(f"{cal} is missing: run --phase calibrate first")
+    sd = float(json.loads(cal.read_text())["extrapolation_sd"])
+
+    def make() -> dict[str, Any]:
+        post = load_fit(out / "fit")
+        targets = _targets(cfg)
+        settings = [t["setting"] for t in targets]
+        at = [{"setting": s} for s in settings]
+        horizon = float(cfg.steps)
+        straight, spread = model_forecasts(post, at, horizon, n_eval, cfg.draws,
+                                           name=STRAIGHT, bands=("new_run",))  # fmt: skip
+        bent, _ = model_forecasts(post, at, horizon, n_eval, cfg.draws, name=BENT,
+                                  extrapolation_sd=sd)  # fmt: skip
+        kw = {"n_eval": n_eval, "draws": cfg.draws, "rng": np.random.default_rng(0)}
+        knobs = ("rl.lr", "rl.staleness", cfg.third)
+        base = [
+            fb.nearest_pilot(pilots, settings, knobs, **kw),
+            dataclasses_replace(fb.gp_finals(pilots, settings, knobs, seed=0, **kw),
+                                "GP over knobs"),
+            dataclasses_replace(fb.gp_groups(pilots, settings, knobs, seed=0), "GP classifier"),
+        ]  # fmt: skip
+        return {"n_eval": n_eval, "targets": targets, "extrapolation_sd": sd,
+                "model_seed_spread": spread,
+                "forecasts": [_encode(f) for f in [*straight, *bent, *base]]}  # fmt: skip
+
+    doc = store_once(out / "predictions.json", make)
+    print(f"  predictions stored {doc['created']} ({len(doc['targets'])} settings)", flush=True)
+
+
+def summary_phase(cfg: Any, runs: Path, out: Path) -> None:
+    """Scores of every method per split: ``summary.json``, ``scores.json``, ``table.md``,
+    ``forecast_scores.png``, ``observed.json``."""
+    path = out / "predictions.json"
+    if not path.is_file():
+        raise RuntimeError(f"{path} is missing: run --phase predict before the summary")
+    preds = json.loads(path.read_text())
+    n_eval = int(preds["n_eval"])
+    held = observe(cfg, runs, "heldout", n_eval)
+    if len(held) < len(cfg.jobs("heldout")):
+        raise RuntimeError(f"{len(cfg.jobs('heldout')) - len(held)} held-out runs missing")
+    archive_runs(runs, out)
+    write_json(out / "observed.json", {r["name"]: r for r in held})
+    rng = np.random.default_rng(0)
+    stored = [_per_run(_decode(d), preds["targets"], held) for d in preds["forecasts"]]
+    sig = fb.sigmoid_prefix(held, prefix=cfg.prefix, n_eval=n_eval, draws=cfg.draws, rng=rng)
+    design = {"lrs": cfg.lrs, "staleness": cfg.staleness}
+    result: dict[str, Any] = {}
+    for split in ("interpolation", "extrapolation", "all"):
+        keep = [i for i, r in enumerate(held) if split == "all" or r["split"] == split]
+        if not keep:
+            continue
+        fs = [fb.Forecast(f.method, f.agents, f.samples[keep], f.probs[keep])
+              for f in [*stored, sig]]  # fmt: skip
+        # boundary from this study's runs alone (the pilots lie on another grid)
+        result[split] = score_all(fs, [held[i] for i in keep], [], design, n_eval, rng=rng)
+    splits = tuple(result)
+    scores = dict(result["all"])
+    scores["summary"] = {m: {sp: result[sp]["summary"][m]["heldout"] for sp in splits}
+                         for m in scores["summary"]}  # fmt: skip
+    scores["methods_by_split"] = {sp: result[sp]["methods"] for sp in splits}
+    scores["n_runs"] = {sp: result[sp]["n_heldout_runs"] for sp in splits}
+    scores["n_pilot_runs"] = len(_source(cfg)[2])
+    scores["extrapolation_sd"] = preds["extrapolation_sd"]
+    scores["predictions_created"] = preds["created"]
+    config = dict(json.loads((out / "config.json").read_text()))
+    config["command"] = "python paper/forecast_round2.py"
+    write_outputs(out, config, scores, [*stored, sig], held, splits=splits)
