@@ -29,7 +29,7 @@ TIE = 0.005
 
 def _source(cfg: Any) -> tuple[Path, dict[str, Any], list[dict], list[dict], int]:
     """The first study: its folder, stored predictions, pilot and held-out records, n_eval."""
-    src = Path(cfg.source)
+    src = cfg.source_dir()
     preds = json.loads((src / "predictions.json").read_text())
     obs = json.loads((src / "observed.json").read_text())
     pilots = [r for r in obs.values() if r["split"] == "pilot"]
@@ -64,10 +64,9 @@ def calibrate_phase(cfg: Any, runs: Path, out: Path) -> None:
                             fs[0].samples[[rows[tuple(r["cell"])] for r in held]],
                             fs[0].probs[[rows[tuple(r["cell"])] for r in held]])  # fmt: skip
             s = score_forecast(f, held, n_eval, rng=np.random.default_rng(0))
-            grid[f"{float(sd):g}"] = {m: s[m]["all"] for m in
-                                      ("log_score", "crps", "coverage50", "coverage90")}  # fmt: skip
-            print(f"  sd {sd:g}: " + ", ".join(f"{k} {v:.3f}" for k, v in grid[f"{float(sd):g}"].items()),
-                  flush=True)  # fmt: skip
+            row = {m: s[m]["all"] for m in ("log_score", "crps", "coverage50", "coverage90")}
+            grid[f"{float(sd):g}"] = row
+            print(f"  sd {sd:g}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()), flush=True)
         chosen = choose_sd({float(k): v["log_score"] for k, v in grid.items()})
         return {"rule": f"best mean log score over the first study's {len(held)} held-out "
                         f"runs and agents; ties within {TIE} go to the smaller spread",

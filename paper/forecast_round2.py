@@ -41,7 +41,6 @@ import dataclasses
 import itertools
 import sys
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -79,12 +78,23 @@ class Round2Design(ForecastDesign):
     )
 
     def __post_init__(self) -> None:
-        for name, vals in (("lrs", self.lrs), ("staleness", self.staleness),
-                           ("third_values", self.third_values), ("sd_grid", self.sd_grid)):  # fmt: skip
+        grids = {"lrs": self.lrs, "staleness": self.staleness,
+                 "third_values": self.third_values, "sd_grid": self.sd_grid}  # fmt: skip
+        for name, vals in grids.items():
             if list(vals) != sorted(vals) or len(set(vals)) != len(vals) or min(vals) < 0:
                 raise ValueError(f"{name} must be ascending, distinct and >= 0")
         if self.pilots:
             raise ValueError("the second test trains no pilots: it uses the first study's")
+
+    def bind(self, out: Path) -> None:
+        """Remember the results folder (a ``source`` of ``@out/PATH`` lies relative to it)."""
+        self._out = Path(out)
+
+    def source_dir(self) -> Path:
+        """The first study's results folder."""
+        if self.source.startswith("@out/"):
+            return Path(getattr(self, "_out", ".")) / self.source.removeprefix("@out/")
+        return Path(self.source)
 
     def cells(self) -> list[tuple[int, int, int]]:
         dims = (len(self.lrs), len(self.staleness), len(self.third_values))
@@ -107,7 +117,7 @@ class Round2Design(ForecastDesign):
 
 QUICK = {"seeds": [5], "lrs": [2e-3, 8e-3], "staleness": [1], "third_values": [0.2],
          "preset": "micro", "steps": 12, "eval_every": 3, "draws": 32, "prefix": 9,
-         "source": "<quick>", "pilot_range": {"rl.lr": [1e-3, 4e-3], "rl.staleness": [0, 2],
+         "source": "@out/../first", "pilot_range": {"rl.lr": [1e-3, 4e-3], "rl.staleness": [0, 2],
                                               "rl.lr_scale.X": [0.15, 0.3]},
          "sd_grid": [0.0, 1.0]}  # fmt: skip
 

@@ -38,6 +38,15 @@ def add_predict_parser(sub: Any) -> None:
         help="probes per evaluation of the new run (default: each agent's median n_eval in "
         "the pilots' logs)",
     )
+    q.add_argument(
+        "--extrapolation-sd",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="let each link bend beyond the pilots' range by a slope change of sd S (on the "
+        "link's scale, e.g. per unit of log lr): wider forecasts there, the same inside "
+        "(default 0: straight links)",
+    )
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.add_argument("--plot", default=None, help="figure of the predicted curves (PNG, PDF...)")
     q.add_argument("--out", default=None, help="folder for prediction.json")
@@ -72,6 +81,7 @@ def predict_command(args: argparse.Namespace) -> int:
         key=jax.random.key(args.seed),
         band=args.band,
         n_eval=args.n_eval,
+        extrapolation_sd=args.extrapolation_sd,
     )
     if args.json:
         print(json.dumps(jsonable(pred.to_dict()), allow_nan=False))

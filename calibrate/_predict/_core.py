@@ -289,6 +289,7 @@ def predict(
         curves=out.get("curves"),
         extrapolation=tuple(_extrapolation(post, settings)),
         band=band,
+        extrapolation_sd=float(extrapolation_sd),
         **extra,
     )
 

@@ -54,6 +54,8 @@ class Prediction:
         n_eval: The probe count of each agent used for the evaluation noise ``(N,)``.
         seed_spread: Where the seed-to-seed spread came from
             (:meth:`~calibrate._new_run.SeedSpread.to_dict`).
+        extrapolation_sd: The links' slope-change sd beyond the pilots' range (0: straight
+            links; :mod:`calibrate._predict._knots`).
 
     A draw whose competence leaves [0, 1] (or is not finite) is a failed solve: its codes
     are ``failed``, its finals NaN, and a setting with such draws has NaN bands.
@@ -77,6 +79,7 @@ class Prediction:
     new_bands: np.ndarray | None = None
     n_eval: np.ndarray | None = None
     seed_spread: dict[str, Any] | None = None
+    extrapolation_sd: float = 0.0
 
     def headline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
         """``final``, ``codes``, ``mean``, ``bands`` of the :attr:`band` forecast."""
@@ -166,6 +169,7 @@ class Prediction:
             "draws": int(self.draw_index.size),
             "horizon_steps": float(self.t[-1]),
             "steps": self.t if curves else None,
+            "extrapolation_sd": self.extrapolation_sd,
         }
         if self.n_eval is not None:
             out["n_eval"] = dict(zip(self.agents, self.n_eval.tolist(), strict=True))
@@ -199,6 +203,9 @@ class Prediction:
                 elif v > EXTRAPOLATION_FLAG:
                     lines.append(f"note: {f} is constant in the fit: this follows the prior")
         lines.append(f"interval: 90 % of {self.band_note()}")
+        if self.extrapolation_sd > 0:
+            lines.append(f"links beyond the pilots' range: each may bend by a slope change of "
+                         f"sd {self.extrapolation_sd:g} (in both bands)")  # fmt: skip
         if self.band == "new_run" and self.n_eval is not None:
             n = ", ".join(f"{a} {v}" for a, v in zip(self.agents, self.n_eval, strict=True))
             lines.append(f"evaluation noise: binomial at n_eval {n}")

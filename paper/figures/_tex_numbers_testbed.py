@@ -98,6 +98,18 @@ def forecast(m: Macros, results: Path) -> None:
         m.add(f"FC{tag}Boundary", fmt(dig(s, "boundary_error", "all", label)))
     ext = dig(s, "coverage90", "extrapolation", "motif model (new run)", "all")
     m.add("FCModelCovOutside", fmt(ext))
+    # the second predict-first test: bent links, their spread chosen on the runs above
+    r = read_json(results / "forecast_round2" / "summary.json")
+    m.add("FRHeldout", fmt(dig(r, "n_runs", "all"), 0))
+    m.add("FRSd", fmt(dig(r, "extrapolation_sd"), 2))
+    for label, tag in {**FORECAST_METHODS, "motif model, bent links (new run)": "Bent"}.items():
+        d = dig(r, "methods", label)
+        m.add(f"FR{tag}Acc", fmt(dig(d, "regime_accuracy")))
+        m.add(f"FR{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
+        m.add(f"FR{tag}Cov", fmt(dig(d, "coverage90", "all")))
+        m.add(f"FR{tag}CRPS", fmt(dig(d, "crps", "all"), 3))
+        m.add(f"FR{tag}Log", fmt(dig(d, "log_score", "all")))
+        m.add(f"FR{tag}CovOutside", fmt(dig(r, "coverage90", "extrapolation", label, "all")))
 
 
 def recommend_testbed(m: Macros, results: Path) -> None:
