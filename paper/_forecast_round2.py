@@ -12,6 +12,7 @@ import _forecast_baselines as fb
 import numpy as np
 from _forecast_report import score_all, score_forecast, write_outputs
 from _forecast_study import _decode, _encode, _per_run, dataclasses_replace, observe
+from _regime_report import wilson
 from _study import store_once
 from _testbed_analysis import archive_runs
 from forecast_scores import model_forecasts, refit
@@ -19,7 +20,10 @@ from forecast_scores import model_forecasts, refit
 from calibrate import load_fit
 from simulate.common import write_json
 
-__all__ = ["calibrate_phase", "choose_sd", "predict_phase", "summary_phase"]
+__all__ = [
+    "calibrate_phase", "choose_sd", "observed_rule_labels", "posthoc_phase", "predict_phase",
+    "summary_phase",
+]  # fmt: skip
 
 #: Method names of the stored forecasts.
 STRAIGHT, BENT = "motif model", "motif model, bent links"
@@ -153,3 +157,67 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> None:
     config = dict(json.loads((out / "config.json").read_text()))
     config["command"] = "python paper/forecast_round2.py"
     write_outputs(out, config, scores, [*stored, sig], held, splits=splits)
+
+
+def observed_rule_labels(
+    post: Any, settings: list[dict[str, Any]], *, steps: int, every: int, n_eval: int,
+    draws: int, sd: float, seed: int = 0,
+) -> list[str]:  # fmt: skip
+    """Per setting, the modal regime group of simulated new runs labelled by the one rule for
+    real runs (:func:`simulate.classify_observed`), not by :func:`simulate.classify` on the
+    model's smooth curves: each draw's curve at the evaluation steps, offset by the fit's
+    seed spread per agent, clipped to [0, 1], logged as ``k / n_eval`` with ``k`` binomial."""
+    from _regime_report import group_of, modal
+
+    import calibrate
+    import simulate
+
+    n_points = steps // every + 1
+    pred = calibrate.predict(post, settings, steps=float(steps), n_points=n_points,
+                             max_draws=draws, keep_curves=True, bands=False, band="mean",
+                             extrapolation_sd=sd)  # fmt: skip
+    assert pred.curves is not None  # keep_curves
+    spread = pred.seed_spread or {}
+    sdv = np.array([spread.get("sd", {}).get(a, 0.0) for a in pred.agents])
+    rng = np.random.default_rng(seed)
+    out = []
+    for cs in pred.curves:  # (G, T, N) per setting
+        groups = []
+        for cur in cs:
+            if not np.all(np.isfinite(cur)):
+                groups.append("failed")
+                continue
+            p = np.clip(cur + sdv * rng.standard_normal(sdv.size), 0.0, 1.0)
+            y = rng.binomial(n_eval, p) / n_eval
+            reg = simulate.classify_observed(pred.t, y, n_eval, names=pred.agents)
+            groups.append(group_of(reg["regime"]))
+        out.append(modal(groups))
+    return out
+
+
+def posthoc_phase(cfg: Any, runs: Path, out: Path) -> None:
+    """A reading after both tests (not part of the design): the model's regime forecast
+    labelled as the runs are (:func:`observed_rule_labels`), straight and bent, scored on
+    the first study's and this test's held-out runs (``posthoc.json``)."""
+    _, _, _, held1, n_eval = _source(cfg)
+    held2 = list(json.loads((out / "observed.json").read_text()).values())
+    sd = float(json.loads((out / "calibration.json").read_text())["extrapolation_sd"])
+    post = load_fit(out / "fit")
+    doc: dict[str, Any] = {
+        "note": "post hoc: computed after both tests' runs were seen",
+        "command": "python paper/forecast_round2.py --phase posthoc",
+    }
+    for name, held in (("first_study", held1), ("round2", held2)):
+        settings: list[dict[str, Any]] = []
+        for r in held:
+            if r["setting"] not in settings:
+                settings.append(r["setting"])
+        for tag, s in (("straight", 0.0), ("bent", sd)):
+            lab = observed_rule_labels(post, settings, steps=cfg.steps, every=cfg.eval_every,
+                                       n_eval=n_eval, draws=cfg.draws, sd=s)  # fmt: skip
+            hits = sum(lab[settings.index(r["setting"])] == r["group"] for r in held)
+            doc.setdefault(name, {})[tag] = {"hits": hits, "n": len(held),
+                                             "accuracy": hits / len(held),
+                                             "ci95": wilson(hits, len(held))}  # fmt: skip
+            print(f"  {name} {tag}: {hits}/{len(held)}", flush=True)
+    write_json(out / "posthoc.json", doc)

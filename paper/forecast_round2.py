@@ -29,9 +29,12 @@ Design (fixed before any run of this study; stored in ``<out>/config.json``):
   own first ``prefix`` steps), per split.
 
 Phases (each resumable): ``restore``, ``calibrate``, ``predict``, ``heldout`` (refused
-until ``predictions.json`` exists), ``summary``.
+until ``predictions.json`` exists), ``summary``; then ``posthoc``, a reading after the runs
+(not part of the design): the model's regime forecast labelled by the rule the runs are
+labelled with (``posthoc.json``).
 
-Usage: python paper/forecast_round2.py [--phase restore|calibrate|predict|heldout|summary|all]
+Usage: python paper/forecast_round2.py
+       [--phase restore|calibrate|predict|heldout|summary|posthoc|all]
        [--runs runs/forecast_round2] [--out paper/results/forecast_round2] [--workers 2]
 """
 
@@ -129,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         design=Round2Design,
         quick=QUICK,
         run_name=run_name,
-        phases=["restore", "calibrate", "predict", "heldout", "summary"],
+        phases=["restore", "calibrate", "predict", "heldout", "summary", "posthoc"],
         gated="heldout",
         default_runs="runs/forecast_round2",
         default_out="paper/results/forecast_round2",
@@ -138,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             "calibrate": "_forecast_round2:calibrate_phase",
             "predict": "_forecast_round2:predict_phase",
             "summary": "_forecast_round2:summary_phase",
+            "posthoc": "_forecast_round2:posthoc_phase",
         },
     )
 
