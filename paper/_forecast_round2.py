@@ -12,7 +12,7 @@ import _forecast_baselines as fb
 import numpy as np
 from _forecast_report import score_all, score_forecast, write_outputs
 from _forecast_study import _decode, _encode, _per_run, dataclasses_replace, observe
-from _regime_report import wilson
+from _regime_report import modal, wilson
 from _study import store_once
 from _testbed_analysis import archive_runs
 from forecast_scores import model_forecasts, refit
@@ -21,12 +21,13 @@ from calibrate import load_fit
 from simulate.common import write_json
 
 __all__ = [
-    "calibrate_phase", "choose_sd", "observed_rule_labels", "posthoc_phase", "predict_phase",
+    "calibrate_phase", "choose_sd", "posthoc_phase", "predict_phase", "rule_groups", "rule_probs",
     "summary_phase",
 ]  # fmt: skip
 
 #: Method names of the stored forecasts.
 STRAIGHT, BENT = "motif model", "motif model, bent links"
+RULE = "motif model, bent links, runs' rule (new run)"
 #: Log scores closer than this count as tied (the smaller spread is kept).
 TIE = 0.005
 
@@ -111,9 +112,15 @@ def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
                                 "GP over knobs"),
             dataclasses_replace(fb.gp_groups(pilots, settings, knobs, seed=0), "GP classifier"),
         ]  # fmt: skip
+        rule = []
+        if getattr(cfg, "rule_labels", False):  # the regimes as the runs' own rule labels them
+            groups = rule_groups(post, settings, steps=cfg.steps, every=cfg.eval_every,
+                                 n_eval=n_eval, draws=cfg.draws, sd=sd)  # fmt: skip
+            b = bent[0]
+            rule = [fb.Forecast(RULE, b.agents, b.samples, rule_probs(groups))]
         return {"n_eval": n_eval, "targets": targets, "extrapolation_sd": sd,
                 "model_seed_spread": spread,
-                "forecasts": [_encode(f) for f in [*straight, *bent, *base]]}  # fmt: skip
+                "forecasts": [_encode(f) for f in [*straight, *bent, *rule, *base]]}  # fmt: skip
 
     doc = store_once(out / "predictions.json", make)
     print(f"  predictions stored {doc['created']} ({len(doc['targets'])} settings)", flush=True)
@@ -155,30 +162,30 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> None:
     scores["extrapolation_sd"] = preds["extrapolation_sd"]
     scores["predictions_created"] = preds["created"]
     config = dict(json.loads((out / "config.json").read_text()))
-    config["command"] = "python paper/forecast_round2.py"
+    config["command"] = cfg.COMMAND
     write_outputs(out, config, scores, [*stored, sig], held, splits=splits)
 
 
-def observed_rule_labels(
+def rule_groups(
     post: Any, settings: list[dict[str, Any]], *, steps: int, every: int, n_eval: int,
     draws: int, sd: float, seed: int = 0,
-) -> list[str]:  # fmt: skip
-    """Per setting, the modal regime group of simulated new runs labelled by the one rule for
-    real runs (:func:`simulate.classify_observed`), not by :func:`simulate.classify` on the
-    model's smooth curves: each draw's curve at the evaluation steps, offset by the fit's
-    seed spread per agent, clipped to [0, 1], logged as ``k / n_eval`` with ``k`` binomial."""
-    from _regime_report import group_of, modal
+) -> list[list[str]]:  # fmt: skip
+    """Per setting and draw, the regime group of a simulated new run labelled by the one rule
+    for real runs (:func:`simulate.classify_observed`), not by :func:`simulate.classify` on
+    the model's smooth curves: each draw's curve at the evaluation steps (links bent by
+    ``sd``), offset by the fit's seed spread per agent (one offset per run), clipped to
+    [0, 1], logged as ``k / n_eval`` with ``k`` binomial (a fit without random effects)."""
+    from _regime_report import group_of
 
     import calibrate
     import simulate
 
-    n_points = steps // every + 1
-    pred = calibrate.predict(post, settings, steps=float(steps), n_points=n_points,
-                             max_draws=draws, keep_curves=True, bands=False, band="mean",
+    pred = calibrate.predict(post, settings, steps=float(steps), n_points=steps // every + 1,
+                             max_draws=draws, keep_curves=True, bands=False,
                              extrapolation_sd=sd)  # fmt: skip
-    assert pred.curves is not None  # keep_curves
-    spread = pred.seed_spread or {}
-    sdv = np.array([spread.get("sd", {}).get(a, 0.0) for a in pred.agents])
+    assert pred.curves is not None  # keep_curves: the draws' curves
+    spread = (pred.seed_spread or {}).get("sd", {})
+    sdv = np.array([float(spread.get(a, 0.0)) for a in pred.agents])
     rng = np.random.default_rng(seed)
     out = []
     for cs in pred.curves:  # (G, T, N) per setting
@@ -191,13 +198,18 @@ def observed_rule_labels(
             y = rng.binomial(n_eval, p) / n_eval
             reg = simulate.classify_observed(pred.t, y, n_eval, names=pred.agents)
             groups.append(group_of(reg["regime"]))
-        out.append(modal(groups))
+        out.append(groups)
     return out
+
+
+def rule_probs(groups: list[list[str]]) -> np.ndarray:
+    """Per setting, the share of its draws in each group of :data:`fb.GROUPS` ``(S, K)``."""
+    return np.array([[g.count(k) / len(g) for k in fb.GROUPS] for g in groups])
 
 
 def posthoc_phase(cfg: Any, runs: Path, out: Path) -> None:
     """A reading after both tests (not part of the design): the model's regime forecast
-    labelled as the runs are (:func:`observed_rule_labels`), straight and bent, scored on
+    labelled as the runs are (:func:`rule_groups`, the modal group), straight and bent, scored on
     the first study's and this test's held-out runs (``posthoc.json``)."""
     _, _, _, held1, n_eval = _source(cfg)
     held2 = list(json.loads((out / "observed.json").read_text()).values())
@@ -213,8 +225,9 @@ def posthoc_phase(cfg: Any, runs: Path, out: Path) -> None:
             if r["setting"] not in settings:
                 settings.append(r["setting"])
         for tag, s in (("straight", 0.0), ("bent", sd)):
-            lab = observed_rule_labels(post, settings, steps=cfg.steps, every=cfg.eval_every,
-                                       n_eval=n_eval, draws=cfg.draws, sd=s)  # fmt: skip
+            groups = rule_groups(post, settings, steps=cfg.steps, every=cfg.eval_every,
+                                 n_eval=n_eval, draws=cfg.draws, sd=s)  # fmt: skip
+            lab = [modal(g) for g in groups]
             hits = sum(lab[settings.index(r["setting"])] == r["group"] for r in held)
             doc.setdefault(name, {})[tag] = {"hits": hits, "n": len(held),
                                              "accuracy": hits / len(held),

@@ -44,6 +44,7 @@ import dataclasses
 import itertools
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -73,6 +74,7 @@ class Round2Design(ForecastDesign):
     sd_grid: list[float] = dataclasses.field(
         default_factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0]
     )
+    COMMAND: ClassVar[str] = "python paper/forecast_round2.py"
     power: str = (
         "runs from the precision of 90 % coverage, the score the first study failed: its "
         "95 % half-width 1.96 sqrt(0.9 * 0.1 / n) <= 0.06 needs n >= 96 final competences, "
