@@ -1,22 +1,27 @@
-"""The second predict-first forecast test (paper/forecast_round2.py): new settings and seeds
-only, the pilots' range of the first study, the spread's choice rule, the runs' configs, and
-(slow) the quick pipeline from a quick first study."""
+"""The second and third predict-first forecast tests (paper/forecast_round2.py,
+paper/forecast_round3.py): new settings and seeds only, the pilots' range of the first study,
+the spread's choice rule, the runs' rule labels' shares, the runs' configs, and (slow) the
+quick pipelines from a quick first study."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "paper"))
 
 import forecast_round2 as fr  # noqa: E402
+import forecast_round3 as f3  # noqa: E402
 import forecast_study as fs  # noqa: E402
-from _forecast_round2 import choose_sd  # noqa: E402
+from _forecast_baselines import GROUPS  # noqa: E402
+from _forecast_round2 import choose_sd, rule_probs  # noqa: E402
 
 
 def test_every_run_is_new_and_the_split_follows_the_first_studys_pilots():
@@ -34,6 +39,27 @@ def test_every_run_is_new_and_the_split_follows_the_first_studys_pilots():
     assert sum(s == "interpolation" for s in splits.values()) == 4
     inside = {(i, j, 0) for i in (0, 1) for j in (0, 1)}  # lr 6e-3/1.6e-2, lag 1/3, X 0.2
     assert {c for c, s in splits.items() if s == "interpolation"} == inside
+
+
+def test_the_third_tests_runs_are_new_to_both_earlier_tests_and_its_count_is_the_power_calcs():
+    d, second, first = f3.Round3Design(), fr.Round2Design(), fs.ForecastDesign()
+    names = {fs.run_name(*j) for j in d.jobs("heldout")}
+    earlier = [*first.jobs("heldout"), *first.jobs("pilots"), *second.jobs("heldout")]
+    assert not names & {fs.run_name(*j) for j in earlier}
+    assert not set(d.seeds) & (set(first.seeds) | set(second.seeds))
+    assert d.rule_labels and d.pilot_range == second.pilot_range
+    # McNemar: discordance 0.25, difference 0.23, alpha 0.05 two-sided, power 0.8
+    z_a, z_b, pd, delta = 1.959964, 0.841621, 0.25, 0.23
+    n = math.ceil((z_a * math.sqrt(pd) + z_b * math.sqrt(pd - delta**2)) ** 2 / delta**2)
+    assert len(names) >= n == 35
+
+
+def test_rule_probs_are_each_settings_shares_of_the_groups():
+    p = rule_probs([["collapse", "converged", "collapse", "collapse"], ["failed", "unsettled"]])
+    assert p.shape == (2, len(GROUPS))
+    assert p[0, GROUPS.index("collapse")] == 0.75 and p[0, GROUPS.index("converged")] == 0.25
+    assert p[1, GROUPS.index("failed")] == 0.5 and p[1, GROUPS.index("unsettled")] == 0.5
+    assert np.allclose(p.sum(1), 1.0)
 
 
 def test_the_runs_are_the_first_studys_training_config_at_new_knobs():
@@ -84,3 +110,11 @@ def test_the_quick_pipeline_chooses_the_spread_and_stores_forecasts_before_its_r
     assert set(summary["n_runs"]) == {"interpolation", "extrapolation", "all"}
     methods = summary["crps"]["all"]
     assert "motif model, bent links (new run)" in methods and "nearest pilot" in methods
+    assert (out / "posthoc.json").is_file()
+    third = [py, str(ROOT / "paper" / "forecast_round3.py"), "--quick", "--workers", "2",
+             "--out", str(tmp_path / "third"), "--runs", str(tmp_path / "runs3")]  # fmt: skip
+    r = subprocess.run(third, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s3 = json.loads((tmp_path / "third" / "summary.json").read_text())
+    assert "motif model, bent links, runs' rule (new run)" in s3["regime_accuracy"]["all"]
+    assert s3["command"] == "python paper/forecast_round3.py"
