@@ -34,7 +34,7 @@ from ._checks import check_size, extrapolation, failed_draws
 from ._fast import BAND_LEVELS as BAND_LEVELS
 from ._fast import curve_regimes as curve_regimes
 from ._fast import predict_batch
-from ._knots import bend_links, knot_matrix
+from ._knots import bend_links, check_sd, knot_matrix
 from ._new_run import solve_new_run
 from ._pages import plain_pages
 from ._prediction import BANDS
@@ -249,8 +249,9 @@ def predict(
     steps_b = _band_points.band_steps(n_points, band_points)
     idx = _draw_index(post, max_draws, key)
     u, slopes = _draw_arrays(post, idx)
-    cm, slopes, x = bend_links(cm, slopes, x, knot_matrix(cm, _pilot_values(post), settings),
-                               extrapolation_sd, seed=_seed(key))  # fmt: skip
+    if check_sd(extrapolation_sd) > 0:  # links bent beyond the pilots' range
+        beyond = knot_matrix(cm, _pilot_values(post), x)
+        cm, slopes, x = bend_links(cm, slopes, x, beyond, extrapolation_sd, seed=_seed(key))
     t = np.linspace(0.0, float(cm.ts[-1] if steps is None else steps), n_points)
     draws = 2 * idx.size if band == "new_run" and cm.re_index.size else idx.size
     check_size(t, fixed_substeps(t, cm.config.dt), draws)  # before any solve

@@ -18,48 +18,55 @@ log link).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import equinox as eqx
 import numpy as np
 
 from .._config import ConfigError
-from .._knobs import check_value, transform_values
 from .._model import CurveModel
 
-__all__ = ["bend_links", "knot_matrix"]
+__all__ = ["EDGE", "bend_links", "check_sd", "knot_matrix"]
+
+#: Distances beyond the range below this (on the link's scale) are rounding: no bend.
+EDGE = 1e-9
 
 
-def knot_matrix(
-    cm: CurveModel, pilots: Mapping[str, np.ndarray], settings: Sequence[Mapping[str, Any]]
-) -> np.ndarray:
+def knot_matrix(cm: CurveModel, pilots: Mapping[str, np.ndarray], x: np.ndarray) -> np.ndarray:
     """Per setting and slope row, how far the row's field lies beyond the pilots' range on
-    the link's scale (signed; 0 inside the range or when the setting leaves it out).
+    the link's scale (signed; 0 inside the range, within :data:`EDGE` of an edge, or when the
+    setting leaves the field out: then it sits at the pilots' centre).
 
     Args:
-        cm: The fitted model (its link records name each row's field).
+        cm: The fitted model (its link records give each row's field and centre).
         pilots: Per linked field, its transformed values over the fit's runs.
-        settings: Dicts of fields to values (already checked by ``predict``).
+        x: The setting matrix ``T(h) - centre`` ``(S, L)`` (``predict``'s).
 
     Returns:
         ``beyond`` of :mod:`calibrate._predict._knots`, shape ``(S, L)``.
     """
-    transforms = cm.config.hierarchy.transforms
-    rows = [r.covariate for r in cm.link_rows]
-    span = {f: (float(np.min(v)), float(np.max(v))) for f, v in pilots.items() if np.size(v)}
-    out = np.zeros((len(settings), len(rows)))
-    for i, s in enumerate(settings):
-        for f, v in s.items():
-            if f not in span:
-                continue
-            tv = float(transform_values(transforms[f], check_value(transforms[f], v, f)))
-            lo, hi = span[f]
-            d = tv - hi if tv > hi else (tv - lo if tv < lo else 0.0)
-            for r, cov in enumerate(rows):
-                if cov == f:
-                    out[i, r] = d
-    return out
+    rows = cm.link_rows
+    if not rows:
+        return np.zeros_like(x)
+    centre = np.array([r.center for r in rows])
+    lo = np.array([float(np.min(pilots[r.covariate])) for r in rows])
+    hi = np.array([float(np.max(pilots[r.covariate])) for r in rows])
+    tv = np.asarray(x, dtype=float) + centre
+    out = np.where(tv > hi, tv - hi, np.where(tv < lo, tv - lo, 0.0))
+    return np.where(np.abs(out) > EDGE, out, 0.0)
+
+
+def check_sd(sd: Any) -> float:
+    """``sd`` as a float.
+
+    Raises:
+        ConfigError: ``sd`` is not a finite number >= 0.
+    """
+    ok = isinstance(sd, int | float | np.number) and not isinstance(sd, bool)
+    if not (ok and math.isfinite(float(sd)) and float(sd) >= 0):
+        raise ConfigError(f"extrapolation_sd must be a finite number >= 0, got {sd!r}")
+    return float(sd)
 
 
 def bend_links(
@@ -92,10 +99,7 @@ def bend_links(
     Raises:
         ConfigError: ``sd`` is not a finite number >= 0.
     """
-    ok = isinstance(sd, int | float | np.number) and not isinstance(sd, bool)
-    if not (ok and math.isfinite(float(sd)) and float(sd) >= 0):
-        raise ConfigError(f"extrapolation_sd must be a finite number >= 0, got {sd!r}")
-    if float(sd) == 0 or not np.any(beyond):
+    if check_sd(sd) == 0 or not np.any(beyond):
         return cm, slopes, x
     change = float(sd) * np.random.default_rng([seed, 5]).standard_normal(slopes.shape)
     index = np.concatenate([cm.link_index, cm.link_index])

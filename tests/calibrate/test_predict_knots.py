@@ -17,12 +17,15 @@ LRS = [1e-4, 3e-4, 1e-3]  # the shared fit's pilots (tests/calibrate/conftest.py
 
 
 def test_knot_matrix_is_the_signed_distance_beyond_the_range_on_the_link_scale(lr_family_fit):
+    from calibrate._predict._core import _setting_matrix
+
     post, _ = lr_family_fit
     cm = post.model
     pilots = {"rl.lr": np.log(np.array(LRS))}
     settings = [{"rl.lr": 5e-4}, {"rl.lr": 4e-3}, {"rl.lr": 2e-5}, {}, {"rl.lr": 1e-3}]
-    k = knot_matrix(cm, pilots, settings)
+    k = knot_matrix(cm, pilots, _setting_matrix(post, settings))
     assert k.shape == (5, len(cm.link_rows))
+    # independent of the centre: log(h) against the pilots' log range; at an edge exactly 0
     want = [0.0, math.log(4e-3 / 1e-3), math.log(2e-5 / 1e-4), 0.0, 0.0]
     for i, w in enumerate(want):
         np.testing.assert_allclose(k[i], w, rtol=1e-12, atol=0)
