@@ -180,15 +180,18 @@ def rule_groups(
     import calibrate
     import simulate
 
-    pred = calibrate.predict(post, settings, steps=float(steps), n_points=steps // every + 1,
+    gaps = steps // every  # evaluations after the first
+    m = -(-7 // gaps)  # points per gap, so that predict gets its >= 8 points
+    pred = calibrate.predict(post, settings, steps=float(steps), n_points=gaps * m + 1,
                              max_draws=draws, keep_curves=True, bands=False,
                              extrapolation_sd=sd)  # fmt: skip
     assert pred.curves is not None  # keep_curves: the draws' curves
+    t = pred.t[::m]  # the evaluation steps
     spread = (pred.seed_spread or {}).get("sd", {})
     sdv = np.array([float(spread.get(a, 0.0)) for a in pred.agents])
     rng = np.random.default_rng(seed)
     out = []
-    for cs in pred.curves:  # (G, T, N) per setting
+    for cs in pred.curves[:, :, ::m]:  # (G, T, N) per setting, at the evaluation steps
         groups = []
         for cur in cs:
             if not np.all(np.isfinite(cur)):
@@ -196,7 +199,7 @@ def rule_groups(
                 continue
             p = np.clip(cur + sdv * rng.standard_normal(sdv.size), 0.0, 1.0)
             y = rng.binomial(n_eval, p) / n_eval
-            reg = simulate.classify_observed(pred.t, y, n_eval, names=pred.agents)
+            reg = simulate.classify_observed(t, y, n_eval, names=pred.agents)
             groups.append(group_of(reg["regime"]))
         out.append(groups)
     return out
