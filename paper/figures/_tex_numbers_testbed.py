@@ -110,6 +110,16 @@ def forecast(m: Macros, results: Path) -> None:
         m.add(f"FR{tag}CRPS", fmt(dig(d, "crps", "all"), 3))
         m.add(f"FR{tag}Log", fmt(dig(d, "log_score", "all")))
         m.add(f"FR{tag}CovOutside", fmt(dig(r, "coverage90", "extrapolation", label, "all")))
+    # the third: the same at other settings, and the regimes labelled by the runs' own rule
+    t = read_json(results / "forecast_round3" / "summary.json")
+    m.add("FTHeldout", fmt(dig(t, "n_runs", "all"), 0))
+    rule = "motif model, bent links, runs' rule (new run)"
+    for label, tag in {**FORECAST_METHODS, "motif model, bent links (new run)": "Bent",
+                       rule: "Rule"}.items():  # fmt: skip
+        d = dig(t, "methods", label)
+        m.add(f"FT{tag}Acc", fmt(dig(d, "regime_accuracy")))
+        m.add(f"FT{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
+        m.add(f"FT{tag}Cov", fmt(dig(d, "coverage90", "all")))
 
 
 def recommend_testbed(m: Macros, results: Path) -> None:
