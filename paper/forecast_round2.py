@@ -127,6 +127,16 @@ QUICK = {"seeds": [5], "lrs": [2e-3, 8e-3], "staleness": [1], "third_values": [0
          "sd_grid": [0.0, 1.0]}  # fmt: skip
 
 
+#: The phases that are not training, and their functions (the third test uses them too).
+STEPS = {
+    "restore": "_testbed_analysis:restore_phase",
+    "calibrate": "_forecast_round2:calibrate_phase",
+    "predict": "_forecast_round2:predict_phase",
+    "summary": "_forecast_round2:summary_phase",
+    "posthoc": "_forecast_round2:posthoc_phase",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     return study_main(
         argv,
@@ -138,13 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         gated="heldout",
         default_runs="runs/forecast_round2",
         default_out="paper/results/forecast_round2",
-        steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "calibrate": "_forecast_round2:calibrate_phase",
-            "predict": "_forecast_round2:predict_phase",
-            "summary": "_forecast_round2:summary_phase",
-            "posthoc": "_forecast_round2:posthoc_phase",
-        },
+        steps=STEPS,
     )
 
 

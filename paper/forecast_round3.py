@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "paper"))
 
 from _study import study_main  # noqa: E402
-from forecast_round2 import Round2Design, run_name  # noqa: E402
+from forecast_round2 import QUICK as QUICK2  # noqa: E402
+from forecast_round2 import STEPS, Round2Design, run_name  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -54,11 +55,7 @@ class Round3Design(Round2Design):
     )
 
 
-QUICK = {"seeds": [6], "lrs": [3e-3, 6e-3], "staleness": [1], "third_values": [0.25],
-         "preset": "micro", "steps": 12, "eval_every": 3, "draws": 32, "prefix": 9,
-         "source": "@out/../first", "pilot_range": {"rl.lr": [1e-3, 4e-3], "rl.staleness": [0, 2],
-                                                  "rl.lr_scale.X": [0.15, 0.3]},
-         "sd_grid": [0.0, 1.0]}  # fmt: skip
+QUICK = {**QUICK2, "seeds": [6], "lrs": [3e-3, 6e-3], "third_values": [0.25]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,12 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         gated="heldout",
         default_runs="runs/forecast_round3",
         default_out="paper/results/forecast_round3",
-        steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "calibrate": "_forecast_round2:calibrate_phase",
-            "predict": "_forecast_round2:predict_phase",
-            "summary": "_forecast_round2:summary_phase",
-        },
+        steps={k: v for k, v in STEPS.items() if k != "posthoc"},
     )
 
 
