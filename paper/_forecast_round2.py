@@ -10,8 +10,15 @@ from typing import Any
 
 import _forecast_baselines as fb
 import numpy as np
-from _forecast_report import score_all, score_forecast, write_outputs
-from _forecast_study import _decode, _encode, _per_run, dataclasses_replace, observe
+from _forecast_report import score_forecast, write_outputs
+from _forecast_study import (
+    _decode,
+    _encode,
+    _per_run,
+    dataclasses_replace,
+    observe,
+    split_scores,
+)
 from _regime_report import modal, wilson
 from _study import store_once
 from _testbed_analysis import archive_runs
@@ -59,15 +66,12 @@ def calibrate_phase(cfg: Any, runs: Path, out: Path) -> None:
     def make() -> dict[str, Any]:
         post = load_fit(fit)
         targets = preds["targets"]
-        rows = {tuple(t["cell"]): i for i, t in enumerate(targets)}
         grid: dict[str, dict[str, float]] = {}
         for sd in cfg.sd_grid:
             fs, _ = model_forecasts(post, [{"setting": t["setting"]} for t in targets],
                                     float(cfg.steps), n_eval, cfg.draws, bands=("new_run",),
                                     extrapolation_sd=float(sd))  # fmt: skip
-            f = fb.Forecast(fs[0].method, fs[0].agents,
-                            fs[0].samples[[rows[tuple(r["cell"])] for r in held]],
-                            fs[0].probs[[rows[tuple(r["cell"])] for r in held]])  # fmt: skip
+            f = _per_run(fs[0], targets, held)  # each held-out run its setting's forecast
             s = score_forecast(f, held, n_eval, rng=np.random.default_rng(0))
             row = {m: s[m]["all"] for m in ("log_score", "crps", "coverage50", "coverage90")}
             grid[f"{float(sd):g}"] = row
@@ -143,21 +147,8 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> None:
     stored = [_per_run(_decode(d), preds["targets"], held) for d in preds["forecasts"]]
     sig = fb.sigmoid_prefix(held, prefix=cfg.prefix, n_eval=n_eval, draws=cfg.draws, rng=rng)
     design = {"lrs": cfg.lrs, "staleness": cfg.staleness}
-    result: dict[str, Any] = {}
-    for split in ("interpolation", "extrapolation", "all"):
-        keep = [i for i, r in enumerate(held) if split == "all" or r["split"] == split]
-        if not keep:
-            continue
-        fs = [fb.Forecast(f.method, f.agents, f.samples[keep], f.probs[keep])
-              for f in [*stored, sig]]  # fmt: skip
-        # boundary from this study's runs alone (the pilots lie on another grid)
-        result[split] = score_all(fs, [held[i] for i in keep], [], design, n_eval, rng=rng)
-    splits = tuple(result)
-    scores = dict(result["all"])
-    scores["summary"] = {m: {sp: result[sp]["summary"][m]["heldout"] for sp in splits}
-                         for m in scores["summary"]}  # fmt: skip
-    scores["methods_by_split"] = {sp: result[sp]["methods"] for sp in splits}
-    scores["n_runs"] = {sp: result[sp]["n_heldout_runs"] for sp in splits}
+    # the boundary from this test's runs alone (the pilots lie on another grid)
+    scores, splits = split_scores([*stored, sig], held, [], design, n_eval, rng=rng)
     scores["n_pilot_runs"] = len(_source(cfg)[2])
     scores["extrapolation_sd"] = preds["extrapolation_sd"]
     scores["predictions_created"] = preds["created"]

@@ -19,7 +19,7 @@ from calibrate import fit_runs, load_fit
 from llm_runs.knobs import hierarchy_links
 from simulate.common import write_json
 
-__all__ = ["fit_phase", "observe", "predict_phase", "summary_phase"]
+__all__ = ["fit_phase", "observe", "predict_phase", "split_scores", "summary_phase"]
 
 #: The baselines fitted on the pilots before the held-out runs (the sigmoid, which needs a
 #: held-out run's own prefix, is made at the summary).
@@ -134,6 +134,31 @@ def _per_run(f: fb.Forecast, targets: list[dict], held: list[dict]) -> fb.Foreca
     return fb.Forecast(f.method, f.agents, f.samples[rows], f.probs[rows])
 
 
+def split_scores(
+    forecasts: list[fb.Forecast], held: list[dict], pilots: list[dict], design: dict[str, Any],
+    n_eval: int, *, rng: np.random.Generator,
+) -> tuple[dict[str, Any], tuple[str, ...]]:  # fmt: skip
+    """:func:`score_all` per split of the held-out runs (``interpolation``, ``extrapolation``,
+    ``all``; a split without runs left out): the ``all`` scores with ``summary`` as
+    ``{metric: {split: {method: value}}}``, ``methods_by_split`` and ``n_runs``; and the
+    splits scored."""
+    result: dict[str, Any] = {}
+    for split in ("interpolation", "extrapolation", "all"):
+        keep = [i for i, r in enumerate(held) if split == "all" or r["split"] == split]
+        if not keep:
+            continue
+        fs = [fb.Forecast(f.method, f.agents, f.samples[keep], f.probs[keep])
+              for f in forecasts]  # fmt: skip
+        result[split] = score_all(fs, [held[i] for i in keep], pilots, design, n_eval, rng=rng)
+    splits = tuple(result)
+    scores = dict(result["all"])
+    scores["summary"] = {m: {sp: result[sp]["summary"][m]["heldout"] for sp in splits}
+                         for m in scores["summary"]}  # fmt: skip
+    scores["methods_by_split"] = {sp: result[sp]["methods"] for sp in splits}
+    scores["n_runs"] = {sp: result[sp]["n_heldout_runs"] for sp in splits}
+    return scores, splits
+
+
 def summary_phase(cfg: Any, runs: Path, out: Path) -> None:
     """Scores of every method per split (``interpolation``, ``extrapolation``, ``all``):
     ``summary.json``, ``scores.json``, ``table.md``, ``forecast_scores.png``, ``observed.json``."""
@@ -153,23 +178,7 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> None:
     stored = [_per_run(_decode(d), preds["targets"], held) for d in preds["forecasts"]]
     sig = fb.sigmoid_prefix(held, prefix=cfg.prefix, n_eval=n_eval, draws=cfg.draws, rng=rng)
     design = {"lrs": cfg.lrs, "staleness": cfg.staleness}
-    result: dict[str, Any] = {"splits": {}}
-    for split in ("interpolation", "extrapolation", "all"):
-        keep = [i for i, r in enumerate(held) if split == "all" or r["split"] == split]
-        if not keep:
-            continue
-        sub = [held[i] for i in keep]
-        fs = [fb.Forecast(f.method, f.agents, f.samples[keep], f.probs[keep])
-              for f in [*stored, sig]]  # fmt: skip
-        result["splits"][split] = score_all(fs, sub, pilots, design, n_eval, rng=rng)
-    splits = tuple(result["splits"])
-    scores = dict(result["splits"]["all"])
-    scores["summary"] = {
-        metric: {sp: result["splits"][sp]["summary"][metric]["heldout"] for sp in splits}
-        for metric in scores["summary"]
-    }
-    scores["methods_by_split"] = {sp: result["splits"][sp]["methods"] for sp in splits}
-    scores["n_runs"] = {sp: result["splits"][sp]["n_heldout_runs"] for sp in splits}
+    scores, splits = split_scores([*stored, sig], held, pilots, design, n_eval, rng=rng)
     scores["model_seed_spread"] = preds["model_seed_spread"]
     scores["predictions_created"] = preds["created"]
     config = dict(json.loads((out / "config.json").read_text()))
