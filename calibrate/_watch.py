@@ -39,6 +39,7 @@ from ._config import ConfigError
 from ._new_run import band_note, draw_phi, evaluation_noise, fresh_effects, resolve_n_eval
 from ._posterior import Posterior
 from ._predict._core import link_covariates, predict
+from ._predict._knots import check_sd
 from ._watch_draws import Forecast as Forecast
 from ._watch_draws import WatchDraws as WatchDraws
 from ._watch_draws import summarize
@@ -112,6 +113,7 @@ def prepare(
     source: str = "the pilots' fit",
     n_eval: int | Mapping[str, int] | None = None,
     update: str = "weights",
+    extrapolation_sd: float = 0.0,
 ) -> WatchDraws | LaplaceWatch:
     """Solve the new-run draws of one setting once (see the module docstring).
 
@@ -135,13 +137,22 @@ def prepare(
         update: ``weights`` (default: the draws solved here, weighted by :func:`forecast`)
             or ``laplace`` (:func:`prepare_laplace`: ``draws`` draws of the run's own
             Laplace posterior, solved at each :func:`forecast`; ``replicates`` unused).
+        extrapolation_sd: Sd of each link's slope change beyond the pilots' range
+            (:func:`calibrate.predict`'s bent links; 0, the default: straight links). Each
+            new run draws its own bend, which its evaluations then weight like its other
+            effects. Only with ``update="weights"``.
 
     Raises:
-        ConfigError: A bad count, spread, horizon, ``n_eval`` or update (and predict's
-            own checks).
+        ConfigError: A bad count, spread, horizon, ``n_eval``, update or
+            ``extrapolation_sd`` (and predict's own checks).
     """
     if update not in UPDATES:
         raise ConfigError(f"update must be one of {list(UPDATES)}, got {update!r}")
+    if check_sd(extrapolation_sd) > 0 and update != "weights":
+        raise ConfigError(
+            f"extrapolation_sd needs update='weights' (got update={update!r}): the Laplace "
+            "update refits straight links only"
+        )
     if update == "laplace":
         return prepare_laplace(
             post, setting, steps=steps, draws=draws, spread=spread, n_points=n_points,
@@ -161,6 +172,7 @@ def prepare(
     pred = predict(
         runs, [dict(setting)], steps=steps, n_points=n_points, max_draws=g, key=key,
         keep_curves=True, bands=False, band="mean",  # the runs carry their own effects
+        extrapolation_sd=extrapolation_sd,
     )  # fmt: skip
     assert pred.curves is not None
     logged = evaluation_noise(

@@ -57,6 +57,14 @@ def add_watch_parser(sub: Any) -> None:
     w.add_argument("--spread", type=float, default=0.3, help="sd of the run-effect jitter")
     w.add_argument("--misfit", type=float, default=0.05, help="model-misfit sd of a competence")
     w.add_argument(
+        "--extrapolation-sd",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="with --fit and --update weights: let each link bend beyond the pilots' range "
+        "by a slope change of sd S, as `predict --extrapolation-sd` (default 0: straight)",
+    )
+    w.add_argument(
         "--update",
         default="weights",
         help="with --fit, how the forecast meets the evaluations: 'weights' (importance "
@@ -89,6 +97,11 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--update must be one of {list(UPDATES)}, got {args.update!r}")
     if args.update != "weights" and args.fit is None:
         raise ConfigError(f"--update {args.update} needs --fit (a pilots' fit)")
+    sd = args.extrapolation_sd
+    if not (np.isfinite(sd) and sd >= 0):
+        raise ConfigError(f"--extrapolation-sd must be a finite number >= 0, got {sd!r}")
+    if sd > 0 and (args.fit is None or args.update != "weights"):
+        raise ConfigError("--extrapolation-sd needs --fit and --update weights")
 
 
 def _read(args: argparse.Namespace):
@@ -165,6 +178,7 @@ class _Watcher:
             self.post, setting, steps=horizon, draws=self.args.draws,
             replicates=self.args.replicates, spread=self.args.spread, key=self.key,
             n_eval=_run_n_eval(data, self.post.model.network.names), update=self.args.update,
+            extrapolation_sd=self.args.extrapolation_sd,
         )  # fmt: skip
         at = ", ".join(f"{k}={v:g}" for k, v in setting.items()) or "the pilots' reference"
         how = (

@@ -34,13 +34,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _watch_metrics as wm
+from _watch_records import KNOBS as KNOBS
+from _watch_records import record, split_by_range
 from watch_replay import THRESHOLDS, fix_config
 
 ROOT = Path(__file__).resolve().parent / "results"
 FORECAST = ROOT / "forecast"
 RECOMMEND = ROOT / "recommend"
-KNOBS = ("rl.lr", "rl.staleness", "rl.lr_scale.X")
-METHODS = ("weights", "laplace")
 PILOT_TASK = "math"
 
 
@@ -107,47 +107,20 @@ def design(quick: bool) -> dict[str, Any]:
     }
 
 
-def _record(folder: Path, source: str, split: str) -> dict[str, Any]:
-    """One run's record (the first replay's fields) from its committed log."""
-    import numpy as np
-
-    import llm_runs
-
-    log = llm_runs.read_run(folder)
-    f = log.frame()
-    wide = log.competence()
-    cfg = log.manifest["config"]
-    rl = cfg["rl"]
-    setting = {"rl.lr": float(rl["lr"]), "rl.staleness": float(rl.get("staleness") or 0),
-               "rl.lr_scale.X": float((rl.get("lr_scale") or {}).get("X", 1.0))}  # fmt: skip
-    return {
-        "run": folder.name,
-        "experiment": source,
-        "split": split,
-        "steps": [int(s) for s in wide.index],
-        "curves": {a: [float(v) for v in wide[a]] for a in wide.columns},
-        "rows": f[["step", "agent", "competence", "n_eval"]].dropna().to_dict("records"),
-        "setting": setting,
-        "diverged": log.status == "diverged",
-        "horizon": int(cfg["steps"]),
-        "n_eval": int(np.median(f["n_eval"].dropna())),
-        "task": cfg["task"]["name"],
-        "shift_step": cfg["task"].get("shift", {}).get("step"),
-    }
+def pilot_folders() -> list[Path]:
+    """The forecast study's 12 pilot run folders (the fit's data)."""
+    obs = json.loads((FORECAST / "observed.json").read_text())
+    return [FORECAST / "runs" / n for n, r in sorted(obs.items()) if r["split"] == "pilot"]
 
 
 def testbed_runs(quick: bool) -> tuple[list[Path], list[dict[str, Any]]]:
     """The pilots' folders and the replayed runs' records."""
     obs = json.loads((FORECAST / "observed.json").read_text())
-    pilots = [FORECAST / "runs" / n for n, r in sorted(obs.items()) if r["split"] == "pilot"]
+    pilots = pilot_folders()
     held = [(n, r["split"]) for n, r in sorted(obs.items()) if r["split"] != "pilot"]
-    pil = [r["setting"] for r in obs.values() if r["split"] == "pilot"]
-    rng = {k: (min(s[k] for s in pil), max(s[k] for s in pil)) for k in KNOBS}
-    runs = [_record(FORECAST / "runs" / n, "forecast", "") for n, _ in held]
-    runs += [_record(f, "recommend", "") for f in sorted((RECOMMEND / "runs").glob("C1_*"))]
-    for r in runs:  # the forecast study's split is the same rule on its own grid
-        inside = all(lo <= r["setting"][k] <= hi for k, (lo, hi) in rng.items())
-        r["split"] = "inside" if inside else "outside"
+    runs = [record(FORECAST / "runs" / n, "forecast", "") for n, _ in held]
+    runs += [record(f, "recommend", "") for f in sorted((RECOMMEND / "runs").glob("C1_*"))]
+    split_by_range(runs)  # the forecast study's split is the same rule on its own grid
     if quick:
         runs = [r for r in runs if r["experiment"] == "forecast"][::12] + [
             r for r in runs if r["experiment"] == "recommend"
@@ -190,20 +163,20 @@ def replay(runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any]) -> li
 
     post = load_fit(fit_dir)
     out = []
-    caches: dict[str, dict[tuple, Any]] = {m: {} for m in METHODS}
+    caches: dict[str, dict[tuple, Any]] = {m: {} for m in cfg["methods"]}
     for i, r in enumerate(runs):
         obs = pd.DataFrame(r["rows"])
         rec = {k: r[k] for k in ("run", "experiment", "split", "setting", "task", "shift_step",
                                  "steps", "diverged", "n_eval")}  # fmt: skip
         rec["collapse_step"] = r["collapse_step"]
         rec["final_observed"] = {a: c[-1] for a, c in r["curves"].items()}
-        for m in METHODS:
+        for m in cfg["methods"]:  # a method's update is its name unless it names one
             o = dict(cfg["methods"][m])
-            misfit, seed = o.pop("misfit"), o.pop("seed")
+            misfit, seed, update = o.pop("misfit"), o.pop("seed"), o.pop("update", m)
             o.pop("prior_draws", None)
             key = (tuple(sorted(r["setting"].items())), r["horizon"])
             if key not in caches[m]:
-                caches[m][key] = prepare(post, r["setting"], steps=r["horizon"], update=m,
+                caches[m][key] = prepare(post, r["setting"], steps=r["horizon"], update=update,
                                          key=jax.random.key(seed), **o)  # fmt: skip
             wd = caches[m][key]
             series = [forecast(wd, obs[obs["step"] <= s], misfit=misfit) for s in r["steps"]]
@@ -247,7 +220,8 @@ def summarize_method(rep: list[dict[str, Any]], cfg: dict[str, Any], method: str
         "false_alert_share": head["false_alert_share"],
         "false_alerts": head["false_alerts"],
         "by_source": {
-            g: part([r for r in runs if r["experiment"] == g]) for g in ("forecast", "recommend")
+            g: part([r for r in runs if r["experiment"] == g])
+            for g in dict.fromkeys(r["experiment"] for r in runs)
         },
         "by_range": {g: part([r for r in runs if r["split"] == g]) for g in ("inside", "outside")},
         "curve": [
@@ -272,16 +246,18 @@ def end_state(runs: list[dict[str, Any]], thr: float) -> dict[str, int]:
     }
 
 
-def summarize(rep: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
-    """summary.json: per method, and the runs."""
+def summarize(
+    rep: list[dict[str, Any]], cfg: dict[str, Any], script: str = "watch_testbed.py"
+) -> dict[str, Any]:
+    """summary.json: per method (``cfg["methods"]``), and the runs."""
     return {
         "threshold": cfg["threshold"],
         "lead_goal": cfg["lead_goal"],
         "n_runs": len(rep),
         "n_collapsed": sum(r["collapse_step"] is not None for r in rep),
-        "methods": {m: summarize_method(rep, cfg, m) for m in METHODS},
+        "methods": {m: summarize_method(rep, cfg, m) for m in cfg["methods"]},
         "rule": cfg["rule"],
-        "command": "python paper/watch_testbed.py" + (" --quick" if cfg["quick"] else ""),
+        "command": f"python paper/{script}" + (" --quick" if cfg["quick"] else ""),
     }
 
 
@@ -312,7 +288,7 @@ def table(summ: dict[str, Any]) -> str:
             )
     lines += ["", "Over thresholds (flagged ≥ 20 ahead / false alerts):", "",
               "| threshold | " + " | ".join(ms) + " |", "| --- |" + " --- |" * len(ms)]  # fmt: skip
-    for i, t in enumerate(summ["methods"]["weights"]["curve"]):
+    for i, t in enumerate(next(iter(ms.values()))["curve"]):
         pts = [s["curve"][i] for s in ms.values()]
         cells = [f"{_fmt(c['flagged_share'])} / {_fmt(c['false_alert_share'])}" for c in pts]
         lines.append(f"| {t['threshold']:g} | " + " | ".join(cells) + " |")
@@ -343,15 +319,16 @@ def figure(rep: list[dict[str, Any]], summ: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for m, mk in zip(METHODS, ("o-", "s-"), strict=True):
+    methods = list(summ["methods"])
+    fig, axes = plt.subplots(1, 1 + len(methods), figsize=(5 * (1 + len(methods)), 4.2))
+    for m, mk in zip(methods, ("o-", "s-", "^-", "d-"), strict=False):
         c = summ["methods"][m]["curve"]
         fa = [s["false_alert_share"] or 0.0 for s in c]
         axes[0].plot(fa, [s["flagged_share"] or 0.0 for s in c], mk, label=m)
     axes[0].set(xlabel="false-alert share", ylabel="collapses flagged ≥ 20 steps ahead",
-                title="over thresholds, both updates")  # fmt: skip
+                title="over thresholds, each method")  # fmt: skip
     axes[0].legend(fontsize=8)
-    for ax, m in zip(axes[1:], METHODS, strict=True):
+    for ax, m in zip(axes[1:], methods, strict=True):
         for r in rep:
             col = "tab:red" if r["collapse_step"] is not None else "tab:blue"
             ax.plot(r["steps"], r[m]["p_collapse"], color=col, alpha=0.25, lw=0.8)
