@@ -108,6 +108,8 @@ def resumable_replay(
             except json.JSONDecodeError:  # a line cut by a kill: replayed again
                 continue
             done[rec["run"]] = rec
+        # only whole records stay, so that the next one starts on a line of its own
+        write_text(partial, "".join(json.dumps(r, default=float) + "\n" for r in done.values()))
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in runs:
         groups.setdefault(tuple(sorted(r["setting"].items())), []).append(r)

@@ -130,6 +130,9 @@ def test_watch_follows_until_finished(tmp_path, pilots_fit, capsys):
         (["watch", "{tmp}", "--threshold", "0"], "--threshold"),
         (["watch", "{tmp}", "--poll", "-1"], "--poll"),
         (["watch", "{tmp}", "--fit", "{tmp}/nofit"], "--fit"),
+        (["watch", "{tmp}", "--extrapolation-sd", "-1"], "--extrapolation-sd"),
+        (["watch", "{tmp}", "--extrapolation-sd", "nan"], "--extrapolation-sd"),
+        (["watch", "{tmp}", "--extrapolation-sd", "0.5"], "needs --fit"),
     ],
 )
 def test_watch_bad_inputs_exit_2(tmp_path, capsys, argv, match):
@@ -161,3 +164,25 @@ def test_forecast_weights_follow_the_evaluations():
     fc = forecast(wd, obs)
     assert fc.p_collapse > 0.99 and fc.agents["X"]["final"]["mean"] < 0.05
     assert fc.step == 10 and fc.evaluations == 2
+
+
+def test_bent_links_change_nothing_inside_the_pilots_range_and_widen_beyond(watch_pilots_post):
+    """``extrapolation_sd``: the same draws inside the pilots' lr range (1e-3..1e-2); below
+    it each new run's own bend spreads the finals, and the Laplace update refuses it."""
+    from calibrate._watch import prepare
+
+    kw = {"steps": 200.0, "draws": 60, "replicates": 2, "key": jax.random.key(0)}
+    inside = [
+        prepare(watch_pilots_post, {"rl.lr": 3e-3}, extrapolation_sd=s, **kw) for s in (0.0, 1.0)
+    ]
+    np.testing.assert_array_equal(inside[0].curves, inside[1].curves)
+    below = [
+        prepare(watch_pilots_post, {"rl.lr": 2e-4}, extrapolation_sd=s, **kw) for s in (0.0, 1.0)
+    ]
+    assert not np.array_equal(below[0].curves, below[1].curves)
+    spread = [np.std(np.log(w.curves[:, -1, :] / (1 - w.curves[:, -1, :]))) for w in below]
+    assert spread[1] > 1.5 * spread[0]
+    with pytest.raises(cal.ConfigError, match="update='weights'"):
+        prepare(
+            watch_pilots_post, {"rl.lr": 2e-4}, steps=200.0, update="laplace", extrapolation_sd=1.0
+        )
