@@ -28,8 +28,8 @@ from calibrate import load_fit
 from simulate.common import write_json
 
 __all__ = [
-    "calibrate_phase", "choose_sd", "posthoc_phase", "predict_phase", "rule_groups", "rule_probs",
-    "summary_phase",
+    "calibrate_phase", "choose_sd", "posthoc_phase", "predict_phase", "prediction_doc",
+    "rule_groups", "rule_probs", "summary_phase",
 ]  # fmt: skip
 
 #: Method names of the stored forecasts.
@@ -98,36 +98,43 @@ def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
         raise RuntimeError(f"{cal} is missing: run --phase calibrate first")
     sd = float(json.loads(cal.read_text())["extrapolation_sd"])
 
-    def make() -> dict[str, Any]:
-        post = load_fit(out / "fit")
-        targets = _targets(cfg)
-        settings = [t["setting"] for t in targets]
-        at = [{"setting": s} for s in settings]
-        horizon = float(cfg.steps)
-        straight, spread = model_forecasts(post, at, horizon, n_eval, cfg.draws,
-                                           name=STRAIGHT, bands=("new_run",))  # fmt: skip
-        bent, _ = model_forecasts(post, at, horizon, n_eval, cfg.draws, name=BENT,
-                                  extrapolation_sd=sd)  # fmt: skip
-        kw = {"n_eval": n_eval, "draws": cfg.draws, "rng": np.random.default_rng(0)}
-        knobs = ("rl.lr", "rl.staleness", cfg.third)
-        base = [
-            fb.nearest_pilot(pilots, settings, knobs, **kw),
-            dataclasses_replace(fb.gp_finals(pilots, settings, knobs, seed=0, **kw),
-                                "GP over knobs"),
-            dataclasses_replace(fb.gp_groups(pilots, settings, knobs, seed=0), "GP classifier"),
-        ]  # fmt: skip
-        rule = []
-        if getattr(cfg, "rule_labels", False):  # the regimes as the runs' own rule labels them
-            groups = rule_groups(post, settings, steps=cfg.steps, every=cfg.eval_every,
-                                 n_eval=n_eval, draws=cfg.draws, sd=sd)  # fmt: skip
-            b = bent[0]
-            rule = [fb.Forecast(RULE, b.agents, b.samples, rule_probs(groups))]
-        return {"n_eval": n_eval, "targets": targets, "extrapolation_sd": sd,
-                "model_seed_spread": spread,
-                "forecasts": [_encode(f) for f in [*straight, *bent, *rule, *base]]}  # fmt: skip
-
-    doc = store_once(out / "predictions.json", make)
+    doc = store_once(
+        out / "predictions.json",
+        lambda: prediction_doc(cfg, load_fit(out / "fit"), sd, pilots, n_eval),
+    )
     print(f"  predictions stored {doc['created']} ({len(doc['targets'])} settings)", flush=True)
+
+
+def prediction_doc(
+    cfg: Any, post: Any, sd: float, pilots: list[dict], n_eval: int, extra: tuple = ()
+) -> dict[str, Any]:
+    """Every new setting's forecasts (``predictions.json``'s content): the model's straight
+    and bent-link forecasts from ``post``, the runs' rule labels where the design asks, the
+    ``extra`` forecasts, and the baselines on ``pilots``."""
+    targets = _targets(cfg)
+    settings = [t["setting"] for t in targets]
+    at = [{"setting": s} for s in settings]
+    horizon = float(cfg.steps)
+    straight, spread = model_forecasts(post, at, horizon, n_eval, cfg.draws,
+                                       name=STRAIGHT, bands=("new_run",))  # fmt: skip
+    bent, _ = model_forecasts(post, at, horizon, n_eval, cfg.draws, name=BENT,
+                              extrapolation_sd=sd)  # fmt: skip
+    kw = {"n_eval": n_eval, "draws": cfg.draws, "rng": np.random.default_rng(0)}
+    knobs = ("rl.lr", "rl.staleness", cfg.third)
+    base = [
+        fb.nearest_pilot(pilots, settings, knobs, **kw),
+        dataclasses_replace(fb.gp_finals(pilots, settings, knobs, seed=0, **kw), "GP over knobs"),
+        dataclasses_replace(fb.gp_groups(pilots, settings, knobs, seed=0), "GP classifier"),
+    ]
+    rule = []
+    if getattr(cfg, "rule_labels", False):  # the regimes as the runs' own rule labels them
+        groups = rule_groups(post, settings, steps=cfg.steps, every=cfg.eval_every,
+                             n_eval=n_eval, draws=cfg.draws, sd=sd)  # fmt: skip
+        b = bent[0]
+        rule = [fb.Forecast(RULE, b.agents, b.samples, rule_probs(groups))]
+    forecasts = [*straight, *bent, *rule, *extra, *base]
+    return {"n_eval": n_eval, "targets": targets, "extrapolation_sd": sd,
+            "model_seed_spread": spread, "forecasts": [_encode(f) for f in forecasts]}  # fmt: skip
 
 
 def summary_phase(cfg: Any, runs: Path, out: Path) -> None:

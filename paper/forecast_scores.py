@@ -71,19 +71,26 @@ def load_runs(source: Path, n_eval: int) -> tuple[dict[str, Any], list[dict], li
     return cfg, pil, held
 
 
-def refit(source: Path, out: Path) -> Path:
-    """The pilots' fit, refitted from the committed data and config (kept in ``out/fit``)."""
+def refit(source: Path, out: Path, *, folder: str = "fit", links: tuple = ()) -> Path:
+    """The pilots' fit, refitted from the committed data and config (kept in ``out/folder``);
+    ``links``: link dicts (as the config's ``hierarchy.links``) added to the config's."""
     from calibrate import run_command
 
-    fit = out / "fit"
+    fit = out / folder
     if not (fit / "latent.npz").is_file():
         net = json.loads((source / "fit" / "network.json").read_text())
+        config = source / "fit" / "config.json"
+        if links:
+            doc = json.loads(config.read_text())
+            doc["hierarchy"]["links"] = [*doc["hierarchy"]["links"], *links]
+            config = out / f"{folder}_config.json"
+            config.write_text(json.dumps(doc, indent=2) + "\n")
         args = [sys.executable, "-m", "calibrate", "fit", str(source / "fit" / "data.parquet"),
                 "--network", str(source / "fit" / "network.json"), "--out", str(fit),
-                "--config", str(source / "fit" / "config.json"), "--no-progress",
-                "--figures", "none"]  # fmt: skip
-        print(f"refitting {net.get('name', 'the pilots')} (log: {out / 'fit.log'})", flush=True)
-        run_command(args, out / "fit.log")
+                "--config", str(config), "--no-progress", "--figures", "none"]  # fmt: skip
+        log = out / f"{folder}.log"
+        print(f"refitting {net.get('name', 'the pilots')} (log: {log})", flush=True)
+        run_command(args, log)
     return fit
 
 
