@@ -42,7 +42,7 @@ from ._predict._core import link_covariates, predict
 from ._predict._knots import check_sd
 from ._watch_draws import Forecast as Forecast
 from ._watch_draws import WatchDraws as WatchDraws
-from ._watch_draws import summarize
+from ._watch_draws import summarize, with_observed
 from ._watch_draws import weighted_quantile as weighted_quantile
 from ._watch_update import UPDATES as UPDATES
 from ._watch_update import LaplaceWatch as LaplaceWatch
@@ -233,15 +233,30 @@ def log_weights(wd: WatchDraws, obs: pd.DataFrame, misfit: float = 0.05) -> np.n
     return np.where(np.isfinite(ll), ll, -np.inf)
 
 
-def forecast(wd: WatchDraws | LaplaceWatch, obs: pd.DataFrame, *, misfit: float = 0.05) -> Forecast:
+def forecast(
+    wd: WatchDraws | LaplaceWatch,
+    obs: pd.DataFrame,
+    *,
+    misfit: float = 0.05,
+    observed: bool = True,
+) -> Forecast:
     """The forecast from the evaluations ``obs`` (long table ``step, agent, competence,
     n_eval``, the run's rows so far; empty: the prior forecast at the run's setting):
     importance weights of :class:`WatchDraws`, or the Laplace refit of a
     :class:`LaplaceWatch` (:func:`forecast_laplace`).
 
+    ``observed`` (default): an agent whose evaluations so far have already collapsed by the
+    one rule for real runs has P(collapse) 1, and so has the network, whatever the draws say
+    (:func:`calibrate._watch_draws.with_observed`); False: the draws' regimes alone.
+
     Raises:
         ConfigError: A bad ``misfit``, or an agent that is not a node of the fit.
     """
+    fc = _forecast(wd, obs, misfit)
+    return with_observed(fc, obs) if observed else fc
+
+
+def _forecast(wd: WatchDraws | LaplaceWatch, obs: pd.DataFrame, misfit: float) -> Forecast:
     if isinstance(wd, LaplaceWatch):
         return forecast_laplace(wd, obs, misfit=misfit)
     if not (isinstance(misfit, int | float) and np.isfinite(misfit) and misfit > 0):

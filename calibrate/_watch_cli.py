@@ -57,6 +57,12 @@ def add_watch_parser(sub: Any) -> None:
     w.add_argument("--spread", type=float, default=0.3, help="sd of the run-effect jitter")
     w.add_argument("--misfit", type=float, default=0.05, help="model-misfit sd of a competence")
     w.add_argument(
+        "--model-only",
+        action="store_true",
+        help="P(collapse) from the model's draws alone (default: an agent that has already "
+        "collapsed by the one rule for real runs counts as collapsed)",
+    )
+    w.add_argument(
         "--extrapolation-sd",
         type=float,
         default=0.0,
@@ -235,7 +241,8 @@ class _Watcher:
             self.say(f"interval: 90 % of {self.note}")
         alerted = False
         for s in new:
-            fc = forecast(self.draws, t[t["step"] <= s], misfit=self.args.misfit)
+            fc = forecast(self.draws, t[t["step"] <= s], misfit=self.args.misfit,
+                          observed=not self.args.model_only)  # fmt: skip
             alert = fc.p_collapse >= self.args.threshold
             alerted = alerted or alert
             if self.args.json:
@@ -245,8 +252,10 @@ class _Watcher:
             else:
                 print(fc.line(), flush=True)
             if alert:
+                seen = fc.observed_collapse
+                why = f" (collapsed so far: {', '.join(seen)})" if seen else ""
                 print(f"ALERT: step {fc.step}: P(collapse) {fc.p_collapse:.2f} >= "
-                      f"{self.args.threshold:g}", file=sys.stderr, flush=True)  # fmt: skip
+                      f"{self.args.threshold:g}{why}", file=sys.stderr, flush=True)  # fmt: skip
                 if not self.args.once:
                     self.last_step = s
                     return True, status

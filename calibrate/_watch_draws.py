@@ -13,7 +13,14 @@ import pandas as pd
 
 from ._predict._prediction import REGIME_GROUPS
 
-__all__ = ["Forecast", "WatchDraws", "summarize", "weighted_quantile"]
+__all__ = [
+    "Forecast",
+    "WatchDraws",
+    "observed_collapse",
+    "summarize",
+    "weighted_quantile",
+    "with_observed",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +69,9 @@ class Forecast:
         draws: Draws behind the forecast.
         band_note: What each agent's ``final`` interval holds (as ``predict``'s).
         update: How the draws met the evaluations: ``weights`` or ``laplace``.
+        observed_collapse: Agents whose evaluations so far have collapsed by the one rule
+            for real runs (:func:`observed_collapse`); their and the network's
+            P(collapse) is then 1.
     """
 
     step: int
@@ -73,6 +83,7 @@ class Forecast:
     draws: int
     band_note: str = ""
     update: str = "weights"
+    observed_collapse: tuple[str, ...] = ()
 
     @property
     def p_collapse(self) -> float:
@@ -91,7 +102,36 @@ class Forecast:
             parts.append(f"{a} {f['mean']:.2f} [{f['q05']:.2f}, {f['q95']:.2f}]")
         n = self.network
         parts.append(f"P(collapse) {n['p_collapse']:.2f}  P(oscillation) {n['p_oscillating']:.2f}")
-        return "  ".join(parts) + f"  (ess {self.ess:.0f})"
+        parts.append(f"(ess {self.ess:.0f})")
+        if self.observed_collapse:
+            parts.append(f"collapsed so far: {', '.join(self.observed_collapse)}")
+        return "  ".join(parts)
+
+
+def observed_collapse(obs: pd.DataFrame, agents: Sequence[str]) -> tuple[str, ...]:
+    """The agents whose evaluations so far (``obs``: ``step, agent, competence, n_eval``)
+    have collapsed by the one rule for real runs (:func:`simulate.classify_observed`'s, on
+    the agent's curve with its median ``n_eval``; fewer than 4 evaluations: not judged)."""
+    from simulate.common import fall_collapse
+
+    out = []
+    for a in agents:
+        o = obs[obs["agent"] == a].sort_values("step")
+        if len(o) >= 4 and fall_collapse(o["competence"].to_numpy(float),
+                                         float(o["n_eval"].median())).collapsed:  # fmt: skip
+            out.append(a)
+    return tuple(out)
+
+
+def with_observed(fc: Forecast, obs: pd.DataFrame) -> Forecast:
+    """``fc`` with the collapse already in the evaluations (:func:`observed_collapse`): the
+    collapsed agents' and the network's P(collapse) set to 1 (the other regimes to 0)."""
+    seen = observed_collapse(obs, list(fc.agents))
+    if not seen:
+        return fc
+    agents = {a: {**d, "p_collapse": 1.0} if a in seen else d for a, d in fc.agents.items()}
+    network = {k: float(k == "p_collapse") for k in fc.network}
+    return dataclasses.replace(fc, agents=agents, network=network, observed_collapse=seen)
 
 
 def weighted_quantile(x: np.ndarray, w: np.ndarray, q: Sequence[float]) -> np.ndarray:

@@ -83,10 +83,10 @@ def design(quick: bool) -> dict[str, Any]:
     }
 
 
-def round_runs(quick: bool) -> list[dict[str, Any]]:
+def round_runs(quick: bool, sources: tuple[str, ...] = SOURCES) -> list[dict[str, Any]]:
     """The replayed runs' records (labels by the one rule, before any forecast)."""
     runs = []
-    for src in SOURCES:
+    for src in sources:
         folders = sorted(p for p in (ROOT / src / "runs").iterdir() if p.is_dir())
         runs += [record(f, src, "") for f in (folders[::18] if quick else folders)]
     split_by_range(runs)

@@ -161,7 +161,9 @@ def replay(runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any]) -> li
     from calibrate import load_fit
     from calibrate._watch import forecast, prepare
 
-    post = load_fit(fit_dir)
+    folders = {m: Path(cfg["methods"][m].get("fit") or fit_dir) for m in cfg["methods"]}
+    loaded = {f: load_fit(f) for f in set(folders.values())}  # a method's own fit, or fit_dir
+    posts = {m: loaded[f] for m, f in folders.items()}
     out = []
     caches: dict[str, dict[tuple, Any]] = {m: {} for m in cfg["methods"]}
     for i, r in enumerate(runs):
@@ -173,13 +175,15 @@ def replay(runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any]) -> li
         for m in cfg["methods"]:  # a method's update is its name unless it names one
             o = dict(cfg["methods"][m])
             misfit, seed, update = o.pop("misfit"), o.pop("seed"), o.pop("update", m)
-            o.pop("prior_draws", None)
+            observed = o.pop("observed", False)  # the collapse so far sets P (a later option)
+            o.pop("prior_draws", None), o.pop("fit", None)  # a method's own fit folder
             key = (tuple(sorted(r["setting"].items())), r["horizon"])
             if key not in caches[m]:
-                caches[m][key] = prepare(post, r["setting"], steps=r["horizon"], update=update,
+                caches[m][key] = prepare(posts[m], r["setting"], steps=r["horizon"], update=update,
                                          key=jax.random.key(seed), **o)  # fmt: skip
             wd = caches[m][key]
-            series = [forecast(wd, obs[obs["step"] <= s], misfit=misfit) for s in r["steps"]]
+            series = [forecast(wd, obs[obs["step"] <= s], misfit=misfit, observed=observed)
+                      for s in r["steps"]]  # fmt: skip
             rec[m] = {
                 "p_collapse": [f.p_collapse for f in series],
                 "ess": [f.ess for f in series],

@@ -186,3 +186,66 @@ def test_bent_links_change_nothing_inside_the_pilots_range_and_widen_beyond(watc
         prepare(
             watch_pilots_post, {"rl.lr": 2e-4}, steps=200.0, update="laplace", extrapolation_sd=1.0
         )
+
+
+def _rows(agent: str, ys: list[float], n: int = 64):
+    import pandas as pd
+
+    return pd.DataFrame({"step": [10 * i for i in range(len(ys))], "agent": agent,
+                         "competence": ys, "n_eval": n})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "ys",
+    [
+        [0.3, 0.8, 0.9, 0.2, 0.05, 0.02, 0.01],  # rose, then fell to 0 and stayed
+        [0.3, 0.8, 0.9, 0.2, 0.85, 0.9, 0.92],  # a dip that recovered
+        [0.3, 0.8, 0.05],  # too few evaluations to judge
+        [0.02, 0.03, 0.01, 0.02, 0.0],  # never learned
+        [0.64, 0.3, 0.1, 0.05, 0.04, 0.03, 0.02],  # fell from its start
+    ],
+)
+def test_a_collapse_so_far_agrees_with_the_one_rule_for_real_runs(ys):
+    import simulate
+    from calibrate._watch_draws import observed_collapse
+
+    got = observed_collapse(_rows("X", ys), ["X", "Y"])
+    if len(ys) < 4:
+        assert got == ()
+        return
+    ref = simulate.classify_observed(np.arange(len(ys)) * 10.0, np.array(ys)[:, None], 64,
+                                     names=("X",))  # fmt: skip
+    assert got == (("X",) if ref["node_regimes"]["X"] == "collapse" else ())
+
+
+def test_a_collapse_in_the_evaluations_sets_p_collapse_whatever_the_draws_say():
+    from calibrate._watch import WatchDraws, forecast
+
+    t = np.linspace(0, 100, 11)
+    high = np.full((2, 11, 1), 0.9)  # every draw converges high
+    wd = WatchDraws(agents=("X",), setting={}, t=t, curves=high, codes=np.zeros((2, 1), int),
+                    final=np.full((2, 1), 0.9), weighted=True, source="test")  # fmt: skip
+    obs = _rows("X", [0.3, 0.8, 0.9, 0.2, 0.05, 0.02, 0.01])
+    assert forecast(wd, obs, observed=False).p_collapse == 0.0
+    fc = forecast(wd, obs)
+    assert fc.p_collapse == 1.0 and fc.agents["X"]["p_collapse"] == 1.0
+    assert fc.observed_collapse == ("X",) and "collapsed so far: X" in fc.line()
+    assert sum(fc.network.values()) == 1.0
+    assert forecast(wd, obs[obs["step"] <= 30]).p_collapse == 0.0  # before the fall
+
+
+def test_watch_alerts_on_a_run_that_collapsed_where_the_pilots_converge(
+    tmp_path, pilots_fit, capsys
+):
+    folder = tmp_path / "fell"
+    writer = _start_run(folder, 1e-3)  # the pilots converge at lr 1e-3
+    for i, x in enumerate([0.5, 0.8, 0.9, 0.2, 0.05, 0.02, 0.01]):
+        ys = {"X": x, "Y": 0.5 + 0.05 * i, "Z": 0.5 + 0.05 * i}
+        writer.write([{"kind": "agent", "step": 10 * i, "agent": a, "competence": y,
+                       "n_eval": 64} for a, y in ys.items()])  # fmt: skip
+    rc, rows, err = _watch(capsys, folder, pilots_fit)
+    assert rc == 3, err
+    assert rows[-1]["observed_collapse"] == ["X"]
+    assert "collapsed so far: X" in err
+    rc, rows, _ = _watch(capsys, folder, pilots_fit, "--model-only")
+    assert rc == 0 and rows[-1]["network"]["p_collapse"] < 0.5

@@ -107,12 +107,13 @@ def test_p_collapse_rises_when_the_run_follows_an_unlikely_collapse(post):
     e = float(np.log(_delta(1e-2) / _delta(lr)))
     obs, _ = _run(lr, {f"delta[{n}]": e for n in "XYZ"}, seed=7)
     steps = sorted(obs["step"].unique())
-    series = [forecast(lw, obs[obs["step"] <= s]).p_collapse for s in steps]
+    # the draws' regimes alone (observed=False): the collapse already seen would set P to 1
+    series = [forecast(lw, obs[obs["step"] <= s], observed=False).p_collapse for s in steps]
     assert series[-1] >= 0.9
     assert max(series[:6]) >= 0.5  # early enough to warn: within 50 of 200 steps
     # the weights of fixed draws cannot follow: none of their draws collapses here
     wd = prepare(post, {"rl.lr": lr}, steps=200, draws=100, replicates=4, key=jax.random.key(2))
-    assert forecast(wd, obs).p_collapse < series[-1]
+    assert forecast(wd, obs, observed=False).p_collapse < series[-1]
 
 
 def test_one_compiled_objective_serves_every_step(post):
@@ -155,7 +156,8 @@ def test_cli_update_laplace_alerts_where_the_weights_stay_quiet(post, tmp_path, 
              "competence": float(r["competence"]), "n_eval": int(r["n_eval"])}
             for r in obs[obs["step"] <= 60].sort_values(["step", "agent"]).to_dict("records")
         )  # fmt: skip
-    base = ["watch", str(folder), "--fit", str(fit), "--once", "--json", "--draws", "60"]
+    base = ["watch", str(folder), "--fit", str(fit), "--once", "--json", "--draws", "60",
+            "--model-only"]  # fmt: skip
     rc_w = main([*base, "--update", "weights"])
     out_w, err_w = capsys.readouterr()
     assert out_w.strip(), err_w
