@@ -120,6 +120,17 @@ def forecast(m: Macros, results: Path) -> None:
         m.add(f"FT{tag}Acc", fmt(dig(d, "regime_accuracy")))
         m.add(f"FT{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
         m.add(f"FT{tag}Cov", fmt(dig(d, "coverage90", "all")))
+    # the fourth: X's forgetting linked to its learning-rate scale, links chosen on the above
+    q = read_json(results / "forecast_round4" / "summary.json")
+    m.add("FQHeldout", fmt(dig(q, "n_runs", "all"), 0))
+    first = "motif model, first links, bent links (new run)"
+    for label, tag in {**FORECAST_METHODS, "motif model, bent links (new run)": "Bent",
+                       first: "First"}.items():  # fmt: skip
+        d = dig(q, "methods", label)
+        m.add(f"FQ{tag}Acc", fmt(dig(d, "regime_accuracy")))
+        m.add(f"FQ{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
+        m.add(f"FQ{tag}Cov", fmt(dig(d, "coverage90", "all")))
+        m.add(f"FQ{tag}CRPS", fmt(dig(d, "crps", "all"), 3))
 
 
 def recommend_testbed(m: Macros, results: Path) -> None:
