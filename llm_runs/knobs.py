@@ -168,8 +168,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob(
         "rl.lr_scale.*",
         "log",
-        ("rho",),
-        "per-role learning-rate factor: that role's rho",
+        ("rho", "delta"),
+        "per-role learning-rate factor: that role's rho and, as rl.lr's, its forgetting delta",
         "as for rl.lr: finite-step effects of the role's own steps",
     ),
 )

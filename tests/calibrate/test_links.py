@@ -193,6 +193,7 @@ def test_default_links_cover_the_knobs_that_vary():
         ("delta", "rl.staleness", (), "log1p"),
         ("delta", "rl.weight_decay", (), "log1p"),
         ("rho", "rl.lr_scale.X", ("X",), "log"),
+        ("delta", "rl.lr_scale.X", ("X",), "log"),  # forecast round 4: X's forgetting too
     ]
     # a DataFrame of per-run columns (CurveData.hyper) works the same
     frame = pd.DataFrame(fields)
