@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import watch_testbed as wt
 from _watch_records import record, split_by_range
-from watch_replay import fix_config
 
 from simulate import write_text
 
@@ -125,34 +124,23 @@ def resumable_replay(
     return [done[r["run"]] for r in runs]
 
 
+def replay_resumably(
+    runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any], out: Path
+) -> list[dict[str, Any]]:
+    """:func:`resumable_replay` into ``out`` (its partial file removed once it is whole)."""
+    partial = out / "replay.partial.jsonl"
+    rep = resumable_replay(runs, fit_dir, cfg, partial)
+    write_text(out / "replay.json", json.dumps(rep, indent=1, default=float) + "\n")
+    partial.unlink()
+    return rep
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the replay; writes the results folder."""
-    from simulate import ArgumentParser
-
-    p = ArgumentParser(description=__doc__.splitlines()[0])  # one error: line
-    p.add_argument("--out", default=str(ROOT / "watch_round2"))
-    p.add_argument("--quick", action="store_true", help="5 runs, few draws, a small fit")
-    p.add_argument("--design-only", action="store_true", help="write config.json and stop")
-    args = p.parse_args(argv)
-    out = Path(args.out)
-    cfg = design(args.quick)
-    fix_config(out, cfg)
-    if args.design_only:
-        return 0
-    runs = round_runs(args.quick)
-    fit_dir = wt.fit_pilots(wt.pilot_folders(), out, cfg)
-    if (out / "replay.json").is_file():  # kept: summarised again
-        rep = json.loads((out / "replay.json").read_text())
-    else:
-        rep = resumable_replay(runs, fit_dir, cfg, out / "replay.partial.jsonl")
-        write_text(out / "replay.json", json.dumps(rep, indent=1, default=float) + "\n")
-        (out / "replay.partial.jsonl").unlink()
-    summ = wt.summarize(rep, cfg, script="watch_round2.py")
-    (out / "summary.json").write_text(json.dumps(summ, indent=2) + "\n")
-    (out / "table.md").write_text(wt.table(summ))
-    wt.figure(rep, summ, out / "watch_round2.png")
-    print(wt.table(summ) + f"results written to {out}/")
-    return 0
+    return wt.driver(
+        argv, doc=__doc__ or "", name="watch_round2", design_fn=design, runs_fn=round_runs,
+        replay_fn=replay_resumably, quick_help="5 runs, few draws, a small fit",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -32,9 +32,6 @@ import watch_round2 as w2
 import watch_testbed as wt
 from forecast_round4 import DELTA_X
 from forecast_scores import refit
-from watch_replay import fix_config
-
-from simulate import write_text
 
 ROOT = Path(__file__).resolve().parent / "results"
 SOURCES = ("forecast_round4",)
@@ -93,38 +90,24 @@ def links_fit(out: Path) -> Path:
     return refit(ROOT / "forecast", out, folder=LINKS_FIT, links=(DELTA_X,))
 
 
+def _replay(
+    runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any], out: Path
+) -> list[dict[str, Any]]:
+    """The resumable replay, each method's own fit as a folder of ``out``."""
+    run_cfg = json.loads(json.dumps(cfg))
+    for o in run_cfg["methods"].values():
+        if o.get("fit"):
+            o["fit"] = str(links_fit(out))
+    return w2.replay_resumably(runs, fit_dir, run_cfg, out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the replay; writes the results folder."""
-    from simulate import ArgumentParser
-
-    p = ArgumentParser(description=__doc__.splitlines()[0])  # one error: line
-    p.add_argument("--out", default=str(ROOT / "watch_round3"))
-    p.add_argument("--quick", action="store_true", help="3 runs, few draws, a small fit")
-    p.add_argument("--design-only", action="store_true", help="write config.json and stop")
-    args = p.parse_args(argv)
-    out = Path(args.out)
-    cfg = design(args.quick)
-    fix_config(out, cfg)
-    if args.design_only:
-        return 0
-    runs = w2.round_runs(args.quick, SOURCES)
-    fit_dir = wt.fit_pilots(wt.pilot_folders(), out, cfg)
-    if (out / "replay.json").is_file():  # kept: summarised again
-        rep = json.loads((out / "replay.json").read_text())
-    else:
-        run_cfg = json.loads(json.dumps(cfg))  # each method's fit as a folder of this run
-        for o in run_cfg["methods"].values():
-            if o.get("fit"):
-                o["fit"] = str(links_fit(out))
-        rep = w2.resumable_replay(runs, fit_dir, run_cfg, out / "replay.partial.jsonl")
-        write_text(out / "replay.json", json.dumps(rep, indent=1, default=float) + "\n")
-        (out / "replay.partial.jsonl").unlink()
-    summ = wt.summarize(rep, cfg, script="watch_round3.py")
-    (out / "summary.json").write_text(json.dumps(summ, indent=2) + "\n")
-    (out / "table.md").write_text(wt.table(summ))
-    wt.figure(rep, summ, out / "watch_round3.png")
-    print(wt.table(summ) + f"results written to {out}/")
-    return 0
+    return wt.driver(
+        argv, doc=__doc__ or "", name="watch_round3", design_fn=design,
+        runs_fn=lambda quick: w2.round_runs(quick, SOURCES), replay_fn=_replay,
+        quick_help="3 runs, few draws, a small fit",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

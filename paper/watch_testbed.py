@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ import _watch_metrics as wm
 from _watch_records import KNOBS as KNOBS
 from _watch_records import record, split_by_range
 from watch_replay import THRESHOLDS, fix_config
+
+from simulate import write_text
 
 ROOT = Path(__file__).resolve().parent / "results"
 FORECAST = ROOT / "forecast"
@@ -341,35 +344,61 @@ def figure(rep: list[dict[str, Any]], summ: dict[str, Any], path: Path) -> None:
     fig.tight_layout(), fig.savefig(path, dpi=120), plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the held-out replay; writes the results folder."""
+def driver(
+    argv: list[str] | None,
+    *,
+    doc: str,
+    name: str,
+    design_fn: Callable[[bool], dict[str, Any]],
+    runs_fn: Callable[[bool], list[dict[str, Any]]],
+    replay_fn: Callable[..., list[dict[str, Any]]],
+    quick_help: str,
+) -> int:
+    """One held-out replay's command: the frozen design first, the labelled runs
+    (``runs_fn``), the pilots' fit, the replay (``replay_fn(runs, fit_dir, cfg, out)``, kept
+    once written), then ``summary.json``, ``table.md`` and ``<name>.png`` in ``--out``."""
     from simulate import ArgumentParser
 
-    p = ArgumentParser(description=__doc__.splitlines()[0])  # one error: line
-    p.add_argument("--out", default=str(ROOT / "watch_testbed"))
-    p.add_argument("--quick", action="store_true", help="6 runs, few draws, a small fit")
+    p = ArgumentParser(description=doc.splitlines()[0])  # one error: line
+    p.add_argument("--out", default=str(ROOT / name))
+    p.add_argument("--quick", action="store_true", help=quick_help)
     p.add_argument("--design-only", action="store_true", help="write config.json and stop")
     args = p.parse_args(argv)
     out = Path(args.out)
-    cfg = design(args.quick)
+    cfg = design_fn(args.quick)
     fix_config(out, cfg)
     if args.design_only:
         return 0
-    pilots, runs = testbed_runs(args.quick)
-    for r in runs:  # every label before any forecast
-        r["collapse_step"] = label(r)
-    fit_dir = fit_pilots(pilots, out, cfg)
+    runs = runs_fn(args.quick)
+    fit_dir = fit_pilots(pilot_folders(), out, cfg)
     if (out / "replay.json").is_file():  # kept: summarised again
         rep = json.loads((out / "replay.json").read_text())
     else:
-        rep = replay(runs, fit_dir, cfg)
-        (out / "replay.json").write_text(json.dumps(rep, indent=1, default=float) + "\n")
-    summ = summarize(rep, cfg)
+        rep = replay_fn(runs, fit_dir, cfg, out)
+        write_text(out / "replay.json", json.dumps(rep, indent=1, default=float) + "\n")
+    summ = summarize(rep, cfg, script=f"{name}.py")
     (out / "summary.json").write_text(json.dumps(summ, indent=2) + "\n")
     (out / "table.md").write_text(table(summ))
-    figure(rep, summ, out / "watch_testbed.png")
+    figure(rep, summ, out / f"{name}.png")
     print(table(summ) + f"results written to {out}/")
     return 0
+
+
+def _labelled(quick: bool) -> list[dict[str, Any]]:
+    """The held-out runs, every label computed before any forecast."""
+    _, runs = testbed_runs(quick)
+    for r in runs:
+        r["collapse_step"] = label(r)
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the held-out replay; writes the results folder."""
+    return driver(
+        argv, doc=__doc__ or "", name="watch_testbed", design_fn=design, runs_fn=_labelled,
+        replay_fn=lambda runs, fit_dir, cfg, out: replay(runs, fit_dir, cfg),
+        quick_help="6 runs, few draws, a small fit",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

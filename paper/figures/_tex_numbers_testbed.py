@@ -111,26 +111,25 @@ def forecast(m: Macros, results: Path) -> None:
         m.add(f"FR{tag}Log", fmt(dig(d, "log_score", "all")))
         m.add(f"FR{tag}CovOutside", fmt(dig(r, "coverage90", "extrapolation", label, "all")))
     # the third: the same at other settings, and the regimes labelled by the runs' own rule
-    t = read_json(results / "forecast_round3" / "summary.json")
-    m.add("FTHeldout", fmt(dig(t, "n_runs", "all"), 0))
-    rule = "motif model, bent links, runs' rule (new run)"
-    for label, tag in {**FORECAST_METHODS, "motif model, bent links (new run)": "Bent",
-                       rule: "Rule"}.items():  # fmt: skip
-        d = dig(t, "methods", label)
-        m.add(f"FT{tag}Acc", fmt(dig(d, "regime_accuracy")))
-        m.add(f"FT{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
-        m.add(f"FT{tag}Cov", fmt(dig(d, "coverage90", "all")))
+    bent = {**FORECAST_METHODS, "motif model, bent links (new run)": "Bent"}
+    _later_test(m, results / "forecast_round3", "FT",
+                {**bent, "motif model, bent links, runs' rule (new run)": "Rule"})  # fmt: skip
     # the fourth: X's forgetting linked to its learning-rate scale, links chosen on the above
-    q = read_json(results / "forecast_round4" / "summary.json")
-    m.add("FQHeldout", fmt(dig(q, "n_runs", "all"), 0))
-    first = "motif model, first links, bent links (new run)"
-    for label, tag in {**FORECAST_METHODS, "motif model, bent links (new run)": "Bent",
-                       first: "First"}.items():  # fmt: skip
-        d = dig(q, "methods", label)
-        m.add(f"FQ{tag}Acc", fmt(dig(d, "regime_accuracy")))
-        m.add(f"FQ{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
-        m.add(f"FQ{tag}Cov", fmt(dig(d, "coverage90", "all")))
-        m.add(f"FQ{tag}CRPS", fmt(dig(d, "crps", "all"), 3))
+    _later_test(m, results / "forecast_round4", "FQ",
+                {**bent, "motif model, first links, bent links (new run)": "First"})  # fmt: skip
+
+
+def _later_test(m: Macros, folder: Path, prefix: str, methods: dict[str, str]) -> None:
+    """A later predict-first test's macros: its run count, and per method its regime
+    accuracy (with interval), 90 % coverage and CRPS."""
+    s = read_json(folder / "summary.json")
+    m.add(f"{prefix}Heldout", fmt(dig(s, "n_runs", "all"), 0))
+    for label, tag in methods.items():
+        d = dig(s, "methods", label)
+        m.add(f"{prefix}{tag}Acc", fmt(dig(d, "regime_accuracy")))
+        m.add(f"{prefix}{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
+        m.add(f"{prefix}{tag}Cov", fmt(dig(d, "coverage90", "all")))
+        m.add(f"{prefix}{tag}CRPS", fmt(dig(d, "crps", "all"), 3))
 
 
 def recommend_testbed(m: Macros, results: Path) -> None:
