@@ -55,10 +55,11 @@ def choose(grid: dict[str, dict[str, Any]], tie: float = TIE) -> str:
 
 def calibrate_phase(cfg: Any, runs: Path, out: Path) -> None:
     """Both fits, and the links and spread chosen on the calibration sets' held-out runs by
-    the pooled mean log score of final competence (``calibration.json``, stored once)."""
-    fits = _fits(cfg, out)
+    the pooled mean log score of final competence (``calibration.json``, stored once; the
+    fits are made only when it is)."""
 
     def make() -> dict[str, Any]:
+        fits = _fits(cfg, out)
         sets = _seen(cfg)
         n = sum(len(h) for _, h, _ in sets)
         grid: dict[str, dict[str, Any]] = {}
@@ -103,9 +104,9 @@ def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
         raise RuntimeError(f"{cal} is missing: run --phase calibrate first")
     choice = json.loads(cal.read_text())
     sd = float(choice["extrapolation_sd"])
-    fits = _fits(cfg, out)
 
     def make() -> dict[str, Any]:
+        fits = _fits(cfg, out)
         other = next(k for k in FOLDERS if k != choice["links"])
         at = [{"setting": cfg.setting(c)} for c in cfg.cells()]
         alt, _ = model_forecasts(load_fit(fits[other]), at, float(cfg.steps), n_eval,
