@@ -31,7 +31,10 @@ def test_every_run_is_new_and_four_settings_lie_inside_the_pilots_range():
     assert not set(d.seeds) & {s for e in earlier for s in e.seeds}
     inside = {c for c in d.cells() if d.split(c) == "interpolation"}
     assert inside == {(i, j, 0) for i in (0, 1) for j in (0, 1)}  # lr 5e-3/1.2e-2, lag 0/3, 0.18
-    assert all(d.resolve(n).joinpath("observed.json").is_file() for n in d.calibration_sets)
+    earlier_outs = ["paper/results/forecast", "paper/results/forecast_round2",
+                    "paper/results/forecast_round3"]  # fmt: skip
+    assert d.calibration_sets == earlier_outs  # the three earlier tests' results folders
+    assert d.resolve("@out/../first") == Path("../first")  # relative to the bound --out
 
 
 def test_choose_takes_the_best_log_score_and_breaks_near_ties_toward_the_simpler():
