@@ -43,11 +43,11 @@ BENT_SD = 0.75  # paper/results/forecast_round2/calibration.json, chosen before 
 def design(quick: bool) -> dict[str, Any]:
     """The frozen design (what config.json holds)."""
     base = wt.design(quick)
-    methods = dict(base["methods"])
+    m = base["methods"]
     methods = {
-        "weights": methods["weights"],
-        "weights_bent": {**methods["weights"], "update": "weights", "extrapolation_sd": BENT_SD},
-        "laplace": methods["laplace"],
+        "weights": m["weights"],
+        "weights_bent": {**m["weights"], "update": "weights", "extrapolation_sd": BENT_SD},
+        "laplace": m["laplace"],
     }
     return {
         "question": "on runs no replay has seen, mostly beyond the pilots' range: does watch "
@@ -127,12 +127,9 @@ def resumable_replay(
 def replay_resumably(
     runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any], out: Path
 ) -> list[dict[str, Any]]:
-    """:func:`resumable_replay` into ``out`` (its partial file removed once it is whole)."""
-    partial = out / "replay.partial.jsonl"
-    rep = resumable_replay(runs, fit_dir, cfg, partial)
-    write_text(out / "replay.json", json.dumps(rep, indent=1, default=float) + "\n")
-    partial.unlink()
-    return rep
+    """:func:`resumable_replay` through ``out/replay.partial.jsonl`` (the driver removes it
+    once ``replay.json`` is written)."""
+    return resumable_replay(runs, fit_dir, cfg, out / wt.PARTIAL)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,6 +43,7 @@ from watch_replay import THRESHOLDS, fix_config
 from simulate import write_text
 
 ROOT = Path(__file__).resolve().parent / "results"
+PARTIAL = "replay.partial.jsonl"  # a resumable replay's records so far (watch_round2.py)
 FORECAST = ROOT / "forecast"
 RECOMMEND = ROOT / "recommend"
 PILOT_TASK = "math"
@@ -301,6 +302,7 @@ def driver(
     else:
         rep = replay_fn(runs, fit_dir, cfg, out)
         write_text(out / "replay.json", json.dumps(rep, indent=1, default=float) + "\n")
+        (out / PARTIAL).unlink(missing_ok=True)  # a resumable replay's records, now whole
     summ = summarize(rep, cfg, script=f"{name}.py")
     (out / "summary.json").write_text(json.dumps(summ, indent=2) + "\n")
     (out / "table.md").write_text(table(summ))
