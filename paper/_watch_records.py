@@ -11,8 +11,9 @@ FORECAST = Path(__file__).resolve().parent / "results" / "forecast"
 KNOBS = ("rl.lr", "rl.staleness", "rl.lr_scale.X")
 
 
-def record(folder: Path, source: str, split: str) -> dict[str, Any]:
-    """One run's record (the first replay's fields) from its committed log."""
+def record(folder: Path, source: str) -> dict[str, Any]:
+    """One run's record (the first replay's fields) from its committed log; its ``split`` is
+    set by :func:`split_by_range`."""
     import numpy as np
 
     import llm_runs
@@ -27,7 +28,7 @@ def record(folder: Path, source: str, split: str) -> dict[str, Any]:
     return {
         "run": folder.name,
         "experiment": source,
-        "split": split,
+        "split": "",
         "steps": [int(s) for s in wide.index],
         "curves": {a: [float(v) for v in wide[a]] for a in wide.columns},
         "rows": f[["step", "agent", "competence", "n_eval"]].dropna().to_dict("records"),

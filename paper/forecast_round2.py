@@ -95,11 +95,16 @@ class Round2Design(ForecastDesign):
         """Remember the results folder (a ``source`` of ``@out/PATH`` lies relative to it)."""
         self._out = Path(out)
 
+    def resolve(self, name: str) -> Path:
+        """A results folder the design names (``@out/PATH``: relative to the results folder;
+        else to the repository)."""
+        if name.startswith("@out/"):
+            return Path(getattr(self, "_out", ".")) / name.removeprefix("@out/")
+        return ROOT / name
+
     def source_dir(self) -> Path:
         """The first study's results folder."""
-        if self.source.startswith("@out/"):
-            return Path(getattr(self, "_out", ".")) / self.source.removeprefix("@out/")
-        return Path(self.source)
+        return self.resolve(self.source)
 
     def cells(self) -> list[tuple[int, int, int]]:
         dims = (len(self.lrs), len(self.staleness), len(self.third_values))

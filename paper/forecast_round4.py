@@ -80,12 +80,6 @@ class Round4Design(Round3Design):
         "calibration below repeats it under the stated rule"
     )
 
-    def resolve(self, name: str) -> Path:
-        """A calibration set's folder (``@out/PATH``: relative to the results folder)."""
-        if name.startswith("@out/"):
-            return Path(getattr(self, "_out", ".")) / name.removeprefix("@out/")
-        return ROOT / name
-
 
 QUICK = {**QUICK3, "seeds": [7], "lrs": [2.5e-3, 5e-3], "calibration_sets": ["@out/../first"],
          "sd_grid": [0.0, 1.0]}  # fmt: skip

@@ -87,7 +87,7 @@ def round_runs(quick: bool, sources: tuple[str, ...] = SOURCES) -> list[dict[str
     runs = []
     for src in sources:
         folders = sorted(p for p in (ROOT / src / "runs").iterdir() if p.is_dir())
-        runs += [record(f, src, "") for f in (folders[::18] if quick else folders)]
+        runs += [record(f, src) for f in (folders[::18] if quick else folders)]
     split_by_range(runs)
     for r in runs:
         r["collapse_step"] = wt.label(r)

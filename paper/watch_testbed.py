@@ -35,8 +35,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _watch_metrics as wm
+from _watch_records import FORECAST, record, split_by_range
 from _watch_records import KNOBS as KNOBS
-from _watch_records import record, split_by_range
 from _watch_report import figure, table
 from watch_replay import THRESHOLDS, fix_config
 
@@ -44,7 +44,6 @@ from simulate import write_text
 
 ROOT = Path(__file__).resolve().parent / "results"
 PARTIAL = "replay.partial.jsonl"  # a resumable replay's records so far (watch_round2.py)
-FORECAST = ROOT / "forecast"
 RECOMMEND = ROOT / "recommend"
 PILOT_TASK = "math"
 
@@ -123,8 +122,8 @@ def testbed_runs(quick: bool) -> tuple[list[Path], list[dict[str, Any]]]:
     obs = json.loads((FORECAST / "observed.json").read_text())
     pilots = pilot_folders()
     held = [(n, r["split"]) for n, r in sorted(obs.items()) if r["split"] != "pilot"]
-    runs = [record(FORECAST / "runs" / n, "forecast", "") for n, _ in held]
-    runs += [record(f, "recommend", "") for f in sorted((RECOMMEND / "runs").glob("C1_*"))]
+    runs = [record(FORECAST / "runs" / n, "forecast") for n, _ in held]
+    runs += [record(f, "recommend") for f in sorted((RECOMMEND / "runs").glob("C1_*"))]
     split_by_range(runs)  # the forecast study's split is the same rule on its own grid
     if quick:
         runs = [r for r in runs if r["experiment"] == "forecast"][::12] + [
@@ -295,12 +294,11 @@ def driver(
     fix_config(out, cfg)
     if args.design_only:
         return 0
-    runs = runs_fn(args.quick)
-    fit_dir = fit_pilots(pilot_folders(), out, cfg)
-    if (out / "replay.json").is_file():  # kept: summarised again
+    runs = runs_fn(args.quick)  # labelled even when the replay is kept: the inputs are read
+    if (out / "replay.json").is_file():  # kept: summarised again, nothing refitted
         rep = json.loads((out / "replay.json").read_text())
     else:
-        rep = replay_fn(runs, fit_dir, cfg, out)
+        rep = replay_fn(runs, fit_pilots(pilot_folders(), out, cfg), cfg, out)
         write_text(out / "replay.json", json.dumps(rep, indent=1, default=float) + "\n")
         (out / PARTIAL).unlink(missing_ok=True)  # a resumable replay's records, now whole
     summ = summarize(rep, cfg, script=f"{name}.py")
