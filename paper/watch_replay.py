@@ -80,8 +80,9 @@ def fix_config(out: Path, cfg: dict[str, Any]) -> None:
     """Write config.json once; a later run must find the same design."""
     path = out / "config.json"
     if path.is_file():
-        if json.loads(path.read_text()) != cfg:
-            raise SystemExit(f"error: {path} holds another design; use a new --out")
+        if json.loads(path.read_text()) != cfg:  # bad input: one error line, exit 2
+            print(f"error: {path} holds another design; use a new --out", file=sys.stderr)
+            raise SystemExit(2)
         return
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(cfg, indent=2) + "\n")

@@ -59,6 +59,16 @@ def test_the_replay_resumes_after_the_last_setting_written(tmp_path, monkeypatch
     assert w2.resumable_replay(runs, tmp_path, {}, partial) == rep and calls == []
 
 
+def test_another_design_in_the_results_folder_exits_2_and_is_kept(tmp_path, capsys):
+    (tmp_path / "config.json").write_text('{"question": "another"}\n')
+    with pytest.raises(SystemExit) as err:
+        w2.main(["--quick", "--design-only", "--out", str(tmp_path)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and lines[0].startswith("error:")
+    assert json.loads((tmp_path / "config.json").read_text()) == {"question": "another"}
+    assert w2.main(["--quick", "--design-only", "--out", str(tmp_path / "new")]) == 0
+
+
 @pytest.mark.slow
 def test_quick_round2_replay_scores_three_methods(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
