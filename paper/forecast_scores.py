@@ -71,21 +71,33 @@ def load_runs(source: Path, n_eval: int) -> tuple[dict[str, Any], list[dict], li
     return cfg, pil, held
 
 
-def refit(source: Path, out: Path, *, folder: str = "fit", links: tuple = ()) -> Path:
+def refit(
+    source: Path,
+    out: Path,
+    *,
+    folder: str = "fit",
+    links: tuple = (),
+    replace_links: bool = False,
+    data: Path | None = None,
+) -> Path:
     """The pilots' fit, refitted from the committed data and config (kept in ``out/folder``);
-    ``links``: link dicts (as the config's ``hierarchy.links``) added to the config's."""
+    ``links``: link dicts (as the config's ``hierarchy.links``) added to the config's, or in
+    their place with ``replace_links``; ``data``: another data file (default the committed
+    ``fit/data.parquet``)."""
     from calibrate import run_command
 
     fit = out / folder
     if not (fit / "latent.npz").is_file():
         net = json.loads((source / "fit" / "network.json").read_text())
         config = source / "fit" / "config.json"
-        if links:
+        if links or replace_links:
             doc = json.loads(config.read_text())
-            doc["hierarchy"]["links"] = [*doc["hierarchy"]["links"], *links]
+            kept = [] if replace_links else doc["hierarchy"]["links"]
+            doc["hierarchy"]["links"] = [*kept, *links]
             config = out / f"{folder}_config.json"
             config.write_text(json.dumps(doc, indent=2) + "\n")
-        args = [sys.executable, "-m", "calibrate", "fit", str(source / "fit" / "data.parquet"),
+        data = data or source / "fit" / "data.parquet"
+        args = [sys.executable, "-m", "calibrate", "fit", str(data),
                 "--network", str(source / "fit" / "network.json"), "--out", str(fit),
                 "--config", str(config), "--no-progress", "--figures", "none"]  # fmt: skip
         log = out / f"{folder}.log"
