@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from simulate.common import AgentmotifsError, read_json_object
 from simulate.common import ConfigError as ConfigError
 
+from ._covariates import factors, is_product
 from ._priors import Priors as Priors
 from ._priors import positive as _pos
 from ._transforms import TRANSFORMS
@@ -65,7 +66,9 @@ class Link:
 
     Attributes:
         param: Base parameter (``rho``, ``delta``, ``b``... or ``K``, ``n``).
-        covariate: Hyperparameter column (per run), e.g. ``lr`` or ``coupling``.
+        covariate: Hyperparameter column (per run), e.g. ``lr`` or ``coupling``; columns
+            joined by ``*`` link their product (``rl.lr*rl.lr_scale.X``: the learning rate
+            role X trains at; ``log`` only; :mod:`calibrate._covariates`).
         targets: Nodes or edges (``X->Y``) linked; empty = every one of that base.
         transform: ``T``: ``log`` (default; ``h > 0``), ``log1p`` (``log(1 + h)``, ``h >= 0``:
             knobs that can be 0, e.g. ``rl.staleness``) or ``linear`` (see ``_knobs``).
@@ -85,6 +88,10 @@ class Link:
             raise ConfigError("link.covariate must name a hyperparameter column")
         if self.transform not in TRANSFORMS:
             raise ConfigError(f"link.transform must be one of {TRANSFORMS}, got {self.transform!r}")
+        if is_product(self.covariate):
+            factors(self.covariate)  # distinct, non-empty fields
+            if self.transform != "log":
+                raise ConfigError(f"link on {self.covariate}: a product needs transform 'log'")
         object.__setattr__(self, "targets", tuple(str(t) for t in self.targets))
 
 

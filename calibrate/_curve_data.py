@@ -22,6 +22,8 @@ import pandas as pd
 
 from simulate.common import AgentmotifsError
 
+from ._covariates import factors, is_product
+
 __all__ = [
     "REQUIRED_COLUMNS",
     "CurveData",
@@ -176,7 +178,10 @@ class CurveData:
 
     def hyper_values(self, column: str, *, positive: bool = True) -> np.ndarray:
         """Values of a hyperparameter column, one per run (in :attr:`runs` order), all
-        finite and, unless ``positive=False``, > 0."""
+        finite and, unless ``positive=False``, > 0 (a product ``a*b``: of its columns)."""
+        if is_product(column):  # rl.lr*rl.lr_scale.X: the product of its fields' values
+            parts = [self.hyper_values(f, positive=positive) for f in factors(column)]
+            return np.prod(parts, axis=0)
         if column not in self.hyper.columns:
             raise DataError(
                 f"hyperparameter {column!r} is not in the data; columns: {list(self.hyper.columns)}"

@@ -17,6 +17,7 @@ import simulate
 from simulate import atomic_dir, claim_folder, mark_output, write_json
 
 from ._config import ConfigError, FitConfig
+from ._covariates import with_products
 from ._curve_data import CurveData
 from ._density import batched_curves, batched_loglik, batched_run_params
 from ._link_rows import LINKS_FILE, read_link_rows, write_link_rows
@@ -95,11 +96,10 @@ class Posterior:
             self.data_table = data.table.merge(
                 data.hyper, left_on="run", right_index=True, how="left"
             )
-            self.hyper = {
-                c: data.hyper.loc[list(model.runs), c].to_numpy(float)
-                for c in data.hyper.columns
-                if c != "seed"
-            }
+            cols = [c for c in data.hyper.columns if c != "seed"]
+            hyper = {c: data.hyper.loc[list(model.runs), c].to_numpy(float) for c in cols}
+            covs = [lk.covariate for lk in model.config.hierarchy.links]
+            self.hyper = with_products(hyper, covs)  # rl.lr*rl.lr_scale.X as a column
         self._loglik: np.ndarray | None = None
 
     # -- draws --------------------------------------------------------------------------

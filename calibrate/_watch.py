@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ._config import ConfigError
+from ._covariates import factors, is_product
 from ._new_run import band_note, draw_phi, evaluation_noise, fresh_effects, resolve_n_eval
 from ._posterior import Posterior
 from ._predict._core import link_covariates, predict
@@ -70,6 +71,9 @@ def run_setting(post: Posterior, hyper: Mapping[str, Any]) -> tuple[dict[str, fl
     missing: list[str] = []
     for field in link_covariates(post):
         v = hyper.get(field)
+        parts = factors(field)  # rl.lr*rl.lr_scale.X: the product of the run's values
+        if v is None and is_product(field) and all(hyper.get(f) is not None for f in parts):
+            v = float(np.prod([float(hyper[f]) for f in parts]))
         if v is None or not np.isfinite(float(v)):
             missing.append(field)
         else:

@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 from .._config import ConfigError
+from .._covariates import expand_settings
 from .._knobs import check_value, transform_values
 from .._model import CurveModel
 from .._new_run import replicate_spread, resolve_n_eval
@@ -67,6 +68,7 @@ def _setting_matrix(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> n
     """
     if isinstance(settings, Mapping) or not len(settings):
         raise ConfigError("predict needs a non-empty sequence of settings (dicts of fields)")
+    settings = _expanded(post, settings)
     refs = link_covariates(post)
     given = sorted({str(k) for s in settings for k in s})
     unlinked = [f for f in given if f not in refs]
@@ -307,11 +309,16 @@ def _pilot_values(post: Posterior) -> dict[str, np.ndarray]:
     return {f: transform_values(transforms[f], hv[f]) for f in link_covariates(post)}
 
 
+def _expanded(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Settings in the fit's covariates (a product ``a*b`` from its fields)."""
+    return expand_settings(settings, link_covariates(post), post.hyper)
+
+
 def _extrapolation(post: Posterior, settings: Sequence[Mapping[str, Any]]):
     transforms = post.model.config.hierarchy.transforms
     pilots = _pilot_values(post)
     given = [{f: float(transform_values(transforms[f], float(v))) for f, v in s.items()}
-             for s in settings]  # fmt: skip
+             for s in _expanded(post, settings)]  # fmt: skip
     return extrapolation(pilots, given)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import simulate
 
 from .._config import ConfigError
+from .._covariates import factors
 from .._knobs import check_value, transform_values
 from .._new_run import band_note
 from .._objective import objective_index, objective_label
@@ -224,8 +225,11 @@ def recommend_space(
     agent = objective_index(names, space.objective)  # None: e2e (before any solve)
     refs = link_covariates(first)
     transforms = first.model.config.hierarchy.transforms
+    parts = {f for c in refs for f in factors(c)}  # rl.lr_scale.X of rl.lr*rl.lr_scale.X
     unlinked = [
-        f.name for f in space.fields if f.name not in refs and not f.fixed and f.name not in _NET
+        f.name
+        for f in space.fields
+        if f.name not in refs and f.name not in parts and not f.fixed and f.name not in _NET
     ]
     if unlinked:
         raise ConfigError(
@@ -237,8 +241,10 @@ def recommend_space(
             vals = f.choices if f.choices is not None else (f.low, f.high)
             for v in vals:
                 check_value(transforms[f.name], v, f"space: fields.{f.name} value")
-    base, held = base_pilot(first, refs, {f.name for f in space.fields})
-    settings = [{k: v for k, v in c.items() if k in refs} | held for c in cands]
+    spaced = {f.name for f in space.fields}
+    spaced |= {c for c in refs if set(factors(c)) & spaced}  # a product its fields give
+    base, held = base_pilot(first, refs, spaced)
+    settings = [{k: v for k, v in c.items() if k in refs or k in parts} | held for c in cands]
     steps = space.budget_steps
     ev = evaluate(pl, settings, agent, steps=steps, max_draws=max_draws, key=key)
     mean, risk, net = ev.mean, ev.risk, ev.net
