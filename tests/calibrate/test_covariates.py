@@ -113,3 +113,25 @@ def test_a_saved_product_fit_predicts_from_the_cli_and_bad_fields_exit_2(fits, t
     err = res.stderr.strip().splitlines()
     assert res.returncode == 2 and len(err) == 1 and err[0].startswith("error: "), res.stderr
     assert "rl.lr_scale.X" in err[0] and "Traceback" not in res.stderr
+
+
+def test_recommend_searches_the_fields_of_a_product(fits):
+    """A space over ``rl.lr`` x ``rl.lr_scale.X``: each candidate's utility is predict's at
+    that candidate (the oracle, same key and draws); a field of the product alone, with the
+    other at the pilots' value, is searchable too."""
+    from calibrate._recommend._core import recommend_space
+    from calibrate._space import SearchSpace
+
+    post = fits["product"]
+    fields = {"rl.lr": {"choices": [2e-3, 8e-3]}, "rl.lr_scale.X": {"choices": [0.25, 1.0]}}
+    space = SearchSpace.from_dict({"fields": fields, "budget_steps": 60, "risk": 1.0,
+                                   "objective": "Z"})  # fmt: skip
+    key = jax.random.key(2)
+    rec = recommend_space(post, space, max_draws=20, top=1, key=key)
+    p = cal.predict(post, space.candidates(), steps=60, max_draws=20, key=key, bands=False,
+                    band="mean")  # fmt: skip
+    oracle = np.asarray(p.final)[..., 2].mean(axis=1)
+    np.testing.assert_allclose(rec["_arrays"]["utility"], oracle, rtol=0, atol=1e-9)
+    one = SearchSpace.from_dict({"fields": {"rl.lr_scale.X": {"choices": [0.25, 1.0]}},
+                                 "budget_steps": 60, "risk": 1.0, "objective": "Z"})  # fmt: skip
+    assert recommend_space(post, one, max_draws=20, top=1, key=key)["best"] in one.candidates()
