@@ -171,7 +171,7 @@ def _proposed_links(cfg, args: argparse.Namespace, data):
 
     if args.hierarchy or (args.config and "hierarchy" in read_json_object(args.config)):
         return cfg
-    links = default_links(data.hyper, dynamics=cfg.dynamics, lag=cfg.lag)
+    links = default_links(data.hyper, dynamics=cfg.dynamics, lag=cfg.lag, nodes=data.agents)
     for lk in links:
         on = f"{lk.param}[{','.join(lk.targets)}]" if lk.targets else lk.param
         print(f"link (default for a knob that varies): {on} ~ {lk.covariate} ({lk.transform})")

@@ -44,6 +44,7 @@ __all__ = [
     "check_value",
     "check_values",
     "default_links",
+    "own_rates",
     "reference_value",
     "transform_values",
 ]
@@ -108,7 +109,11 @@ MECHANISM_LINKS = {"rl.lr": ("dynamics", "eta"), "rl.staleness": ("lag", "lag")}
 
 
 def default_links(
-    fields: Mapping[str, Sequence[float]] | Any, *, dynamics: str = "ode", lag: str = "none"
+    fields: Mapping[str, Sequence[float]] | Any,
+    *,
+    dynamics: str = "ode",
+    lag: str = "none",
+    nodes: Sequence[str] | None = None,
 ) -> list[Link]:
     """The :class:`calibrate.Link` list of :data:`KNOB_LINKS` for the knobs that vary.
 
@@ -121,6 +126,10 @@ def default_links(
             step size ``eta`` (:data:`MECHANISM_LINKS`) instead of the table's rates.
         lag: The fit's ``FitConfig.lag``: unless ``none``, ``rl.staleness`` links the
             policy lag ``lag`` instead of the table's rates.
+        nodes: The network's nodes. Given, a role whose ``rl.lr_scale.ROLE`` varies
+            beside ``rl.lr`` has its rates linked to the learning rate it trains at,
+            ``rl.lr*rl.lr_scale.ROLE`` (one slope for both fields), and ``rl.lr``'s rate
+            links target the other nodes (:func:`own_rates`).
 
     Returns:
         Links in table order, ``rl.lr_scale.ROLE`` targeting node ``ROLE``.
@@ -140,4 +149,34 @@ def default_links(
                 links.append(Link(param, name, (), row.scale))
                 continue
             links += [Link(p, name, row.targets(name), row.scale) for p in row.links]
-    return links
+    return links if nodes is None else own_rates(links, nodes)
+
+
+def own_rates(links: Sequence[Link], nodes: Sequence[str]) -> list[Link]:
+    """``links`` with each scaled role's rate links on its own learning rate: where
+    ``rl.lr`` links a rate of every node and ``rl.lr_scale.ROLE`` the same rate of ``ROLE``,
+    the latter becomes a link on ``rl.lr*rl.lr_scale.ROLE`` and the former targets the
+    nodes no scale links (llm_runs trains ``ROLE`` at the product; forecast round 5)."""
+    from ._config import Link
+
+    out: list[Link | None] = list(links)
+    for i, lk in enumerate(links):
+        if lk.covariate != "rl.lr" or lk.targets:
+            continue
+        scaled = [
+            j
+            for j, other in enumerate(links)
+            if other.param == lk.param
+            and knob(other.covariate) is knob("rl.lr_scale.X")
+            and len(other.targets) == 1
+            and other.targets[0] in nodes
+        ]
+        if not scaled:
+            continue
+        roles = {links[j].targets[0] for j in scaled}
+        for j in scaled:
+            role = links[j].targets[0]
+            out[j] = Link(lk.param, f"rl.lr*rl.lr_scale.{role}", (role,), "log")
+        rest = tuple(n for n in nodes if n not in roles)
+        out[i] = Link(lk.param, "rl.lr", rest, lk.transform) if rest else None
+    return [lk for lk in out if lk is not None]

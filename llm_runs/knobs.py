@@ -169,7 +169,8 @@ KNOBS: tuple[Knob, ...] = (
         "rl.lr_scale.*",
         "log",
         ("rho", "delta"),
-        "per-role learning-rate factor: that role's rho and, as rl.lr's, its forgetting delta",
+        "per-role learning-rate factor: that role's rho and, as rl.lr's, its forgetting "
+        "delta; beside a varying rl.lr, through the product rl.lr*rl.lr_scale.ROLE",
         "as for rl.lr: finite-step effects of the role's own steps",
     ),
 )

@@ -80,10 +80,10 @@ def recommend(
     if not links:
         raise ConfigError("recommend needs a fit with a hyperparameter link (hierarchy.links)")
     param = param or links[0].covariate
-    rows = [i for i, r in enumerate(cm.link_rows) if r.covariate == param]
+    rows = [i for i, r in enumerate(cm.link_rows) if param in factors(r.covariate)]
     if not rows:
         raise ConfigError(f"no link on {param!r}; links: {[lk.covariate for lk in links]}")
-    transform = cm.config.hierarchy.transforms[param]
+    transform = cm.config.hierarchy.transforms.get(param, "log")  # a product's field: log
     h = _hyper(post, param)
     if grid is None and transform == "log":
         values = np.geomspace(h.min() / 3, h.max() * 3, 15)

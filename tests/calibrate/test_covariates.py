@@ -135,3 +135,18 @@ def test_recommend_searches_the_fields_of_a_product(fits):
     one = SearchSpace.from_dict({"fields": {"rl.lr_scale.X": {"choices": [0.25, 1.0]}},
                                  "budget_steps": 60, "risk": 1.0, "objective": "Z"})  # fmt: skip
     assert recommend_space(post, one, max_draws=20, top=1, key=key)["best"] in one.candidates()
+
+
+def test_recommend_sweeps_one_field_of_a_product(fits):
+    """``recommend(param="rl.lr_scale.X")`` on a fit linked only through the product: each
+    grid value's forecast is predict's at that field (the oracle), the other field at the
+    pilots' geometric mean."""
+    post = fits["product"]
+    rec = cal.recommend(post, param="rl.lr_scale.X", grid=[0.25, 1.0], max_draws=10, steps=60,
+                        key=jax.random.key(5))  # fmt: skip
+    pred = cal.predict(post, [{"rl.lr_scale.X": 0.25}, {"rl.lr_scale.X": 1.0}], steps=60,
+                       max_draws=10, key=jax.random.key(5), bands=False)  # fmt: skip
+    means = np.nanmean(np.asarray(pred.final)[:, :, -1], axis=1)
+    np.testing.assert_allclose([r["final_mean"] for r in rec["table"]], means, rtol=1e-12)
+    with pytest.raises(cal.ConfigError, match=r"no link on 'rl\.batch'"):
+        cal.recommend(post, param="rl.batch")

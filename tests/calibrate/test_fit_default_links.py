@@ -55,3 +55,29 @@ def test_a_hierarchy_file_overrides_them(inputs, tmp_path, capsys):
     assert "link (default" not in capsys.readouterr().out
     cfg = json.loads((tmp_path / "fit" / "config.json").read_text())
     assert cfg["hierarchy"]["links"] == []
+
+
+def test_a_scaled_role_gets_its_own_learning_rate(tmp_path, capsys):
+    """``rl.lr`` and ``rl.lr_scale.X`` both vary: X's rates link ``rl.lr*rl.lr_scale.X`` and
+    ``rl.lr``'s the other nodes; the fit predicts from the two fields (forecast round 5)."""
+    hyper = {"rl.lr": [1e-3, 2e-3, 4e-3], "rl.lr_scale.X": [0.5, 0.25, 1.0]}
+    data = cal.synthetic_curves(
+        "C1", TRUTH, key=jax.random.key(4), steps=np.arange(0, 100, 25), runs=3, hyper=hyper
+    )
+    table = data.table.merge(data.hyper, left_on="run", right_index=True)
+    table.to_csv(tmp_path / "r.csv", index=False)
+    (tmp_path / "quick.json").write_text(json.dumps(QUICK))
+    assert main(["fit", str(tmp_path / "r.csv"), "--motif", "C1", "--method", "map",
+                 "--config", str(tmp_path / "quick.json"), "--no-progress",
+                 "--out", str(tmp_path / "fit")]) == 0  # fmt: skip
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("link (default")]
+    assert lines == [
+        "link (default for a knob that varies): rho[Y,Z] ~ rl.lr (log)",
+        "link (default for a knob that varies): delta[Y,Z] ~ rl.lr (log)",
+        "link (default for a knob that varies): rho[X] ~ rl.lr*rl.lr_scale.X (log)",
+        "link (default for a knob that varies): delta[X] ~ rl.lr*rl.lr_scale.X (log)",
+    ]
+    post = cal.load_fit(tmp_path / "fit")
+    a = cal.predict(post, [{"rl.lr": 2e-3, "rl.lr_scale.X": 0.5}], max_draws=4, n_points=10)
+    b = cal.predict(post, [{"rl.lr": 2e-3, "rl.lr*rl.lr_scale.X": 1e-3}], max_draws=4, n_points=10)
+    np.testing.assert_allclose(a.mean, b.mean, rtol=1e-12)

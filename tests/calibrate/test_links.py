@@ -195,6 +195,22 @@ def test_default_links_cover_the_knobs_that_vary():
         ("rho", "rl.lr_scale.X", ("X",), "log"),
         ("delta", "rl.lr_scale.X", ("X",), "log"),  # forecast round 4: X's forgetting too
     ]
+    # given the nodes, X's rates follow the learning rate X trains at (forecast round 5)
+    own = [(lk.param, lk.covariate, lk.targets) for lk in cal.default_links(fields, nodes="XYZ")]
+    assert own == [
+        ("rho", "rl.lr", ("Y", "Z")),
+        ("delta", "rl.lr", ("Y", "Z")),
+        ("rho", "rl.staleness", ()),
+        ("delta", "rl.staleness", ()),
+        ("delta", "rl.weight_decay", ()),
+        ("rho", "rl.lr*rl.lr_scale.X", ("X",)),
+        ("delta", "rl.lr*rl.lr_scale.X", ("X",)),
+    ]
+    cal.Hierarchy(links=tuple(cal.default_links(fields, nodes="XYZ")))
+    fixed_lr = {**fields, "rl.lr": [1e-3] * 3}  # rl.lr does not vary: the scale's own links
+    assert cal.default_links(fixed_lr, nodes="XYZ") == cal.default_links(fixed_lr)
+    mapped = cal.default_links(fields, dynamics="map", nodes="XYZ")  # rl.lr links eta
+    assert mapped == cal.default_links(fields, dynamics="map")
     # a DataFrame of per-run columns (CurveData.hyper) works the same
     frame = pd.DataFrame(fields)
     assert cal.default_links(frame) == cal.default_links(fields)
