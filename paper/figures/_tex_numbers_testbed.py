@@ -117,6 +117,13 @@ def forecast(m: Macros, results: Path) -> None:
     # the fourth: X's forgetting linked to its learning-rate scale, links chosen on the above
     _later_test(m, results / "forecast_round4", "FQ",
                 {**bent, "motif model, first links, bent links (new run)": "First"})  # fmt: skip
+    # the fifth: X's rates on the learning rate X trains at, regimes by the runs' rule
+    base = {k: v for k, v in FORECAST_METHODS.items() if not k.startswith("motif")}
+    _later_test(m, results / "forecast_round5", "FV", {
+        **base, "motif model, X's own lr, bent links, runs' rule (new run)": "Rule",
+        "motif model, X's own lr, bent links (new run)": "Bent",
+        "motif model, round 4's links, bent links, runs' rule (new run)": "Four",
+        "GP classifier, X's own lr too": "GPCOwn"})  # fmt: skip
 
 
 def _later_test(m: Macros, folder: Path, prefix: str, methods: dict[str, str]) -> None:
