@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from _forecast_report import score_forecast
 from _forecast_round2 import TIE, _source, _targets, choose_sd, rule_groups, rule_probs
+from _forecast_round4 import _seen
 from _forecast_study import _encode, _per_run, dataclasses_replace
 from _regime_report import modal
 from _study import store_once
@@ -52,18 +53,6 @@ def _fits(cfg: Any, out: Path) -> dict[str, Path]:
         ),
         "round4": refit(src, out, folder="fit_round4", links=tuple(cfg.extra_links)),
     }
-
-
-def _seen(cfg: Any) -> list[tuple[list[dict], list[dict], int]]:
-    """Each calibration set's stored targets, held-out runs and ``n_eval``."""
-    sets = []
-    for name in cfg.calibration_sets:
-        folder = cfg.resolve(name)
-        preds = json.loads((folder / "predictions.json").read_text())
-        obs = json.loads((folder / "observed.json").read_text())
-        held = [r for r in obs.values() if r["split"] != "pilot"]
-        sets.append((preds["targets"], held, int(preds["n_eval"])))
-    return sets
 
 
 def calibrate_phase(cfg: Any, runs: Path, out: Path) -> None:
