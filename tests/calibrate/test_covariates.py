@@ -150,3 +150,12 @@ def test_recommend_sweeps_one_field_of_a_product(fits):
     np.testing.assert_allclose([r["final_mean"] for r in rec["table"]], means, rtol=1e-12)
     with pytest.raises(cal.ConfigError, match=r"no link on 'rl\.batch'"):
         cal.recommend(post, param="rl.batch")
+
+
+def test_watch_reads_a_run_s_product_from_its_fields(fits):
+    from calibrate._watch import run_setting
+
+    post = fits["product"]
+    setting, missing = run_setting(post, {"rl.lr": 1e-2, "rl.lr_scale.X": 0.3, "seed": 1})
+    assert setting == {PRODUCT: pytest.approx(3e-3, rel=1e-12)} and missing == []
+    assert run_setting(post, {"rl.lr": 1e-2}) == ({}, [PRODUCT])  # the pilots' reference
