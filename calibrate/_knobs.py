@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from llm_runs.knobs import KNOBS, Knob, knob
+from llm_runs.knobs import KNOBS, Knob, knob, own_rate_links
 from simulate.common import SCALE_DOMAINS, SCALES, ConfigError, in_scale_domain, to_scale
 
 from ._transforms import TRANSFORMS as TRANSFORMS
@@ -153,30 +153,12 @@ def default_links(
 
 
 def own_rates(links: Sequence[Link], nodes: Sequence[str]) -> list[Link]:
-    """``links`` with each scaled role's rate links on its own learning rate: where
-    ``rl.lr`` links a rate of every node and ``rl.lr_scale.ROLE`` the same rate of ``ROLE``,
-    the latter becomes a link on ``rl.lr*rl.lr_scale.ROLE`` and the former targets the
-    nodes no scale links (llm_runs trains ``ROLE`` at the product; forecast round 5)."""
+    """``links`` with each scaled role's rate links on its own learning rate,
+    ``rl.lr*rl.lr_scale.ROLE`` (the knob schema's rule, :func:`llm_runs.knobs.own_rate_links`)."""
+    import dataclasses
+
     from ._config import Link
 
-    out: list[Link | None] = list(links)
-    for i, lk in enumerate(links):
-        if lk.covariate != "rl.lr" or lk.targets:
-            continue
-        scaled = [
-            j
-            for j, other in enumerate(links)
-            if other.param == lk.param
-            and knob(other.covariate) is knob("rl.lr_scale.X")
-            and len(other.targets) == 1
-            and other.targets[0] in nodes
-        ]
-        if not scaled:
-            continue
-        roles = {links[j].targets[0] for j in scaled}
-        for j in scaled:
-            role = links[j].targets[0]
-            out[j] = Link(lk.param, f"rl.lr*rl.lr_scale.{role}", (role,), "log")
-        rest = tuple(n for n in nodes if n not in roles)
-        out[i] = Link(lk.param, "rl.lr", rest, lk.transform) if rest else None
-    return [lk for lk in out if lk is not None]
+    records = [dataclasses.asdict(lk) for lk in links]
+    return [Link(**{**d, "targets": tuple(d.get("targets", ()))})
+            for d in own_rate_links(records, nodes)]  # fmt: skip

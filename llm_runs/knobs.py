@@ -26,13 +26,14 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simulate.common import SCALE_DOMAINS, SCALES, in_scale_domain
 
 from .config import ConfigError, TrainConfig, field_type, set_dotted, typed_value
 
-__all__ = ["KNOBS", "Knob", "hierarchy_links", "knob"]
+__all__ = ["KNOBS", "Knob", "hierarchy_links", "knob", "own_rate_links"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,10 +186,13 @@ def knob(name: str) -> Knob | None:
     return None
 
 
-def hierarchy_links(fields: tuple[str, ...] | list[str]) -> dict[str, Any]:
+def hierarchy_links(
+    fields: tuple[str, ...] | list[str], nodes: Sequence[str] | None = None
+) -> dict[str, Any]:
     """The hierarchy file (``calibrate fit --hierarchy``) linking each knob of ``fields`` to
     its default parameters on its own scale, in the order given (a ``log`` link leaves
-    ``transform`` out, the file format's default).
+    ``transform`` out, the file format's default); given the network's ``nodes``, a scaled
+    role's rates on its own learning rate (:func:`own_rate_links`).
 
     Raises:
         ConfigError: A field that is no knob.
@@ -201,4 +205,35 @@ def hierarchy_links(fields: tuple[str, ...] | list[str]) -> dict[str, Any]:
         extra = {"targets": list(k.targets(name))} if k.targets(name) else {}
         extra |= {"transform": k.scale} if k.scale != "log" else {}
         links += [{"param": p, "covariate": name} | extra for p in k.links]
-    return {"links": links}
+    return {"links": links if nodes is None else own_rate_links(links, nodes)}
+
+
+def own_rate_links(links: Sequence[Mapping[str, Any]], nodes: Sequence[str]) -> list[dict]:
+    """Link records (``param``, ``covariate``, optional ``targets`` and ``transform``) with
+    each scaled role's rates on the learning rate it trains at: where ``rl.lr`` links a rate
+    of every node and ``rl.lr_scale.ROLE`` the same rate of ``ROLE``, the latter becomes a
+    link on ``rl.lr*rl.lr_scale.ROLE`` (llm_runs trains ``ROLE`` at the product; one slope
+    for both fields) and the former targets the nodes no scale links, or is dropped when
+    every node is scaled (the testbed's fifth forecast test, docs/results.md)."""
+    scale = next(k for k in KNOBS if k.field == "rl.lr_scale.*")
+    out: list[dict | None] = [dict(lk) for lk in links]
+    for i, lk in enumerate(links):
+        if lk["covariate"] != "rl.lr" or lk.get("targets"):
+            continue
+        scaled = [
+            j
+            for j, other in enumerate(links)
+            if other["param"] == lk["param"]
+            and scale.matches(str(other["covariate"]))
+            and len(other.get("targets") or ()) == 1
+            and other["targets"][0] in nodes
+        ]
+        for j in scaled:
+            role = links[j]["targets"][0]
+            out[j] = {"param": lk["param"], "covariate": f"rl.lr*rl.lr_scale.{role}",
+                      "targets": [role], "transform": "log"}  # fmt: skip
+        if scaled:
+            roles = {links[j]["targets"][0] for j in scaled}
+            rest = [n for n in nodes if n not in roles]
+            out[i] = {**lk, "targets": rest} if rest else None
+    return [lk for lk in out if lk is not None]

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from llm_runs.config import ConfigError, TrainConfig, set_dotted
-from llm_runs.knobs import KNOBS, Knob, knob
+from llm_runs.knobs import KNOBS, Knob, hierarchy_links, knob
 from simulate.common import SCALES, in_scale_domain
 
 # per knob: values to probe (numbers the config accepts or refuses, and non-numbers)
@@ -65,3 +65,29 @@ def test_a_declaration_is_checked():
         Knob("rl.nope", "log", ("rho",), "", "")
     with pytest.raises(ConfigError, match="not the knob"):
         knob("rl.lr").check(1e-3, "rl.batch")
+
+
+def test_hierarchy_links_give_a_scaled_role_its_own_learning_rate():
+    """With the nodes, the hierarchy file links X's rates to rl.lr*rl.lr_scale.X and rl.lr's
+    to Y and Z: the same links calibrate's default_links proposes (one rule, one place)."""
+    import calibrate
+
+    doc = hierarchy_links(["rl.lr", "rl.lr_scale.X"], nodes="XYZ")
+    assert doc["links"] == [
+        {"param": "rho", "covariate": "rl.lr", "targets": ["Y", "Z"]},
+        {"param": "delta", "covariate": "rl.lr", "targets": ["Y", "Z"]},
+        {"param": "rho", "covariate": "rl.lr*rl.lr_scale.X", "targets": ["X"], "transform": "log"},
+        {"param": "delta", "covariate": "rl.lr*rl.lr_scale.X", "targets": ["X"],
+         "transform": "log"},
+    ]  # fmt: skip
+    fields = {"rl.lr": [1e-3, 2e-3], "rl.lr_scale.X": [0.5, 0.25]}
+    proposed = calibrate.default_links(fields, nodes="XYZ")
+    assert [(lk.param, lk.covariate, list(lk.targets)) for lk in proposed] == [
+        (d["param"], d["covariate"], d["targets"]) for d in doc["links"]
+    ]
+    every = hierarchy_links(["rl.lr", "rl.lr_scale.X"], nodes="X")["links"]  # X is every node
+    assert [d["covariate"] for d in every] == ["rl.lr*rl.lr_scale.X"] * 2
+    plain = hierarchy_links(["rl.lr", "rl.lr_scale.X"])["links"]  # no nodes: separate links
+    assert [(d["covariate"], d.get("targets")) for d in plain] == [
+        ("rl.lr", None), ("rl.lr", None), ("rl.lr_scale.X", ["X"]), ("rl.lr_scale.X", ["X"])
+    ]  # fmt: skip
