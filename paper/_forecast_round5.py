@@ -29,7 +29,7 @@ OWN = "lr_X"
 #: Method names of the stored forecasts (``PRIMARY`` is the one the design's goals judge).
 OWN_NAME = "motif model, X's own lr"
 PRIMARY = f"{OWN_NAME}, bent links, runs' rule (new run)"
-ROUND4 = "motif model, round 4's links, bent links"
+ROUND4 = "motif model, round 4's links"
 
 
 def own_setting(setting: dict[str, Any], scale: str = "rl.lr_scale.X") -> dict[str, Any]:
@@ -101,24 +101,24 @@ def calibrate_phase(cfg: Any, runs: Path, out: Path) -> None:
     print(f"  extrapolation_sd {doc['extrapolation_sd']:g} (stored {doc['created']})", flush=True)
 
 
-def _model(post: Any, cfg: Any, settings: list[dict], n_eval: int, sd: float, name: str,
-           rule: bool) -> tuple[list[fb.Forecast], Any]:  # fmt: skip
-    """A fit's straight and bent new-run forecasts (and mean curve), and with ``rule`` the bent
-    links' runs' rule labels."""
+def _model(post: Any, cfg: Any, settings: list[dict], n_eval: int, sd: float, name: str, *,
+           full: bool) -> tuple[list[fb.Forecast], Any]:  # fmt: skip
+    """A fit's bent new-run forecasts and their regimes labelled by the runs' rule; with
+    ``full``, first its straight new run and its bent mean curve as well."""
     at = [{"setting": s} for s in settings]
     horizon = float(cfg.steps)
-    straight, spread = model_forecasts(post, at, horizon, n_eval, cfg.draws, name=name,
-                                       bands=("new_run",))  # fmt: skip
-    bent, _ = model_forecasts(post, at, horizon, n_eval, cfg.draws, name=f"{name}, bent links",
-                              extrapolation_sd=sd)  # fmt: skip
-    out = [*straight, *bent] if name == OWN_NAME else [bent[0]]
-    if rule:
-        groups = rule_groups(post, settings, steps=cfg.steps, every=cfg.eval_every,
-                             n_eval=n_eval, draws=cfg.draws, sd=sd)  # fmt: skip
-        b = bent[0]
-        label = f"{name}, bent links, runs' rule (new run)"
-        out.append(fb.Forecast(label, b.agents, b.samples, rule_probs(groups)))
-    return out, spread
+    straight = [] if not full else model_forecasts(
+        post, at, horizon, n_eval, cfg.draws, name=name, bands=("new_run",))[0]  # fmt: skip
+    bands = ("new_run", "mean") if full else ("new_run",)
+    bent, spread = model_forecasts(post, at, horizon, n_eval, cfg.draws,
+                                   name=f"{name}, bent links", bands=bands,
+                                   extrapolation_sd=sd)  # fmt: skip
+    groups = rule_groups(post, settings, steps=cfg.steps, every=cfg.eval_every,
+                         n_eval=n_eval, draws=cfg.draws, sd=sd)  # fmt: skip
+    b = bent[0]
+    rule = fb.Forecast(f"{name}, bent links, runs' rule (new run)", b.agents, b.samples,
+                       rule_probs(groups))  # fmt: skip
+    return [*straight, *bent, rule], spread  # the fit's seed spread (the same straight or bent)
 
 
 def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
@@ -137,9 +137,8 @@ def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
         targets = _targets(cfg)
         settings = [t["setting"] for t in targets]
         own, spread = _model(load_fit(fits["own_lr"]), cfg, [own_setting(s) for s in settings],
-                             n_eval, sd, OWN_NAME, rule=True)  # fmt: skip
-        r4, _ = _model(load_fit(fits["round4"]), cfg, settings, n_eval, sd, "motif model, round "
-                       "4's links", rule=True)  # fmt: skip
+                             n_eval, sd, OWN_NAME, full=True)  # fmt: skip
+        r4, _ = _model(load_fit(fits["round4"]), cfg, settings, n_eval, sd, ROUND4, full=False)
         kw = {"n_eval": n_eval, "draws": cfg.draws, "rng": np.random.default_rng(0)}
         knobs = ("rl.lr", "rl.staleness", cfg.third)
         log_own = "log " + OWN  # on its log scale already (the features are linear in it)

@@ -49,17 +49,25 @@ def test_the_own_lr_refit_gets_the_product_column_and_only_its_links(tmp_path, m
 
     seen: list[list[str]] = []
     monkeypatch.setattr(calibrate, "run_command", lambda args, log: seen.append(args))
-    d = f5.Round5Design()
+    src = tmp_path / "first" / "fit"  # a first study's fit inputs, made here
+    src.mkdir(parents=True)
+    lr, scale = [4e-3, 4e-3, 1e-2, 2.5e-2], [0.15, 0.3, 0.3, 0.15]
+    pd.DataFrame({"run": list("abcd"), "rl.lr": lr, "rl.lr_scale.X": scale}).to_parquet(
+        src / "data.parquet"
+    )
+    first = [{"param": "rho", "covariate": "rl.lr", "targets": [], "transform": "log"}]
+    (src / "config.json").write_text(json.dumps({"hierarchy": {"links": first}}))
+    (src / "network.json").write_text("{}")
+    d = f5.Round5Design(source="@out/first")
     d.bind(tmp_path)
     _fits(d, tmp_path)
     own, r4 = seen
     config = json.loads(Path(own[own.index("--config") + 1]).read_text())
     assert config["hierarchy"]["links"] == d.own_links
     data = pd.read_parquet(own[4])
-    assert (data[OWN] - data["rl.lr"] * data["rl.lr_scale.X"]).abs().max() < 1e-15
-    assert sorted(set(data[OWN].round(6))) == [6e-4, 1.2e-3, 1.5e-3, 3e-3, 3.75e-3, 7.5e-3]
+    assert data[OWN].tolist() == pytest.approx([a * b for a, b in zip(lr, scale, strict=True)])
     r4_links = json.loads(Path(r4[r4.index("--config") + 1]).read_text())["hierarchy"]["links"]
-    assert r4_links[-1] == f4.DELTA_X and r4[4].endswith("data.parquet") and OWN not in r4[4]
+    assert r4_links == [*first, f4.DELTA_X] and r4[4] == str(src / "data.parquet")
 
 
 @pytest.mark.slow

@@ -99,19 +99,13 @@ def forecast(m: Macros, results: Path) -> None:
     ext = dig(s, "coverage90", "extrapolation", "motif model (new run)", "all")
     m.add("FCModelCovOutside", fmt(ext))
     # the second predict-first test: bent links, their spread chosen on the runs above
-    r = read_json(results / "forecast_round2" / "summary.json")
-    m.add("FRHeldout", fmt(dig(r, "n_runs", "all"), 0))
+    bent = {**FORECAST_METHODS, "motif model, bent links (new run)": "Bent"}
+    r = _later_test(m, results / "forecast_round2", "FR", bent)
     m.add("FRSd", fmt(dig(r, "extrapolation_sd"), 2))
-    for label, tag in {**FORECAST_METHODS, "motif model, bent links (new run)": "Bent"}.items():
-        d = dig(r, "methods", label)
-        m.add(f"FR{tag}Acc", fmt(dig(d, "regime_accuracy")))
-        m.add(f"FR{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
-        m.add(f"FR{tag}Cov", fmt(dig(d, "coverage90", "all")))
-        m.add(f"FR{tag}CRPS", fmt(dig(d, "crps", "all"), 3))
-        m.add(f"FR{tag}Log", fmt(dig(d, "log_score", "all")))
+    for label, tag in bent.items():
+        m.add(f"FR{tag}Log", fmt(dig(r, "methods", label, "log_score", "all")))
         m.add(f"FR{tag}CovOutside", fmt(dig(r, "coverage90", "extrapolation", label, "all")))
     # the third: the same at other settings, and the regimes labelled by the runs' own rule
-    bent = {**FORECAST_METHODS, "motif model, bent links (new run)": "Bent"}
     _later_test(m, results / "forecast_round3", "FT",
                 {**bent, "motif model, bent links, runs' rule (new run)": "Rule"})  # fmt: skip
     # the fourth: X's forgetting linked to its learning-rate scale, links chosen on the above
@@ -126,9 +120,9 @@ def forecast(m: Macros, results: Path) -> None:
         "GP classifier, X's own lr too": "GPCOwn"})  # fmt: skip
 
 
-def _later_test(m: Macros, folder: Path, prefix: str, methods: dict[str, str]) -> None:
+def _later_test(m: Macros, folder: Path, prefix: str, methods: dict[str, str]) -> Any:
     """A later predict-first test's macros: its run count, and per method its regime
-    accuracy (with interval), 90 % coverage and CRPS."""
+    accuracy (with interval), 90 % coverage and CRPS; returns its summary (None: pending)."""
     s = read_json(folder / "summary.json")
     m.add(f"{prefix}Heldout", fmt(dig(s, "n_runs", "all"), 0))
     for label, tag in methods.items():
@@ -137,6 +131,7 @@ def _later_test(m: Macros, folder: Path, prefix: str, methods: dict[str, str]) -
         m.add(f"{prefix}{tag}AccCI", fmt_ci(dig(d, "regime_accuracy_ci95")))
         m.add(f"{prefix}{tag}Cov", fmt(dig(d, "coverage90", "all")))
         m.add(f"{prefix}{tag}CRPS", fmt(dig(d, "crps", "all"), 3))
+    return s
 
 
 def recommend_testbed(m: Macros, results: Path) -> None:
