@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from simulate.common import lazy_exports
 
 if TYPE_CHECKING:
+    from ._build import build_model as build_model
     from ._config import ConfigError as ConfigError
     from ._config import FitConfig as FitConfig
     from ._config import Hierarchy as Hierarchy
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from ._knobs import default_links as default_links
     from ._model import CurveModel as CurveModel
     from ._model import Layout as Layout
-    from ._model import build_model as build_model
     from ._new_run import crps_samples as crps_samples
     from ._posterior import Posterior as Posterior
     from ._posterior import load_fit as load_fit
@@ -113,7 +113,7 @@ _LAZY: dict[str, str] = {
     "default_links": "._knobs",
     "CurveModel": "._model",
     "Layout": "._model",
-    "build_model": "._model",
+    "build_model": "._build",
     "crps_samples": "._new_run",
     "Posterior": "._posterior",
     "load_fit": "._posterior",

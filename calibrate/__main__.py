@@ -96,6 +96,15 @@ def _parser() -> argparse.ArgumentParser:
         "flip: the roles hit are driven back toward their start level at a fitted share of "
         "their rate while a pulse lasts, after a fitted lag); needs run folders",
     )
+    f.add_argument(
+        "--regulators",
+        choices=["model", "logged"],
+        default=None,
+        help="what the edges' Hill terms read: model (default), the fitted upstream "
+        "competence; logged, each run's logged training competence of the upstream agent "
+        "(llm_runs' ema, what its edges acted on), with K and n from the run's config; "
+        "needs run folders",
+    )
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
     f.add_argument(
@@ -149,7 +158,7 @@ def _config(args: argparse.Namespace):
              ("method", args.method), ("likelihood", args.likelihood), ("solver", args.solver),
              ("dt", args.dt), ("dynamics", args.dynamics))  # fmt: skip
     given += (("lag", args.lag), ("pipeline", args.pipeline), ("edge_weights", args.edge_weights),
-              ("pulses", args.pulses))  # fmt: skip
+              ("pulses", args.pulses), ("regulators", args.regulators))  # fmt: skip
     base.update({k: v for k, v in given if v is not None})
     if args.hierarchy:
         hier = read_json_object(args.hierarchy, what="--hierarchy file")
@@ -224,6 +233,10 @@ def _fit(args: argparse.Namespace) -> int:
 
         for run in data.runs:
             config_pulses(run, data.configs.get(run))
+    if cfg.regulators == "logged":  # and every run's logged regulators and K, n
+        from ._regulators import run_regulators
+
+        run_regulators(data, tuple(data.agents))
     nodes = tuple(a.strip() for a in args.agents.split(",")) if args.agents else None
     out = Path(args.out)
     key = jax.random.key(args.seed)

@@ -256,6 +256,14 @@ class FitConfig:
             after the window; the windows from the run's own training config
             (:mod:`calibrate._pulses`). Needs run folders, the ``quad`` solver (or
             ``auto``) and ODE dynamics.
+        regulators: What the edges' Hill terms read (default ``model``): ``model``, the
+            fitted competence of each upstream node; ``logged``, each run's logged training
+            competence of the upstream agent (llm_runs' per-agent ``ema``, the signal its
+            edges acted on), linearly interpolated between evaluations, with each edge's
+            threshold ``K`` and Hill coefficient ``n`` read from the run's config (known, so
+            not fitted; :mod:`calibrate._regulators`). Needs run folders, the ``quad``
+            solver (or ``auto``) and ODE dynamics; such a fit describes the runs it was
+            fitted on and cannot forecast a new one.
         rhat_max: Diagnostics threshold for R-hat.
         ess_min: Diagnostics threshold for bulk and tail ESS.
     """
@@ -289,6 +297,7 @@ class FitConfig:
     pipeline: tuple[str, ...] = ()
     edge_weights: bool = False
     pulses: bool = False
+    regulators: str = "model"
     rhat_max: float = 1.01
     ess_min: float = 400.0
 
@@ -329,6 +338,14 @@ class FitConfig:
             raise ConfigError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
         if self.pulses and (self.solver not in ("auto", "quad") or self.dynamics != "ode"):
             raise ConfigError("pulses need solver 'quad' (or 'auto') and dynamics 'ode'")
+        if self.regulators not in ("model", "logged"):
+            raise ConfigError(f"regulators must be 'model' or 'logged', got {self.regulators!r}")
+        if self.regulators == "logged" and (
+            self.solver not in ("auto", "quad") or self.dynamics != "ode"
+        ):
+            raise ConfigError(
+                "regulators 'logged' need solver 'quad' (or 'auto') and dynamics 'ode'"
+            )
         if self.solver == "tsit5" and self.chain_method == "parallel" and not self.forward_mode:
             raise ConfigError(
                 "chain_method 'parallel' cannot differentiate the 'tsit5' solve in reverse "

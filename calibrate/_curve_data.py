@@ -145,6 +145,10 @@ class CurveData:
     configs: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     """Per run, the full llm_runs training config (from run folders' manifests; empty for
     tables and TensorBoard inputs): what ``recommend`` turns into the next run's config."""
+    regulators: Mapping[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
+    """Per run, the training competence its edges acted on (llm_runs' per-agent ``ema``,
+    columns ``step, agent, ema``; from run folders only): ``calibrate fit --regulators
+    logged`` reads the edges' Hill terms from it."""
 
     @classmethod
     def from_table(
@@ -196,8 +200,12 @@ class CurveData:
         """The data of some runs only."""
         keep = self.table["run"].isin(list(runs))
         configs = {r: c for r, c in self.configs.items() if r in set(runs)}
+        regs = {r: c for r, c in self.regulators.items() if r in set(runs)}
         return CurveData(
-            self.table.loc[keep].reset_index(drop=True), self.hyper.loc[list(runs)], configs
+            self.table.loc[keep].reset_index(drop=True),
+            self.hyper.loc[list(runs)],
+            configs,
+            regs,
         )
 
     @classmethod
@@ -210,4 +218,5 @@ class CurveData:
         table = pd.concat(tables, ignore_index=True)
         joined = cls.from_table(table, strict=strict, source="inputs")
         configs = {r: c for p in parts for r, c in p.configs.items()}
-        return dataclasses.replace(joined, configs=configs)
+        regs = {r: c for p in parts for r, c in p.regulators.items()}
+        return dataclasses.replace(joined, configs=configs, regulators=regs)

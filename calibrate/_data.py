@@ -79,13 +79,18 @@ def read_run_folder(path: str | Path, *, strict: bool = False) -> CurveData:
             DataWarning,
             stacklevel=2,
         )
+    regs = df[["step", "agent", "ema"]].copy() if "ema" in df.columns else None
     df = df[["step", "agent", "competence", "n_eval"]].copy()
     df.insert(0, "run", log.name)
     for k, v in _flat_numbers(log.manifest.get("config", {})).items():
         df[k] = v
     df["seed"] = log.manifest.get("seed")
     data = CurveData.from_table(df, strict=strict, source=str(path))
-    return dataclasses.replace(data, configs={log.name: dict(log.manifest.get("config", {}))})
+    return dataclasses.replace(
+        data,
+        configs={log.name: dict(log.manifest.get("config", {}))},
+        regulators={} if regs is None else {log.name: regs.reset_index(drop=True)},
+    )
 
 
 def _flat_numbers(d: Mapping, prefix: str = "") -> dict[str, float]:

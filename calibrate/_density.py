@@ -81,12 +81,13 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
     (its error ~8^4 times smaller than RK4's at the step; compiled in a fraction of a
     second); otherwise, or where a rate times that step exceeds 0.5 (too fast for it), a
     tight adaptive solve (Tsit5, rtol 1e-9, atol 1e-11; seconds to compile). Runs with
-    pulses are solved by the quad solver alone: its reference is the quad solve on cells of
-    1/8 the size. The ``map`` dynamics are exact (0).
+    pulses or logged regulators are solved by the quad solver alone: its reference is the
+    quad solve on cells of 1/8 the size. The ``map`` dynamics are exact (0).
     """
     if cm.config.dynamics == "map":
         return 0.0
-    if cm.pulse_windows:  # pulses: only the quad solves them; its own grid at 1/8 the cell
+    if cm.pulse_windows or cm.reg_values is not None:  # only the quad solves pulses and
+        # logged regulators: its own grid at 1/8 the cell
         return float(_fine_quad_error(cm, params, tuple(np.asarray(cm.ts).tolist())))
     if cm.config.solver in ("rk4", "quad"):
         err, ok = _fine_rk4_error(cm, params, *_fine_steps(cm))
@@ -98,7 +99,7 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
 def warm_solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> None:
     """Compile :func:`solver_error`'s reference of the fixed-grid solvers (run once at
     ``params``), e.g. in a thread while the MAP fit keeps the other core busy."""
-    if cm.pulse_windows:
+    if cm.pulse_windows or cm.reg_values is not None:
         jax.block_until_ready(_fine_quad_error(cm, params, tuple(np.asarray(cm.ts).tolist())))
     elif cm.config.solver in ("rk4", "quad") and cm.config.dynamics == "ode":
         jax.block_until_ready(_fine_rk4_error(cm, params, *_fine_steps(cm)))

@@ -19,6 +19,7 @@ from numpyro.infer.initialization import init_to_value
 import simulate
 from simulate.spec import NetworkSpec
 
+from ._build import build_model
 from ._config import FitConfig
 from ._curve_data import CurveData
 from ._density import (
@@ -29,7 +30,7 @@ from ._density import (
     warm_solver_error,
 )
 from ._map import mechanism_starts
-from ._model import CurveModel, build_model
+from ._model import CurveModel
 from ._posterior import Posterior
 from ._reparam import SamplingCoords, start_energies
 from ._sampler import compile_chains, run_chains

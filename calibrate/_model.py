@@ -9,7 +9,6 @@ the observed steps; the input schedule is constant on from step 0.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any, cast
@@ -18,22 +17,19 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.special import gammaln
 
 import simulate
-from simulate.spec import NetworkSpec
 
 from ._config import ConfigError, FitConfig
-from ._curve_data import CurveData, DataError
-from ._edge_weights import run_node_weights
-from ._link_rows import LinkRow, build_links
+from ._link_rows import LinkRow
 from ._map import solve_map
-from ._network import Layout, make_layout, resolve_network
-from ._pulses import lagged_shares, run_pulse_windows, window_array
-from ._quad import Quad, QuadGrid, feedforward_order
-from ._solvers import RK4, fixed_substeps, solve_at
+from ._network import Layout
+from ._pulses import lagged_shares
+from ._quad import Quad, QuadGrid
+from ._regulators import grid_regulators
+from ._solvers import RK4, solve_at
 
-__all__ = ["CurveModel", "Layout", "build_model"]
+__all__ = ["CurveModel", "Layout"]
 
 _EPS = 1e-9
 
@@ -78,6 +74,10 @@ class CurveModel(eqx.Module):
             (``FitConfig.edge_weights``; data, not fitted), shape ``(R, N)``; None: none.
         pulse_windows: Per run and node, its flip pulses' windows (``FitConfig.pulses``;
             ``()``: none; quad only); :attr:`run_windows`: the same as one array.
+        reg_steps: The logged regulators' steps ``(S,)`` (``FitConfig.regulators ==
+            "logged"``, :mod:`calibrate._regulators`), or None.
+        reg_values: Per run and node, the logged training competence at ``reg_steps``,
+            ``(R, N, S)``, or None.
     """
 
     network: simulate.Network
@@ -105,6 +105,8 @@ class CurveModel(eqx.Module):
     run_weights: np.ndarray | None = None
     pulse_windows: tuple = eqx.field(static=True, default=())
     run_windows: np.ndarray | None = None
+    reg_steps: np.ndarray | None = None
+    reg_values: np.ndarray | None = None
 
     @property
     def link_names(self) -> tuple[str, ...]:
@@ -119,7 +121,9 @@ class CurveModel(eqx.Module):
     @property
     def pooled(self) -> bool:
         """True when every run shares all parameters (then one solve serves all runs)."""
-        per_run = self.run_weights is not None or bool(self.pulse_windows)
+        per_run = (
+            self.run_weights is not None or bool(self.pulse_windows) or self.reg_values is not None
+        )
         return not self.re_index.size and not self.link_index.size and not per_run
 
     def weights_for(self, theta_runs: jax.Array) -> np.ndarray | None:
@@ -181,6 +185,12 @@ class CurveModel(eqx.Module):
         method = solver or cfg.solver
         if pulsed and (cfg.dynamics == "map" or method != "quad"):
             raise ConfigError("runs with pulses are solved by the quad solver only")
+        logged = self.reg_values is not None
+        if logged and (theta_runs.shape[0] != self.n_runs or method != "quad"):
+            raise ConfigError(
+                "a fit with logged regulators describes the runs it was fitted on only (by "
+                "the quad solver): it cannot solve a new run, whose regulators are not logged"
+            )
         if cfg.dynamics == "map":  # exact: no solver, no substeps (ts concrete)
             t = np.asarray(self.map_ts if ts is None else ts, dtype=float)
             stale = cfg.lag == "stale"
@@ -204,15 +214,24 @@ class CurveModel(eqx.Module):
         opts = cfg.solve_options()
         win, bases = self.run_windows if pulsed and qg is not None else None, self.layout.bases
         kappa, lag = np.array(bases) == "flip", bases.index("flip_lag") if win is not None else 0
+        regs = (None, None)
+        if self.reg_steps is not None and self.reg_values is not None and qg is not None:
+            regs = grid_regulators(self.reg_steps, self.reg_values, qg.nodes)  # at the grid's nodes
 
-        def f(th, w, win):  # a pulse acts on its share of each cell, after the fitted lag
+        def f(th, w, win, rg, rg_dot):  # a pulse acts on its share of each cell, after its lag
             how_run = how
-            if win is not None:
+            if win is not None or rg is not None:
                 g = cast(QuadGrid, qg)
-                how_run = Quad(g, flip=lagged_shares(win, g.h, th[lag]), flip_rate=th[kappa])
+                how_run = Quad(
+                    g,
+                    flip=None if win is None else lagged_shares(win, g.h, th[lag]),
+                    flip_rate=th[kappa] if win is not None else 1.0,
+                    regulators=rg,
+                    regulator_slopes=rg_dot,
+                )
             return solve_at(self.with_params(th, w), grid, solver=how_run, options=opts)
 
-        return jax.vmap(f)(theta_runs, self.weights_for(theta_runs), win)
+        return jax.vmap(f)(theta_runs, self.weights_for(theta_runs), win, *regs)
 
     def mean_obs(self, theta_runs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Mean competence at each observation, and an all-runs-ok flag."""
@@ -300,100 +319,3 @@ class CurveModel(eqx.Module):
         mu, _ = self.mean_obs(theta)
         phi = self.phi(params["z_phi"]) if "z_phi" in params else None
         return self.obs_dist(mu, phi).log_prob(jnp.asarray(self.k))
-
-
-def build_model(
-    data: CurveData,
-    network: simulate.Network | NetworkSpec | str,
-    config: FitConfig | None = None,
-    *,
-    gate: str = "AND",
-    nodes: tuple[str, ...] | None = None,
-) -> CurveModel:
-    """Prepare the likelihood arrays for ``data`` on ``network``.
-
-    Raises:
-        DataError: An agent in the data is not a node of the network, a node has no data
-            (it would be fitted from its priors alone), < 2 distinct steps, (with
-            ``config.edge_weights``) a run without readable weights, or a linked column
-            has a value outside its link transform's domain.
-        ConfigError: A link or random effect names an unknown parameter or column.
-    """
-    config = config or FitConfig()
-    net, name = resolve_network(network, gate, nodes)
-    unknown = [a for a in data.agents if a not in net.names]
-    unseen = [a for a in net.names if a not in data.agents]
-    if unknown or unseen:
-        what = f"agent(s) {unknown} are not nodes" if unknown else f"no data for node(s) {unseen}"
-        raise DataError(
-            f"{what} of network {name!r} (nodes {list(net.names)}, agents in the data "
-            f"{list(data.agents)}); rename the agents or map the network's nodes to agent "
-            "names with nodes=(...) / --agents"
-        )
-    t = data.table
-    ts = np.unique(t["step"].to_numpy()).astype(float)
-    if ts.size < 2:
-        raise DataError("need observations at >= 2 distinct steps")
-    layout = make_layout(net, config, horizon=float(ts[-1]))
-    # NUTS evaluates ~1e5 gradients: compile the likelihood for this sign structure; the
-    # other methods share one program across all networks of the same wiring
-    stages = config.lag_stages if config.lag == "erlang" else 0
-    base = simulate.with_log_hill(
-        simulate.make_model(net, "competence", delay_stages=stages),
-        fixed_structure=config.method == "nuts",
-    )
-    if config.pipeline:  # the gates' Kp, m are free parameters (the layout's)
-        base = simulate.with_pipeline(base, config.pipeline)
-    weights = run_node_weights(data, net.names) if config.edge_weights else None
-    for i, node in enumerate(net.names):
-        if not net.has_parents[i]:
-            base = simulate.set_param(base, f"b[{node}]", 0.0)
-    # measured: quad's gradient is the fastest, rk4 is smooth (the map needs no solver)
-    ode = config.dynamics == "ode"
-    if config.solver == "auto" and ode:
-        solver = "rk4" if feedforward_order(base) is None else "quad"
-        config = dataclasses.replace(config, solver=solver)
-    if config.solver == "quad" and ode and feedforward_order(base) is None:
-        raise ConfigError(
-            f"solver 'quad' needs a feed-forward network (no cycle, no reward "
-            f"feedback loop); {name!r} has a cycle: use solver 'rk4' or 'tsit5'"
-        )
-    runs = tuple(data.runs)
-    run_pos = {r: i for i, r in enumerate(runs)}
-    h = config.hierarchy  # random effects (parameter index, sd index) and links
-    bases = list(enumerate(layout.bases))
-    re_pairs = [(j, g) for g, p in enumerate(h.random_effects) for j, b in bases if b == p]
-    re_index, re_group = [j for j, _ in re_pairs], [g for _, g in re_pairs]
-    link_index, link_x, link_rows = build_links(h, layout, data)
-    n, k = t["n_eval"].to_numpy(float), np.asarray(data.successes, dtype=float)
-    quad = QuadGrid.build(ts, config.dt) if config.solver == "quad" and ode else None
-    if config.pulses and quad is None:
-        raise ConfigError("pulses need the quad solver on a feed-forward network")
-    windows = run_pulse_windows(data, net.names) if config.pulses else ()
-    return CurveModel(
-        network=net,
-        name=name,
-        base=base,
-        layout=layout,
-        config=config,
-        runs=runs,
-        ts=ts,
-        run_idx=t["run"].map(run_pos).to_numpy(np.int64),
-        t_idx=np.searchsorted(ts, t["step"].to_numpy().astype(float)),
-        node_idx=np.array([net.names.index(a) for a in t["agent"]], dtype=np.int64),
-        n_eval=t["n_eval"].to_numpy(np.int64),
-        k=data.successes,
-        log_choose=np.asarray(np.sum(gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0))),
-        re_index=np.array(re_index, dtype=np.int64),
-        re_group=np.array(re_group, dtype=np.int64),
-        re_bases=tuple(h.random_effects),
-        link_index=np.array(link_index, dtype=np.int64),
-        link_x=np.array(link_x).reshape(len(link_index), len(runs)),
-        link_rows=tuple(link_rows),
-        substeps=fixed_substeps(ts, config.dt),
-        quad=quad,
-        map_ts=tuple(ts.tolist()) if config.dynamics == "map" else (),
-        run_weights=weights,
-        pulse_windows=windows,
-        run_windows=window_array(windows) if windows else None,
-    )

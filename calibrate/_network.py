@@ -122,7 +122,7 @@ def make_layout(network: simulate.Network, config: FitConfig, horizon: float) ->
             targets.append(node)
     sign = np.asarray(network.sign)
     edges = [e for e in network.edge_keys if sign[network.edge_index(e)] != 0]
-    for base in EDGE_PARAMS:
+    for base in EDGE_PARAMS if config.regulators == "model" else ():  # logged: K, n known
         for e in edges:
             names.append(f"{base}[{e}]")
             bases.append(base)

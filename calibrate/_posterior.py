@@ -16,12 +16,13 @@ import numpy as np
 import simulate
 from simulate import atomic_dir, claim_folder, mark_output, write_json
 
+from ._build import build_model
 from ._config import ConfigError, FitConfig
 from ._covariates import with_products
 from ._curve_data import CurveData
 from ._density import batched_curves, batched_loglik, batched_run_params
 from ._link_rows import LINKS_FILE, read_link_rows, write_link_rows
-from ._model import CurveModel, build_model
+from ._model import CurveModel
 
 __all__ = ["Posterior", "check_output_folder", "load_fit"]
 

@@ -250,6 +250,9 @@ class Quad(AbstractCurveSolver):
             differ, so at a fraction ``kappa`` of the rate, toward the base's level).
         flip_rate: ``kappa``, the pulse's rate as a share of ``r`` (> 0), per node
             ``(N,)`` (or one for all).
+        regulators: Per node, the levels its out-edges' Hill terms read at the grid's nodes,
+            shape ``(N, M + 1)``, with their time derivatives ``regulator_slopes`` (logged
+            regulators, :mod:`calibrate._regulators`), or None: the solved levels.
     """
 
     grid: QuadGrid
@@ -257,6 +260,8 @@ class Quad(AbstractCurveSolver):
     batch: bool = eqx.field(static=True, default=False)
     flip: jax.Array | None = None
     flip_rate: jax.Array | float = 1.0
+    regulators: jax.Array | None = None
+    regulator_slopes: jax.Array | None = None
 
     @classmethod
     def for_steps(
@@ -296,6 +301,8 @@ class Quad(AbstractCurveSolver):
                 "the quad solver needs competence kinetics on an acyclic network "
                 "without lag; use RK4 or an adaptive solve"
             )
+        if batch and self.regulators is not None:
+            raise ValueError("a batch-last quad solve takes no logged regulators")
         if jnp.shape(ts) != self.grid.obs.shape:
             raise ValueError(
                 f"the quad grid was built for {self.grid.obs.shape[0]} steps, got ts of "
@@ -311,13 +318,21 @@ class Quad(AbstractCurveSolver):
         levels: list = [None] * model.size  # levels and time derivatives, in topological order
         slopes: list = [None] * model.size
         pipe, w, flip = kin.pipeline, kin.weight, self.flip
+        logged = self.regulators is not None
+        reg = list(self.regulators) if self.regulators is not None else [None] * model.size
+        reg_dot = (
+            list(self.regulator_slopes)
+            if self.regulator_slopes is not None
+            else [None] * model.size
+        )
 
-        def rate(lv: list, i: int) -> tuple[jax.Array, jax.Array]:
+        def rate(lv: list, rg: list, i: int) -> tuple[jax.Array, jax.Array]:
             """``(r_i, f_i)``: the learning rate (times the pipeline gate) and the weight
             factor; with weights ``f = 1 - w + w G`` scales the whole rate (forgetting too)
-            and ``G`` leaves the bracket (simulate.CompetenceKinetics)."""
+            and ``G`` leaves the bracket (simulate.CompetenceKinetics). ``G`` reads the
+            logged regulators ``rg`` where given, else the levels ``lv``."""
             gain = kin.rho[i] * (1.0 - kin.b[i]) * drive[i]
-            G = net.node_regulation(i, lv)
+            G = net.node_regulation(i, rg if logged else lv)
             P = None if pipe is None or pipe.source[i] < 0 else cast(jax.Array, pipe.gate(i, lv))
             if w is None:
                 r = kin.rho[i] * kin.b[i] + gain * G
@@ -328,13 +343,15 @@ class Quad(AbstractCurveSolver):
 
         for i in order:
             if flip is None and not any(net.wiring[i]) and (pipe is None or pipe.source[i] < 0):
-                r, f = rate(levels, i)  # no regulator, no gate: a constant rate, closed form
+                r, f = rate(levels, reg, i)  # no regulator, no gate: a constant rate, closed form
                 d = kin.delta[i] * (1.0 if w is None else f)
                 A = _constant_levels(r + d, d, kin.A0[i], nodes)
                 levels[i] = A
                 slopes[i] = r * (1.0 - A) - d * A
                 continue
-            (r, f), (dr, df) = jax.jvp(lambda lv, i=i: rate(lv, i), (levels,), (slopes,))
+            (r, f), (dr, df) = jax.jvp(
+                lambda lv, rg, i=i: rate(lv, rg, i), (levels, reg), (slopes, reg_dot)
+            )
             r, dr = jnp.broadcast_to(r, shape), jnp.broadcast_to(dr, shape)
             d = kin.delta[i]
             a0, cut = kin.A0[i], None

@@ -37,12 +37,13 @@ from simulate import mark_output
 from simulate.common import atomic_dir, write_json
 from simulate.spec import NetworkSpec
 
+from .._build import build_model
 from .._compare import ELPD_BAND, compare_pointwise, identified_structure
 from .._config import ConfigError, FitConfig
 from .._curve_data import CurveData
 from .._fit import fit_model
 from .._kfold import kfold_pointwise
-from .._model import CurveModel, build_model
+from .._model import CurveModel
 from .._posterior import Posterior, _az
 from ._fit import Bar, default_workers, laplace_candidate
 

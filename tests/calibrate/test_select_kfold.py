@@ -12,9 +12,9 @@ from scipy.stats import binom
 
 import calibrate as cal
 import calibrate._select._core as sel_mod
+from calibrate import build_model
 from calibrate._density import batched_curves, neg_log_joint_and_grad
 from calibrate._kfold import fold_ids, kfold_pointwise, masked_model
-from calibrate._model import build_model
 from calibrate._select._fit import laplace_candidate
 
 TRUTH = {"rho": 0.04, "delta": 0.002, "b": 0.05, "A0": 0.05, "K": 0.5, "n": 2.0}
