@@ -249,10 +249,12 @@ def _figure(summary: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+#: ``--quick``: the early knock-down's toy runs, trained here, fitted with two candidates.
+QUICK_FIT = ["--motif", "C1,C2", "--gate", "AND", "--method", "laplace", "--edge-weights",
+             "--pipeline", "X->Y,Y->Z", "--regulators", "logged"]  # fmt: skip
 QUICK = {"early": {**dataclasses.asdict(EarlyDesign()), **EARLY_QUICK},
          "weights_runs_from": None, "early_runs_from": None, "families": ["x", "early"],
-         "fit_args": ["--motif", "C1,C2", "--gate", "AND", "--method", "laplace",
-                      "--edge-weights", "--pipeline", "X->Y,Y->Z", "--regulators", "logged"]}  # fmt: skip
+         "fit_args": QUICK_FIT}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
