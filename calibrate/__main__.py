@@ -105,6 +105,12 @@ def _parser() -> argparse.ArgumentParser:
         "(llm_runs' ema, what its edges acted on), with K and n from the run's config; "
         "needs run folders",
     )
+    f.add_argument(
+        "--dse-blocks",
+        action="store_true",
+        help="with --motif auto or a motif list: the se of an elpd difference from its sums "
+        "per run and agent (one run's evaluations are not independent), not per evaluation",
+    )
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
     f.add_argument(
@@ -252,6 +258,7 @@ def _fit(args: argparse.Namespace) -> int:
             nodes=nodes,
             log=print,
             progress=not args.no_progress,
+            blocks=args.dse_blocks,
         )
         for w in sel.warnings:
             print(f"WARNING: {w}", file=sys.stderr)

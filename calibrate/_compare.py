@@ -46,24 +46,42 @@ def stacking_weights(pointwise: np.ndarray) -> np.ndarray:
 
 
 def compare_pointwise(
-    pointwise: Mapping[str, np.ndarray], *, band: float = ELPD_BAND
+    pointwise: Mapping[str, np.ndarray],
+    *,
+    band: float = ELPD_BAND,
+    blocks: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
     """Rank candidates by summed pointwise elpd.
 
     Args:
         pointwise: Label -> pointwise elpd, each ``(n,)`` over the same observations.
         band: Width, in se of the difference, of the set kept with the best.
+        blocks: Block of each observation ``(n,)`` (e.g. one per run and agent), or None.
+            With blocks the se of a difference is that of the blocks' summed differences,
+            ``sqrt(B var(diff_b))`` over the ``B`` blocks: observations within a block may
+            be correlated (one run's misfit at neighbouring steps), which the pointwise se
+            takes as independent evidence.
 
     Returns:
         Rows best first: ``label``, ``elpd``, ``se``, ``d_elpd`` (best minus this),
-        ``dse`` (se of that difference, ``sqrt(n var(diff_i))``), ``weight`` (stacking)
-        and ``indistinguishable`` (``d_elpd <= band * dse``).
+        ``dse`` (se of that difference: ``sqrt(n var(diff_i))``, or by blocks),
+        ``dse_points`` (the pointwise one, always), ``weight`` (stacking) and
+        ``indistinguishable`` (``d_elpd <= band * dse``).
+
+    Raises:
+        ValueError: Non-finite or ragged elpd, or ``blocks`` not one per observation or
+            fewer than 2 blocks.
     """
     labels = list(pointwise)
     pw = np.stack([np.asarray(pointwise[lb], float) for lb in labels])
     if pw.ndim != 2 or not np.all(np.isfinite(pw)):
         raise ValueError("pointwise elpd must be finite arrays of one length")
     n = pw.shape[1]
+    if blocks is not None:
+        blocks = np.asarray(blocks)
+        if blocks.shape != (n,) or np.unique(blocks).size < 2:
+            raise ValueError("blocks must give one block per observation, >= 2 blocks")
+        _, block_of = np.unique(blocks, return_inverse=True)
     elpd = pw.sum(axis=1)
     se = np.sqrt(n * pw.var(axis=1))
     w = stacking_weights(pw)
@@ -72,7 +90,11 @@ def compare_pointwise(
     rows = []
     for i in order:
         diff = pw[best] - pw[i]
-        d, dse = float(diff.sum()), float(np.sqrt(n * diff.var()))
+        d, dse_points = float(diff.sum()), float(np.sqrt(n * diff.var()))
+        dse = dse_points
+        if blocks is not None:
+            per_block = np.bincount(block_of, weights=diff)
+            dse = float(np.sqrt(per_block.size * per_block.var()))
         rows.append(
             {
                 "label": labels[i],
@@ -80,6 +102,7 @@ def compare_pointwise(
                 "se": float(se[i]),
                 "d_elpd": d,
                 "dse": dse,
+                "dse_points": dse_points,
                 "weight": float(w[i]),
                 "indistinguishable": bool(d <= band * dse),
             }

@@ -96,6 +96,8 @@ class LoggedDesign:
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
     command: str = "python paper/wiring_logged.py"
+    #: Quote the earlier fits of the same sets (a class attribute: not part of the design).
+    quote_earlier = True
 
     def _early(self) -> EarlyDesign:
         return EarlyDesign(**self.early)
@@ -207,7 +209,7 @@ def summary_phase(cfg: LoggedDesign, runs: Path, out: Path) -> dict[str, Any]:
             mine = {n: s for n, s in sets.items() if n.endswith(f"_{fam}")}
             m = family_measures(mine, out)
             m["ranks"] = {n.removesuffix(f"_{fam}"): s["rank"] for n, s in mine.items()}
-            fams[fam] = {"logged": m, "earlier": _earlier(fam)}
+            fams[fam] = {"logged": m, "earlier": _earlier(fam) if cfg.quote_earlier else None}
         return {"by_family": fams}
 
     summary = readback_summary(cfg, runs, out, {}, by_family)

@@ -32,10 +32,8 @@ from typing import Any
 import jax
 import numpy as np
 
-import simulate
 from simulate import mark_output
 from simulate.common import atomic_dir, write_json
-from simulate.spec import NetworkSpec
 
 from .._build import build_model
 from .._compare import ELPD_BAND, compare_pointwise, identified_structure
@@ -45,29 +43,14 @@ from .._fit import fit_model
 from .._kfold import kfold_pointwise
 from .._model import CurveModel
 from .._posterior import Posterior, _az
+from ._candidates import Candidate
+from ._candidates import candidates as candidates
 from ._fit import Bar, default_workers, laplace_candidate
 
 __all__ = ["FIGURES", "KHAT_MAX", "Selection", "candidates", "select"]
 
-Candidate = tuple[str, str, "simulate.Network | NetworkSpec | str"]
 KHAT_MAX = 0.7  # PSIS-LOO is unreliable for a point with a larger Pareto k (Vehtari et al.)
 FIGURES = ("best", "all", "none")  # which saved fits are complete (see Selection.save)
-
-
-def candidates(
-    motifs: Sequence[str] | str = "auto", gates: Sequence[str] = ("AND", "OR")
-) -> list[Candidate]:
-    """Candidate list ``(motif, gate, network)``: ``"auto"`` = 8 FFL sign structures x gates."""
-    ms = list(simulate.MOTIFS) if motifs == "auto" else [str(m).upper() for m in motifs]
-    out: list[Candidate] = []
-    for m in ms:
-        if m not in simulate.MOTIFS:
-            raise ConfigError(f"unknown motif {m!r}; choose from {list(simulate.MOTIFS)} or auto")
-        for g in gates:
-            if str(g).upper() not in ("AND", "OR"):
-                raise ConfigError(f"unknown gate {g!r}")
-            out.append((m, str(g).upper(), f"{m}-{str(g).upper()}"))
-    return out
 
 
 @dataclasses.dataclass
@@ -89,6 +72,8 @@ class Selection:
         kfold: The K-fold settings and the labels that used it.
         timing: Seconds: ``fits_s``, ``kfold_s``, ``total_s`` (wall), ``cpu_s`` (CPU time
             of all threads), ``workers``; :meth:`save` adds ``save_s`` and ``save_cpu_s``.
+        band: Width of the indistinguishable set (se of the difference).
+        blocks: The se of a difference from the blocks (run, agent) (:func:`select`).
         fit_diagnostics: Label -> each saved fit's diagnostics (filled by :meth:`save`).
     """
 
@@ -100,6 +85,7 @@ class Selection:
     kfold: dict[str, Any] = dataclasses.field(default_factory=dict)
     timing: dict[str, float] = dataclasses.field(default_factory=dict)
     band: float = ELPD_BAND
+    blocks: bool = False
     fit_diagnostics: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
@@ -113,7 +99,8 @@ class Selection:
             "best": self.best["label"],
             "criterion": (
                 f"elpd (PSIS-LOO; exact K-fold where a Pareto k > {KHAT_MAX}); "
-                f"indistinguishable: d_elpd <= {self.band:g} x dse (se of the difference)"
+                f"indistinguishable: d_elpd <= {self.band:g} x dse (se of the difference"
+                + (", from its sums per run and agent)" if self.blocks else ")")
             ),
             "indistinguishable": self.indistinguishable,
             "identified": self.identified,
@@ -247,6 +234,7 @@ def select(
     kfold: int = 5,
     band: float = ELPD_BAND,
     workers: int | None = None,
+    blocks: bool = False,
 ) -> Selection:
     """Fit each candidate network and rank them by elpd, with stacking weights, the set
     the data cannot tell apart and the edge signs and gates it identifies.
@@ -265,6 +253,8 @@ def select(
         band: Width of the indistinguishable set, in se of the elpd difference.
         workers: Candidates fitted at a time after the first (default: the CPU cores
             this process may use, at most 4); the result does not depend on it.
+        blocks: The se of an elpd difference from its sums per run and agent
+            (:func:`calibrate._compare.compare_pointwise`), not per evaluation.
 
     Raises:
         ConfigError: Fewer than 2 candidates, ``kfold`` of 1 or below 0, or ``workers``
@@ -356,7 +346,9 @@ def select(
     finally:
         bar.close()
         quiet.__exit__(None, None, None)
-    rows = compare_pointwise(pointwise, band=band)
+    cm0 = models[labels[0]]  # every candidate orders the observations alike
+    groups = np.asarray(cm0.run_idx) * len(cm0.network.names) + np.asarray(cm0.node_idx)
+    rows = compare_pointwise(pointwise, band=band, blocks=groups if blocks else None)
     ranking = []
     for r in rows:
         lb, loo = r["label"], loos[r["label"]]
@@ -365,7 +357,7 @@ def select(
                 "label": lb,
                 "motif": meta[lb][0],
                 "gate": meta[lb][1],
-                **{k: r[k] for k in ("elpd", "se", "d_elpd", "dse", "weight")},
+                **{k: r[k] for k in ("elpd", "se", "d_elpd", "dse", "dse_points", "weight")},
                 "indistinguishable": r["indistinguishable"],
                 "elpd_method": method[lb],
                 "elpd_loo": float(loo.elpd_loo),
@@ -393,4 +385,4 @@ def select(
         "cpu_s": time.process_time() - c0,
         "workers": workers,
     }
-    return Selection(ranking, posts, indist, ident, msgs, kf_info, timing, band)
+    return Selection(ranking, posts, indist, ident, msgs, kf_info, timing, band, blocks)

@@ -217,3 +217,10 @@ def test_a_weight_family_reads_the_wiring_back_through_logged_regulators():
     known = {e: v for e, v in s.identified.items() if e in truth and v is not None}
     assert known == {e: truth[e] for e in known}
     assert len(known) >= 2
+    # the se of the differences by run and agent: the same fits, a wider or equal set
+    b = cal.select(data, cal.candidates("auto", ["AND"]), cfg, key=jax.random.key(0), kfold=0,
+                   blocks=True)  # fmt: skip
+    assert b.blocks and "per run and agent" in b.to_dict()["criterion"]
+    assert [r["elpd"] for r in b.ranking] == [r["elpd"] for r in s.ranking]
+    assert all(r["dse_points"] == q["dse"] for r, q in zip(b.ranking, s.ranking, strict=True))
+    assert b.best["label"] == "C2-AND" or "C2-AND" in b.indistinguishable

@@ -78,3 +78,33 @@ def test_identified_structure():
     one = identified_structure([_net("I2-OR")])
     signs = np.asarray(_net("I2-OR").sign)
     assert one["X->Y"] == ("+" if signs[1, 0] > 0 else "-") and one["gate"] == "OR"
+
+
+def test_blocked_se_is_the_se_of_the_blocks_summed_differences():
+    """The se of a difference by blocks against a direct computation, and what it is for:
+    a misfit shared by the points of one block (correlated, not independent evidence)
+    widens the se and the indistinguishable set; independent noise leaves it near the
+    pointwise se."""
+    rng = np.random.default_rng(0)
+    n_blocks, per = 12, 20
+    blocks = np.repeat(np.arange(n_blocks), per)
+    base = rng.normal(-2.0, 0.3, n_blocks * per)
+    shared = np.repeat(rng.normal(0.0, 0.25, n_blocks), per)  # one offset per block
+    pw = {"a": base, "b": base - 0.02 + shared + rng.normal(0, 0.01, base.size)}
+    rows = {r["label"]: r for r in compare_pointwise(pw, blocks=blocks)}
+    diff = pw["a"] - pw["b"] if rows["a"]["d_elpd"] == 0 else pw["b"] - pw["a"]
+    sums = np.array([diff[blocks == b].sum() for b in range(n_blocks)])
+    loser = "b" if rows["a"]["d_elpd"] == 0 else "a"
+    assert rows[loser]["dse"] == pytest.approx(np.sqrt(n_blocks * sums.var()), rel=1e-12)
+    assert rows[loser]["dse_points"] == pytest.approx(np.sqrt(diff.size * diff.var()), rel=1e-12)
+    assert rows[loser]["dse"] > 3 * rows[loser]["dse_points"]  # the shared misfit counts once
+    plain = {r["label"]: r for r in compare_pointwise(pw)}
+    assert not plain[loser]["indistinguishable"] and rows[loser]["indistinguishable"]
+    # independent noise: the blocked se estimates the same quantity as the pointwise one
+    noise = {"a": base, "b": base - 0.01 + rng.normal(0, 0.2, base.size)}
+    r = next(x for x in compare_pointwise(noise, blocks=blocks) if x["d_elpd"] > 0)
+    assert 0.5 < r["dse"] / r["dse_points"] < 1.6
+    with pytest.raises(ValueError, match="one block per observation"):
+        compare_pointwise(pw, blocks=blocks[:-1])
+    with pytest.raises(ValueError, match=">= 2 blocks"):
+        compare_pointwise(pw, blocks=np.zeros(base.size))
