@@ -80,16 +80,28 @@ class ConfirmDesign(LoggedDesign):
     quote_earlier = False  # new sets: no earlier fit of them
 
 
+def pointwise_read(selection: dict[str, Any], motif: str) -> dict[str, Any]:
+    """One set's read-back (:func:`_wiring_read.set_identification`) with the
+    indistinguishable set taken by the pointwise se (``dse_points``, band 2) of a selection
+    made with ``--dse-blocks``, and the signs that set identifies."""
+    from _wiring_read import set_identification
+
+    from calibrate._compare import ELPD_BAND, identified_structure
+    from calibrate._network import resolve_network
+
+    rows = selection["ranking"]
+    keep = [r["label"] for r in rows if r["d_elpd"] <= ELPD_BAND * r["dse_points"]]
+    ident = identified_structure([resolve_network(lb)[0] for lb in keep])
+    return set_identification({**selection, "indistinguishable": keep, "identified": ident}, motif)
+
+
 def summary_phase(cfg: ConfirmDesign, runs: Path, out: Path) -> dict[str, Any]:
     """The read-back's summary (:func:`wiring_logged.summary_phase`) with ``pointwise``: per
     family, the goal's counts with the indistinguishable set taken by the pointwise se of
     the same fits (``dse_points``)."""
     import wiring_logged
-    from _wiring_read import set_identification
     from wiring_floor import family_measures
 
-    from calibrate._compare import identified_structure
-    from calibrate._network import resolve_network
     from simulate.common import write_json
 
     summary = wiring_logged.summary_phase(cfg, runs, out)
@@ -100,11 +112,7 @@ def summary_phase(cfg: ConfirmDesign, runs: Path, out: Path) -> dict[str, Any]:
             f = out / "wiring" / name / "selection.json"
             if not f.is_file():
                 continue
-            sel = json.loads(f.read_text())
-            keep = [r["label"] for r in sel["ranking"] if r["d_elpd"] <= 2.0 * r["dse_points"]]
-            ident = identified_structure([resolve_network(lb)[0] for lb in keep])
-            pointwise = {**sel, "indistinguishable": keep, "identified": ident}
-            sets[name] = set_identification(pointwise, name.split("_")[0])
+            sets[name] = pointwise_read(json.loads(f.read_text()), name.split("_")[0])
         m = family_measures(sets, Path("/nonexistent"))
         m.pop("kappa_true_type")
         per_fam[fam] = m
