@@ -243,8 +243,9 @@ def _figure(summary: dict[str, Any], path: Path) -> None:
                    label="logged regulators (filled: first or indistinguishable)")  # fmt: skip
         ax.set_xticks(list(x), [n.replace("_set", " s") for n in names], rotation=45)
         ax.set_title(f"family: {fam}")
-        ax.set_ylabel("rank of the true type")
-        ax.invert_yaxis()
+        ax.set_ylabel("rank of the true type (of 16)")
+        ax.set_ylim(16.5, 0.5)
+        ax.set_yticks([1, 4, 8, 12, 16])
     axes[0][0].legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     save_figure(fig, path, dpi=120)
