@@ -390,8 +390,7 @@ def fit(
         key: PRNG key (keyword-only).
         gate: Gate for a bare motif name.
         nodes: Agent names for the preset's X, Y, Z.
-        progress: Show a progress bar while sampling.
-        log: Optional callback for one-line progress messages.
+        progress: Show a progress bar while sampling; log: one-line progress callback.
 
     Returns:
         The :class:`Posterior`.

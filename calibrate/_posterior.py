@@ -64,8 +64,7 @@ class Posterior:
         map_params: The MAP latent values (warm start).
         timing: Seconds spent: ``map_s``, ``inference_s``, ``total_s``.
         map_log_joint: Log joint density at the MAP.
-        data_table: The fitted long table with each run's hyperparameters (None without
-            ``data``).
+        data_table: The fitted long table with each run's hyperparameters (or None).
         hyper: Hyperparameter columns (all but ``seed``) per run, in the model's run order
             (None without ``data``).
     """

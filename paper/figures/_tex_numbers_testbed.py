@@ -69,6 +69,11 @@ def wiring_macros(m: Macros, prefix: str, sets: dict[str, Any] | None) -> None:
     m.add(f"{prefix}WiringTwoSigns", count(lambda v: len(v["identified"]) >= 2))
 
 
+def _family(sets: dict[str, Any] | None, fam: str) -> dict[str, Any] | None:
+    """The sets of one family (names ending ``_<fam>``), or None."""
+    return None if sets is None else {k: v for k, v in sets.items() if k.endswith(f"_{fam}")}
+
+
 def readbacks(m: Macros, results: Path) -> None:
     """The later read-backs' measures (weight family, knock-down of X, of X and Y, Y
     knocked down early: ``RBE``), and both knock-downs refitted with the fitted flip law
@@ -80,8 +85,20 @@ def readbacks(m: Macros, results: Path) -> None:
         read_json(results / "wiring_floor" / "summary.json"), "wiring_identification", "sets"
     )
     for fam, prefix in (("x", "RBFX"), ("xy", "RBFXY")):
-        part = None if sets is None else {k: v for k, v in sets.items() if k.endswith(f"_{fam}")}
-        wiring_macros(m, prefix, part)
+        wiring_macros(m, prefix, _family(sets, fam))
+    # logged regulators on the committed sets (RBL*), and on new runs (RBC*; RBC*P: the
+    # pointwise se of the same fits)
+    for folder, tag in (("wiring_logged", "RBL"), ("wiring_confirm", "RBC")):
+        s = read_json(results / folder / "summary.json")
+        sets = dig(s, "wiring_identification", "sets")
+        for fam, letter in (("weights", "W"), ("x", "X"), ("early", "E")):
+            wiring_macros(m, f"{tag}{letter}", _family(sets, fam))
+            if tag == "RBC":
+                pw = dig(s, "pointwise", fam)
+                for key, name in (("truth_first_or_indistinguishable_sets", "TruthOk"),
+                                  ("sets_with_a_wrong_sign", "WrongSign"),
+                                  ("sets_with_two_signs", "TwoSigns")):  # fmt: skip
+                    m.add(f"{tag}{letter}PWiring{name}", fmt(dig(pw, key), 0))
 
 
 def forecast(m: Macros, results: Path) -> None:
