@@ -88,10 +88,12 @@ def readbacks(m: Macros, results: Path) -> None:
         wiring_macros(m, prefix, _family(sets, fam))
     # logged regulators on the committed sets (RBL*), and on new runs (RBC*; RBC*P: the
     # pointwise se of the same fits)
+    families = {"RBL": (("weights", "W"), ("x", "X"), ("early", "E")),
+                "RBC": (("x", "X"), ("early", "E"))}  # fmt: skip
     for folder, tag in (("wiring_logged", "RBL"), ("wiring_confirm", "RBC")):
         s = read_json(results / folder / "summary.json")
         sets = dig(s, "wiring_identification", "sets")
-        for fam, letter in (("weights", "W"), ("x", "X"), ("early", "E")):
+        for fam, letter in families[tag]:
             wiring_macros(m, f"{tag}{letter}", _family(sets, fam))
             if tag == "RBC":
                 pw = dig(s, "pointwise", fam)
