@@ -78,6 +78,7 @@ class ConfirmDesign(LoggedDesign):
     )
     command: str = "python paper/wiring_confirm.py"
     quote_earlier = False  # new sets: no earlier fit of them
+    figure = "wiring_confirm.png"
 
 
 def pointwise_read(selection: dict[str, Any], motif: str) -> dict[str, Any]:

@@ -98,6 +98,7 @@ class LoggedDesign:
     command: str = "python paper/wiring_logged.py"
     #: Quote the earlier fits of the same sets (a class attribute: not part of the design).
     quote_earlier = True
+    figure = "wiring_logged.png"  # the summary's figure (a class attribute, like the above)
 
     def _early(self) -> EarlyDesign:
         return EarlyDesign(**self.early)
@@ -197,8 +198,8 @@ def _earlier(fam: str) -> dict[str, Any] | None:
 
 def summary_phase(cfg: LoggedDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` (``wiring_identification``; ``by_family``, the goal's counts per
-    family with the earlier fits' counts of the same sets), ``table.md`` and
-    ``wiring_logged.png``."""
+    family with the earlier fits' counts of the same sets), ``table.md`` and the figure
+    (``wiring_logged.png``)."""
     from _wiring_read import readback_summary
     from wiring_floor import family_measures
 
@@ -213,7 +214,7 @@ def summary_phase(cfg: LoggedDesign, runs: Path, out: Path) -> dict[str, Any]:
         return {"by_family": fams}
 
     summary = readback_summary(cfg, runs, out, {}, by_family)
-    _figure(summary, out / "wiring_logged.png")
+    _figure(summary, out / cfg.figure)
     return summary
 
 

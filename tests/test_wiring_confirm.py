@@ -74,4 +74,4 @@ def test_quick_confirmation_trains_fits_and_summarises(tmp_path):
     sel = json.loads((out / "wiring" / "C2_set0_early" / "selection.json").read_text())
     assert "per run and agent" in sel["criterion"]
     assert all(r["dse_points"] >= 0 for r in sel["ranking"])
-    assert QUICK["fit_args"][-1] == "--dse-blocks"
+    assert QUICK["fit_args"][-1] == "--dse-blocks" and (out / "wiring_confirm.png").is_file()
