@@ -26,7 +26,7 @@ from ._map import solve_map
 from ._network import Layout
 from ._pulses import lagged_shares
 from ._quad import Quad, QuadGrid
-from ._regulators import grid_regulators
+from ._regulators import NO_NEW_RUN, grid_regulators
 from ._solvers import RK4, solve_at
 
 __all__ = ["CurveModel", "Layout"]
@@ -187,10 +187,7 @@ class CurveModel(eqx.Module):
             raise ConfigError("runs with pulses are solved by the quad solver only")
         logged = self.reg_values is not None
         if logged and (theta_runs.shape[0] != self.n_runs or method != "quad"):
-            raise ConfigError(
-                "a fit with logged regulators describes the runs it was fitted on only (by "
-                "the quad solver): it cannot solve a new run, whose regulators are not logged"
-            )
+            raise ConfigError(f"logged regulators (solved by the quad solver only): {NO_NEW_RUN}")
         if cfg.dynamics == "map":  # exact: no solver, no substeps (ts concrete)
             t = np.asarray(self.map_ts if ts is None else ts, dtype=float)
             stale = cfg.lag == "stale"

@@ -23,6 +23,7 @@ from ._curve_data import CurveData
 from ._density import batched_curves, batched_loglik, batched_run_params
 from ._link_rows import LINKS_FILE, read_link_rows, write_link_rows
 from ._model import CurveModel
+from ._regulators import NO_NEW_RUN
 
 __all__ = ["Posterior", "check_output_folder", "load_fit"]
 
@@ -262,11 +263,8 @@ class Posterior:
         ode_err = float(self.stats.get("solver_error", float("nan")))
         ode_bad = ode_err > SOLVER_ERROR_MAX
         if ode_bad:
-            fix = (
-                "lower dt or use solver='tsit5'"
-                if cfg.solver in ("rk4", "quad")
-                else "lower rtol/atol"
-            )
+            fixed_grid = cfg.solver in ("rk4", "quad")
+            fix = "lower dt or use solver='tsit5'" if fixed_grid else "lower rtol/atol"
             msgs.append(
                 f"the {cfg.solver} curves at the MAP differ from a reference solve "
                 f"by {ode_err:.1e} (> {SOLVER_ERROR_MAX:g}); {fix}"
@@ -378,6 +376,8 @@ def load_fit(fit_dir: str | Path) -> Posterior:
     if missing:
         raise ConfigError(f"{str(d)!r} is not a fit folder (missing {', '.join(missing)})")
     cfg = FitConfig.load(d / "config.json")
+    if cfg.regulators == "logged":  # its regulators are the fitted runs' own
+        raise ConfigError(f"{str(d)!r} was fitted with --regulators logged: {NO_NEW_RUN}")
     try:
         spec = simulate.spec.NetworkSpec.from_dict(json.loads((d / "network.json").read_text()))
     except (ValueError, OSError) as err:

@@ -27,7 +27,13 @@ from simulate.common import AgentmotifsError
 
 from ._curve_data import CurveData, DataError
 
-__all__ = ["config_hill", "grid_regulators", "run_regulators"]
+__all__ = ["NO_NEW_RUN", "config_hill", "grid_regulators", "run_regulators"]
+
+#: Why a fit with logged regulators forecasts nothing (``predict``, ``recommend``, ``watch``).
+NO_NEW_RUN = (
+    "such a fit describes the runs it was fitted on and cannot forecast a new run, whose "
+    "regulators are not logged; refit without --regulators logged to forecast"
+)
 
 
 def config_hill(run: str, config: Mapping[str, Any] | None) -> tuple[float, float]:

@@ -33,6 +33,7 @@ import simulate
 from .._config import ConfigError
 from .._model import CurveModel
 from .._quad import Quad
+from .._regulators import NO_NEW_RUN
 from .._solvers import solve_at
 from ._band_points import interpolation_matrix
 from ._checks import TOLERANCE
@@ -238,10 +239,13 @@ def compiled_model(cm: CurveModel, dtype: str) -> tuple[CurveModel, Cells]:
     intervals).
 
     Raises:
-        ConfigError: ``dtype`` is not ``float64`` or ``float32``.
+        ConfigError: ``dtype`` is not ``float64`` or ``float32``, or the fit reads logged
+            regulators (:mod:`calibrate._regulators`): it cannot forecast a new run.
     """
     if dtype not in ("float64", "float32"):
         raise ConfigError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    if cm.reg_values is not None:
+        raise ConfigError(f"the fit reads logged regulators (--regulators logged): {NO_NEW_RUN}")
     fast = eqx.tree_at(lambda c: c.base, cm, simulate.with_log_hill(cm.base, fixed_structure=True))
     dt = float(cm.config.dt)
     return fast, Cells(dt * (FLOAT32_CELL_FACTOR if dtype == "float32" else 1.0),

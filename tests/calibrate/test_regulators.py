@@ -132,11 +132,26 @@ def test_grid_regulators_interpolate_with_slopes():
     np.testing.assert_allclose(sl[0], [0.0, 0.0, 0.02, 0.02, 0.02, 0.0], atol=1e-9)
 
 
-def test_a_fit_with_logged_regulators_refuses_a_new_run():
+def test_a_fit_with_logged_regulators_refuses_a_new_run(tmp_path, capsys):
+    from calibrate._predict._fast import compiled_model
+
     data = _data("C2")
     cm = cal.build_model(data, "C2-AND", cal.FitConfig(method="laplace", regulators="logged"))
-    with pytest.raises(cal.ConfigError, match="cannot solve a new run"):
+    with pytest.raises(cal.ConfigError, match="cannot forecast a new run"):
         cm.curves(_theta(cm)[:1])
+    with pytest.raises(cal.ConfigError, match="cannot forecast a new run"):  # every forecast
+        compiled_model(cm, "float64")
+    plain = cal.build_model(data, "C2-AND", cal.FitConfig(method="laplace"))
+    assert compiled_model(plain, "float64")[0].reg_values is None
+    # a saved fit of it is refused by predict with one error line, before anything is read
+    fit = tmp_path / "fit"
+    fit.mkdir()
+    (fit / "config.json").write_text(json.dumps(cal.FitConfig(regulators="logged").to_dict()))
+    for name in ("network.json", "data.parquet", "latent.npz"):
+        (fit / name).write_text("")
+    code = main(["predict", str(fit), "--set", "rl.lr=1e-3", "--out", str(tmp_path / "p")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "fitted with --regulators logged" in err[0]
 
 
 def test_config_round_trip_and_refusals():
