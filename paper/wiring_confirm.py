@@ -23,9 +23,10 @@ The analysis (``config.json``, stored before the first run trained):
   the read-backs' eight, because the runs must train in one session; no power calculation was
   made (the read-backs give no spread of a rank to base one on).
 
-Phases (each resumable): ``wiring`` (training), ``fit``, ``summary``.
+Phases (each resumable): ``restore`` (the archived runs copied back into ``--runs``),
+``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_confirm.py [--phase wiring|fit|summary|all]
+Usage: python paper/wiring_confirm.py [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_confirm] [--out paper/results/wiring_confirm] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -134,11 +135,15 @@ def main(argv: list[str] | None = None) -> int:
         design=ConfirmDesign,
         quick=QUICK,
         run_name=run_name,
-        phases=["wiring", "fit", "summary"],
+        phases=["restore", "wiring", "fit", "summary"],
         gated=None,
         default_runs="runs/wiring_confirm",
         default_out="paper/results/wiring_confirm",
-        steps={"fit": "wiring_logged:fit_phase", "summary": "wiring_confirm:summary_phase"},
+        steps={
+            "restore": "_testbed_analysis:restore_phase",
+            "fit": "wiring_logged:fit_phase",
+            "summary": "wiring_confirm:summary_phase",
+        },
     )
 
 
