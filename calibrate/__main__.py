@@ -216,10 +216,14 @@ def _host_devices(chains: int) -> None:
 
 def _fit(args: argparse.Namespace) -> int:
     from ._cli_inputs import dry_run, load
+    from ._config import ConfigError
     from ._posterior import check_output_folder
 
     if args.dry_run:
         return dry_run(args)
+    selecting = args.network is None and (args.motif == "auto" or "," in args.motif)
+    if args.dse_blocks and not selecting:
+        raise ConfigError("--dse-blocks needs a selection: --motif auto or a motif list")
     check_output_folder(args.out)  # before the work, not after it
     _host_devices(_config(args).chains)  # the config file's chains unless --chains
     import jax

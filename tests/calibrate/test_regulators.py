@@ -207,6 +207,14 @@ def test_run_folders_carry_their_ema(tmp_path):
     assert hill == (0.5, 4.0)  # llm_runs' defaults
 
 
+def test_dse_blocks_without_a_selection_exits_2(tmp_path, capsys):
+    path = _run_folder(tmp_path, ema=True)
+    code = main(["fit", path, "--motif", "C1", "--dse-blocks", "--out", str(tmp_path / "f")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--dse-blocks needs a selection" in err[0]
+    assert not (tmp_path / "f").exists()
+
+
 def test_the_command_line_refuses_runs_without_ema(tmp_path, capsys):
     path = _run_folder(tmp_path, ema=False)
     code = main(["fit", path, "--motif", "C1", "--method", "laplace", "--regulators", "logged",
