@@ -19,7 +19,7 @@ from ._model import CurveModel
 from ._network import make_layout, resolve_network
 from ._pulses import run_pulse_windows, window_array
 from ._quad import QuadGrid, feedforward_order
-from ._regulators import run_regulators
+from ._regulators import grid_regulators, run_regulators
 from ._solvers import fixed_substeps
 
 __all__ = ["build_model"]
@@ -101,6 +101,10 @@ def build_model(
     if regulators is not None and quad is None:
         raise ConfigError("logged regulators need the quad solver on a feed-forward network")
     windows = run_pulse_windows(data, net.names) if config.pulses else ()
+    reg_grid = None  # the logged regulators on the data's grid, once (the likelihood's solves)
+    if regulators is not None and quad is not None:
+        levels, slopes = grid_regulators(regulators[0], regulators[1], quad.nodes)
+        reg_grid = (np.asarray(levels), np.asarray(slopes))
     return CurveModel(
         network=net,
         name=name,
@@ -129,4 +133,5 @@ def build_model(
         run_windows=window_array(windows) if windows else None,
         reg_steps=None if regulators is None else regulators[0],
         reg_values=None if regulators is None else regulators[1],
+        reg_grid=reg_grid,
     )

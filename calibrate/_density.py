@@ -86,8 +86,7 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
     """
     if cm.config.dynamics == "map":
         return 0.0
-    if cm.pulse_windows or cm.reg_values is not None:  # only the quad solves pulses and
-        # logged regulators: its own grid at 1/8 the cell
+    if cm.quad_only:  # pulses, logged regulators: the quad on its own grid at 1/8 the cell
         return float(_fine_quad_error(cm, params, tuple(np.asarray(cm.ts).tolist())))
     if cm.config.solver in ("rk4", "quad"):
         err, ok = _fine_rk4_error(cm, params, *_fine_steps(cm))
@@ -99,7 +98,7 @@ def solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> float:
 def warm_solver_error(cm: CurveModel, params: dict[str, jax.Array]) -> None:
     """Compile :func:`solver_error`'s reference of the fixed-grid solvers (run once at
     ``params``), e.g. in a thread while the MAP fit keeps the other core busy."""
-    if cm.pulse_windows or cm.reg_values is not None:
+    if cm.quad_only:
         jax.block_until_ready(_fine_quad_error(cm, params, tuple(np.asarray(cm.ts).tolist())))
     elif cm.config.solver in ("rk4", "quad") and cm.config.dynamics == "ode":
         jax.block_until_ready(_fine_rk4_error(cm, params, *_fine_steps(cm)))

@@ -78,6 +78,9 @@ class CurveModel(eqx.Module):
             "logged"``, :mod:`calibrate._regulators`), or None.
         reg_values: Per run and node, the logged training competence at ``reg_steps``,
             ``(R, N, S)``, or None.
+        reg_grid: ``reg_values`` and their slopes at the nodes of :attr:`quad`, each ``(R,
+            N, M + 1)`` (:func:`calibrate._regulators.grid_regulators`, once per model: the
+            likelihood's solves read them), or None.
     """
 
     network: simulate.Network
@@ -107,6 +110,7 @@ class CurveModel(eqx.Module):
     run_windows: np.ndarray | None = None
     reg_steps: np.ndarray | None = None
     reg_values: np.ndarray | None = None
+    reg_grid: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def link_names(self) -> tuple[str, ...]:
@@ -119,11 +123,14 @@ class CurveModel(eqx.Module):
         return len(self.runs)
 
     @property
+    def quad_only(self) -> bool:
+        """True when only the quad solver solves these runs (pulses, logged regulators)."""
+        return bool(self.pulse_windows) or self.reg_values is not None
+
+    @property
     def pooled(self) -> bool:
         """True when every run shares all parameters (then one solve serves all runs)."""
-        per_run = (
-            self.run_weights is not None or bool(self.pulse_windows) or self.reg_values is not None
-        )
+        per_run = self.run_weights is not None or self.quad_only
         return not self.re_index.size and not self.link_index.size and not per_run
 
     def weights_for(self, theta_runs: jax.Array) -> np.ndarray | None:
@@ -212,8 +219,10 @@ class CurveModel(eqx.Module):
         win, bases = self.run_windows if pulsed and qg is not None else None, self.layout.bases
         kappa, lag = np.array(bases) == "flip", bases.index("flip_lag") if win is not None else 0
         regs = (None, None)
-        if self.reg_steps is not None and self.reg_values is not None and qg is not None:
-            regs = grid_regulators(self.reg_steps, self.reg_values, qg.nodes)  # at the grid's nodes
+        if qg is self.quad and self.reg_grid is not None:  # the data's grid: computed once
+            regs = self.reg_grid
+        elif self.reg_steps is not None and self.reg_values is not None and qg is not None:
+            regs = grid_regulators(self.reg_steps, self.reg_values, qg.nodes)  # another grid
 
         def f(th, w, win, rg, rg_dot):  # a pulse acts on its share of each cell, after its lag
             how_run = how

@@ -115,9 +115,7 @@ def summary_phase(cfg: ConfirmDesign, runs: Path, out: Path) -> dict[str, Any]:
             if not f.is_file():
                 continue
             sets[name] = pointwise_read(json.loads(f.read_text()), name.split("_")[0])
-        m = family_measures(sets, Path("/nonexistent"))
-        m.pop("kappa_true_type")
-        per_fam[fam] = m
+        per_fam[fam] = family_measures(sets, None)
     summary["pointwise"] = per_fam
     summary["primary"] = cfg.primary
     write_json(out / "summary.json", summary)

@@ -191,9 +191,7 @@ def _earlier(fam: str) -> dict[str, Any] | None:
     sets = json.loads(f.read_text())["wiring_identification"]["sets"]
     if suffix is not None:
         sets = {n.removesuffix(suffix): v for n, v in sets.items() if n.endswith(suffix)}
-    m = family_measures(sets, Path("/nonexistent"))
-    m.pop("kappa_true_type")
-    return {**m, "ranks": {n: v["rank"] for n, v in sets.items()}}
+    return {**family_measures(sets, None), "ranks": {n: v["rank"] for n, v in sets.items()}}
 
 
 def summary_phase(cfg: LoggedDesign, runs: Path, out: Path) -> dict[str, Any]:

@@ -73,5 +73,10 @@ def test_quick_confirmation_trains_fits_and_summarises(tmp_path):
     assert s["by_family"]["early"]["earlier"] is None
     sel = json.loads((out / "wiring" / "C2_set0_early" / "selection.json").read_text())
     assert "per run and agent" in sel["criterion"]
-    assert all(r["dse_points"] >= 0 for r in sel["ranking"])
+    read = pointwise_read(sel, "C2")  # the summary's pointwise counts are this read-back's
+    pw = s["pointwise"]["early"]
+    assert pw["truth_first_or_indistinguishable_sets"] == int(
+        read["rank"] == 1 or read["in_indistinguishable"]
+    )
+    assert pw["sets_with_two_signs"] == int(len(read["identified"]) >= 2)
     assert QUICK["fit_args"][-1] == "--dse-blocks" and (out / "wiring_confirm.png").is_file()

@@ -106,6 +106,9 @@ def test_the_quad_solve_reads_each_run_s_logged_regulators(motif, gate):
     assert not cm.pooled
     A, ok = cm.curves(_theta(cm))
     assert bool(jnp.all(ok))
+    # the data's grid reads the regulators computed once; any other grid interpolates anew
+    B, _ = cm.curves(_theta(cm), np.asarray(cm.ts))
+    np.testing.assert_allclose(np.asarray(B), np.asarray(A), atol=1e-12, rtol=0)
     refs = np.stack([_oracle(motif, gate, r, w) for r, w in enumerate(WEIGHTS)])
     assert np.max(np.abs(refs[0] - refs[2])) > 0.05  # the weights (and regulators) matter
     np.testing.assert_allclose(np.asarray(A), refs, atol=2e-4, rtol=0)
