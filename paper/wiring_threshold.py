@@ -1,0 +1,127 @@
+"""The wiring read back when the edges' threshold sits inside their sources' range (issue 29 §4).
+
+Every read-back so far ran the testbed's edges at ``K`` 0.5, ``n`` 4. The edges act on a
+Hill term of their source's logged training competence (``ema``; docs/model.md, "Logged
+regulators"), and Y's stays near that threshold: in the confirmation's 16 runs
+(``paper/results/wiring_confirm/runs``) its 5th to 95th percentile is 0.49 to 0.74, and the
+early Y knock-down leaves it at 0.5 (flipped rewards take Y's training accuracy back to
+chance, not below it). So across everything Y does, ``h+`` and ``h-`` of Y move only between
+0.5 and about 0.8 and 0.2, the Y -> Z edge barely changes Z's learning rate over a run, and
+no fit has ever read its sign. Here every edge's threshold and Hill coefficient are chosen
+so that a Hill term of Y goes from 0.1 to 0.9 across that range: ``K`` = sqrt(0.49 x 0.74)
+= 0.60 and ``n`` = ln 81 / ln(0.74 / 0.49) = 10.7, taken as 10 (``network.K``,
+``network.n``; one pair on every edge, as ``--regulators logged`` needs). Chosen from
+committed runs, before any run of this design.
+
+Design (``config.json``, stored before the first run trained; everything else as the
+confirmation, ``paper/wiring_confirm.py``):
+
+- Runs: per type (C1, I1, C2, I2) the early family's four runs at a set not used before
+  (set 3, seeds 3030-3035): ``w = 0``, ``w = 0.9``, ``w = 0.9`` with X knocked down at steps
+  30-60, ``w = 0.9`` with Y knocked down at steps 40-80 (16 runs).
+- Analysis: ``calibrate fit --motif auto --gate AND --method laplace --edge-weights
+  --pipeline X->Y,Y->Z --regulators logged --pulses --dse-blocks`` on each set's four runs.
+  Primary: the indistinguishable set by the se of each elpd difference from its sums per
+  run and agent; secondary: the pointwise se of the same fits (``pointwise``).
+- Measures and goal as issue 29 §4 states them. One set per type, as the confirmation: the
+  runs must train and be fitted within one session, and the read-backs give no spread of a
+  rank to base a power calculation on; the share of sets with two or more signs is given
+  with its Clopper-Pearson interval.
+
+Phases (each resumable): ``restore`` (the archived runs copied back into ``--runs``),
+``wiring`` (training), ``fit``, ``summary``.
+
+Usage: python paper/wiring_threshold.py [--phase restore|wiring|fit|summary|all]
+       [--runs runs/wiring_threshold] [--out paper/results/wiring_threshold] [--workers 2]
+       [--code DIR] [--quick]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "paper"))
+
+from _study import study_main  # noqa: E402
+from wiring_confirm import QUICK as CONFIRM_QUICK  # noqa: E402
+from wiring_confirm import ConfirmDesign, _early_at  # noqa: E402
+from wiring_logged import run_name  # noqa: E402
+
+
+@dataclasses.dataclass
+class ThresholdDesign(ConfirmDesign):
+    """The design (see the module docstring): the confirmation's, at set 3, with every edge's
+    threshold ``K`` and Hill coefficient ``n`` inside the range of Y's logged competence."""
+
+    early: dict[str, Any] = dataclasses.field(default_factory=lambda: _early_at([3]))
+    families: list[str] = dataclasses.field(default_factory=lambda: ["early"])
+    K: float = 0.6
+    n: float = 10.0
+    hypothesis: str = (
+        "with every edge's threshold inside the range of Y's logged training competence, "
+        "the early family keeps the truth first or indistinguishable in every set, reads no "
+        "wrong sign, and reads Y->Z's sign, and so >= 2 of the 3 signs, in most sets"
+    )
+    command: str = "python paper/wiring_threshold.py"
+    figure = "wiring_threshold.png"
+
+    def train_config(self, *job: Any) -> dict[str, Any]:
+        """The confirmation's config of the run, with this design's ``K`` and ``n``."""
+        c = super().train_config(*job)
+        c["network"] = {**c["network"], "K": self.K, "n": self.n}
+        return c
+
+
+def summary_phase(cfg: ThresholdDesign, runs: Path, out: Path) -> dict[str, Any]:
+    """The confirmation's summary (:func:`wiring_confirm.summary_phase`) with, per family and
+    se, the share of sets reading two or more signs and its 95 % Clopper-Pearson interval
+    (``two_signs_share``)."""
+    import wiring_confirm
+    from scipy.stats import binomtest
+
+    from simulate.common import write_json
+
+    summary = wiring_confirm.summary_phase(cfg, runs, out)
+    shares: dict[str, Any] = {}
+    for se, fams in (("blocks", summary["by_family"]), ("pointwise", summary["pointwise"])):
+        for fam, m in fams.items():
+            m = m.get("logged", m)
+            k, n = int(m["sets_with_two_signs"]), int(m["n_sets"])
+            if n:
+                ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+                shares[f"{fam}_{se}"] = {"sets": n, "two_signs": k, "share": k / n,
+                                         "ci95": [float(ci.low), float(ci.high)]}  # fmt: skip
+    summary["two_signs_share"] = shares
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+QUICK = {**CONFIRM_QUICK, "families": ["early"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return study_main(
+        argv,
+        description="The wiring read back with edge thresholds inside Y's range (issue 29 §4).",
+        design=ThresholdDesign,
+        quick=QUICK,
+        run_name=run_name,
+        phases=["restore", "wiring", "fit", "summary"],
+        gated=None,
+        default_runs="runs/wiring_threshold",
+        default_out="paper/results/wiring_threshold",
+        steps={
+            "restore": "_testbed_analysis:restore_phase",
+            "fit": "wiring_logged:fit_phase",
+            "summary": "wiring_threshold:summary_phase",
+        },
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
