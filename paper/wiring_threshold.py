@@ -77,16 +77,11 @@ class ThresholdDesign(ConfirmDesign):
         return c
 
 
-def summary_phase(cfg: ThresholdDesign, runs: Path, out: Path) -> dict[str, Any]:
-    """The confirmation's summary (:func:`wiring_confirm.summary_phase`) with, per family and
-    se, the share of sets reading two or more signs and its 95 % Clopper-Pearson interval
-    (``two_signs_share``)."""
-    import wiring_confirm
+def two_signs_shares(summary: dict[str, Any]) -> dict[str, Any]:
+    """Per family and se (``<family>_blocks``, ``<family>_pointwise``): the sets fitted, those
+    reading two or more signs, their share and its 95 % Clopper-Pearson interval."""
     from scipy.stats import binomtest
 
-    from simulate.common import write_json
-
-    summary = wiring_confirm.summary_phase(cfg, runs, out)
     shares: dict[str, Any] = {}
     for se, fams in (("blocks", summary["by_family"]), ("pointwise", summary["pointwise"])):
         for fam, m in fams.items():
@@ -96,7 +91,18 @@ def summary_phase(cfg: ThresholdDesign, runs: Path, out: Path) -> dict[str, Any]
                 ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
                 shares[f"{fam}_{se}"] = {"sets": n, "two_signs": k, "share": k / n,
                                          "ci95": [float(ci.low), float(ci.high)]}  # fmt: skip
-    summary["two_signs_share"] = shares
+    return shares
+
+
+def summary_phase(cfg: ThresholdDesign, runs: Path, out: Path) -> dict[str, Any]:
+    """The confirmation's summary (:func:`wiring_confirm.summary_phase`) with
+    ``two_signs_share`` (:func:`two_signs_shares`)."""
+    import wiring_confirm
+
+    from simulate.common import write_json
+
+    summary = wiring_confirm.summary_phase(cfg, runs, out)
+    summary["two_signs_share"] = two_signs_shares(summary)
     write_json(out / "summary.json", summary)
     return summary
 
