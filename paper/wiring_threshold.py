@@ -39,6 +39,7 @@ Usage: python paper/wiring_threshold.py [--phase restore|wiring|fit|summary|all]
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,15 +95,117 @@ def two_signs_shares(summary: dict[str, Any]) -> dict[str, Any]:
     return shares
 
 
+def pointwise_loo(fit: Path) -> Any:
+    """One saved fit's PSIS-LOO elpd per observation (before any K-fold refit), beside its
+    data (``run``, ``agent``, ``step``; column ``elpd``); None when the fit kept no
+    posterior or no log-likelihood."""
+    import arviz as az
+    import numpy as np
+    import pandas as pd
+
+    if not (fit / "posterior.nc").is_file():
+        return None
+    idata = az.from_netcdf(fit / "posterior.nc")
+    if "log_likelihood" not in idata.groups():
+        return None
+    data = pd.read_parquet(fit / "data.parquet")
+    seen = np.asarray(idata.observed_data["obs"], dtype=float)
+    if seen.shape != (len(data),) or not np.allclose(seen, data["competence"] * data["n_eval"]):
+        raise ValueError(f"{fit}: observations do not line up with data.parquet")
+    loo = az.loo(idata, pointwise=True)
+    return data[["run", "agent", "step"]].assign(elpd=np.asarray(loo.loo_i, dtype=float))
+
+
+def misfit_by_block(out: Path, sets: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Read after the runs: where the truth loses to the first type of each set (and to its
+    Y -> Z partner, C1 <-> I1, C2 <-> I2): the elpd difference (truth minus the other) summed
+    per agent and per run and agent, from both fits' pointwise PSIS-LOO; pairs whose fits kept
+    no log-likelihood are left out. Kept beside each set's selection
+    (``misfit_by_block.json``) and read from there where the posteriors are not (they are
+    not committed)."""
+    from simulate.common import write_json
+
+    partner = {"C1": "I1", "I1": "C1", "C2": "I2", "I2": "C2"}
+    res: dict[str, Any] = {}
+    for name, v in sets.items():
+        fits = out / "wiring" / name / "fits"
+        sel = json.loads((out / "wiring" / name / "selection.json").read_text())
+        truth = v["true"]
+        others = {"first": sel["best"], "partner": f"{partner[truth[:2]]}{truth[2:]}"}
+        kept = out / "wiring" / name / "misfit_by_block.json"
+        if not (fits / truth / "posterior.nc").is_file():  # a checkout without posteriors
+            if kept.is_file():
+                res[name] = json.loads(kept.read_text())
+            continue
+        a = pointwise_loo(fits / truth)
+        for role, other in others.items():
+            b = None if a is None or other == truth else pointwise_loo(fits / other)
+            if b is None:
+                continue
+            d = a.assign(elpd=a["elpd"] - b["elpd"].to_numpy())
+            d["run"] = d["run"].str.removeprefix(f"{name.removesuffix('_early')}_")
+            per_agent = d.groupby("agent")["elpd"].sum()
+            per_block = d.groupby(["run", "agent"])["elpd"].sum()
+            res.setdefault(name, {})[role] = {
+                "other": other,
+                "total": round(float(d["elpd"].sum()), 2),
+                "by_agent": {k: round(float(x), 2) for k, x in per_agent.items()},
+                "by_run_agent": {f"{r}/{g}": round(float(x), 2) for (r, g), x in per_block.items()},
+            }
+        if name in res:
+            write_json(kept, res[name])
+    return res
+
+
+def _reach(c: dict[str, Any], z: int, level: float = 0.7) -> int:
+    """First evaluated step at which agent ``z`` reached ``level`` (the last step if never)."""
+    import numpy as np
+
+    hit = np.flatnonzero(c["comp"][:, z] >= level)
+    return int(c["steps"][hit[0]] if hit.size else c["steps"][-1])
+
+
+def y_to_z_contrast(cfg: ThresholdDesign, runs: Path) -> dict[str, Any]:
+    """Model-free, read after the runs: the Y -> Z sign's effect on Z in runs that share
+    everything else (C1 against I1, C2 against I2: same seed, same edges out of X), per run
+    with edges acting: Z's mean competence over the run and the first step at which Z reached
+    0.7 (activating minus repressing), and whether X's and Y's curves are the same in both
+    runs (then Z is the only agent the sign changed)."""
+    import numpy as np
+    from _pool_analysis import run_curves
+
+    out: dict[str, Any] = {}
+    for name, jobs in cfg.sets().items():
+        act = name.split("_")[0]
+        rep = {"C1": "I1", "C2": "I2"}.get(act)
+        for job in jobs if rep is not None else ():
+            a = run_curves(cfg.run_path(runs, job))
+            b = run_curves(cfg.run_path(runs, (rep, *job[1:])))
+            if job[2] == "w0" or a is None or b is None:
+                continue
+            z = a["roles"].index("Z")
+            za, zb = a["comp"][:, z], b["comp"][:, z]
+            same = np.array_equal(np.delete(a["comp"], z, 1), np.delete(b["comp"], z, 1))
+            out[f"{act}-{rep}/{run_name(*job).split('_', 2)[2]}"] = {
+                "z_mean_act_minus_rep": round(float(za.mean() - zb.mean()), 4),
+                "z_steps_to_0.7_act_minus_rep": _reach(a, z) - _reach(b, z),
+                "x_and_y_identical": bool(same),
+            }
+    return out
+
+
 def summary_phase(cfg: ThresholdDesign, runs: Path, out: Path) -> dict[str, Any]:
     """The confirmation's summary (:func:`wiring_confirm.summary_phase`) with
-    ``two_signs_share`` (:func:`two_signs_shares`)."""
+    ``two_signs_share`` (:func:`two_signs_shares`) and, read after the runs,
+    ``misfit_by_block`` and ``y_to_z_contrast``."""
     import wiring_confirm
 
     from simulate.common import write_json
 
     summary = wiring_confirm.summary_phase(cfg, runs, out)
     summary["two_signs_share"] = two_signs_shares(summary)
+    summary["misfit_by_block"] = misfit_by_block(out, summary["wiring_identification"]["sets"])
+    summary["y_to_z_contrast"] = y_to_z_contrast(cfg, runs)
     write_json(out / "summary.json", summary)
     return summary
 

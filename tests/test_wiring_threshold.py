@@ -82,3 +82,105 @@ def test_quick_read_back_trains_fits_and_summarises(tmp_path):
     two = s["two_signs_share"]["early_blocks"]
     assert two["sets"] == 1 and two["two_signs"] == int(len(read["identified"]) >= 2)
     assert (out / "wiring_threshold.png").is_file()
+
+
+def _fake_fit(path: Path, ll: list[float], obs: list[float] | None = None) -> None:
+    """A saved fit whose log-likelihood is the same in every draw (so each observation's
+    PSIS-LOO elpd is exactly that value), on 2 runs x 2 agents x 1 step."""
+    import arviz as az
+    import numpy as np
+    import pandas as pd
+
+    path.mkdir(parents=True)
+    data = pd.DataFrame({"run": ["C1_set3_w0", "C1_set3_w0", "C1_set3_w0.9", "C1_set3_w0.9"],
+                         "agent": ["Y", "Z", "Y", "Z"], "step": [10] * 4,
+                         "competence": [0.5, 0.25, 0.75, 1.0], "n_eval": [64] * 4})  # fmt: skip
+    data.to_parquet(path / "data.parquet")
+    rng = np.random.default_rng(0)
+    idata = az.from_dict(
+        posterior={"a": rng.normal(size=(2, 50))},
+        log_likelihood={"obs": np.broadcast_to(np.array(ll), (2, 50, 4)).copy()},
+        observed_data={"obs": np.array(obs if obs is not None else [32.0, 16.0, 48.0, 64.0])},
+    )
+    idata.to_netcdf(str(path / "posterior.nc"))
+
+
+def test_misfit_by_block_sums_the_truths_pointwise_losses(tmp_path):
+    import warnings
+
+    from wiring_threshold import misfit_by_block
+
+    fits = tmp_path / "wiring" / "C1_set3_early" / "fits"
+    _fake_fit(fits / "C1-AND", [-1.0, -2.0, -3.0, -4.0])
+    _fake_fit(fits / "I4-AND", [-1.5, -1.0, -3.0, -2.0])
+    _fake_fit(fits / "I1-AND", [-1.0, -2.0, -3.0, -5.0])
+    sel = {"best": "I4-AND"}
+    (tmp_path / "wiring" / "C1_set3_early" / "selection.json").write_text(json.dumps(sel))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = misfit_by_block(tmp_path, {"C1_set3_early": {"true": "C1-AND"}})["C1_set3_early"]
+    first, partner = got["first"], got["partner"]
+    assert first["other"] == "I4-AND" and partner["other"] == "I1-AND"
+    assert first["total"] == pytest.approx(-2.5)
+    assert first["by_agent"] == pytest.approx({"Y": 0.5, "Z": -3.0})
+    assert first["by_run_agent"] == pytest.approx(
+        {"w0/Y": 0.5, "w0/Z": -1.0, "w0.9/Y": 0.0, "w0.9/Z": -2.0}
+    )
+    assert partner["total"] == pytest.approx(1.0) and partner["by_agent"]["Z"] == pytest.approx(1.0)
+
+
+def test_misfit_by_block_refuses_observations_out_of_line(tmp_path):
+    from wiring_threshold import pointwise_loo
+
+    _fake_fit(tmp_path / "f", [-1.0] * 4, obs=[1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match="do not line up"):
+        pointwise_loo(tmp_path / "f")
+
+
+def test_y_to_z_contrast_pairs_runs_that_differ_in_that_sign(tmp_path, monkeypatch):
+    import _pool_analysis
+    import numpy as np
+    from wiring_threshold import y_to_z_contrast
+
+    steps = np.array([0, 10, 20, 30])
+    z_of = {"C1": [0.5, 0.5, 0.6, 0.8], "I1": [0.5, 0.7, 0.8, 0.8],
+            "C2": [0.4, 0.4, 0.4, 0.5], "I2": [0.4, 0.4, 0.5, 0.6]}  # fmt: skip
+
+    def fake(path: Path):
+        motif = path.name.split("_")[0]
+        y = [0.5, 0.5, 0.5, 0.9] if motif in ("C1", "I1") else [0.5, 0.5, 0.5, 0.6]
+        y = [v + 0.05 for v in y] if (motif == "I2" and "pulseX" in path.name) else y
+        comp = np.column_stack([[0.3, 0.6, 0.9, 0.9], y, z_of[motif]])
+        return {"steps": steps, "comp": comp, "roles": ["X", "Y", "Z"]}
+
+    monkeypatch.setattr(_pool_analysis, "run_curves", fake)
+    got = y_to_z_contrast(ThresholdDesign(), tmp_path)
+    assert sorted(got) == sorted(f"{p}/{k}" for p in ("C1-I1", "C2-I2")
+                                 for k in ("w0.9", "pulseX_w0.9", "pulseYearly_w0.9"))  # fmt: skip
+    c = got["C1-I1/w0.9"]
+    assert c["z_mean_act_minus_rep"] == pytest.approx((2.4 - 2.8) / 4)
+    assert c["z_steps_to_0.7_act_minus_rep"] == 30 - 10 and c["x_and_y_identical"]
+    d = got["C2-I2/pulseX_w0.9"]  # C2's Z never reaches 0.7: the last step; I2's Y differs
+    assert d["z_steps_to_0.7_act_minus_rep"] == 0 and not d["x_and_y_identical"]
+    assert got["C2-I2/w0.9"]["x_and_y_identical"]
+
+
+def test_misfit_by_block_is_read_back_where_the_posteriors_are_not(tmp_path):
+    import shutil
+    import warnings
+
+    from wiring_threshold import misfit_by_block
+
+    fits = tmp_path / "wiring" / "C1_set3_early" / "fits"
+    _fake_fit(fits / "C1-AND", [-1.0, -2.0, -3.0, -4.0])
+    _fake_fit(fits / "I4-AND", [-1.5, -1.0, -3.0, -2.0])
+    (tmp_path / "wiring" / "C1_set3_early" / "selection.json").write_text('{"best": "I4-AND"}')
+    sets = {"C1_set3_early": {"true": "C1-AND"}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = misfit_by_block(tmp_path, sets)
+    assert "partner" not in first["C1_set3_early"]  # I1-AND not fitted: left out
+    shutil.rmtree(fits)
+    assert misfit_by_block(tmp_path, sets) == first
+    (tmp_path / "wiring" / "C1_set3_early" / "misfit_by_block.json").unlink()
+    assert misfit_by_block(tmp_path, sets) == {}
