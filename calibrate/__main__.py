@@ -98,12 +98,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     f.add_argument(
         "--regulators",
-        choices=["model", "logged"],
+        choices=["model", "logged", "logged-gates"],
         default=None,
         help="what the edges' Hill terms read: model (default), the fitted upstream "
         "competence; logged, each run's logged training competence of the upstream agent "
         "(llm_runs' ema, what its edges acted on), with K and n from the run's config; "
-        "needs run folders",
+        "logged-gates, as logged, and the --pipeline gates read it too; needs run folders",
     )
     f.add_argument(
         "--dse-blocks",
@@ -243,7 +243,7 @@ def _fit(args: argparse.Namespace) -> int:
 
         for run in data.runs:
             config_pulses(run, data.configs.get(run))
-    if cfg.regulators == "logged":  # and every run's logged regulators and K, n
+    if cfg.logged_regulators:  # and every run's logged regulators and K, n
         from ._regulators import run_regulators
 
         run_regulators(data, tuple(data.agents))

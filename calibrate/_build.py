@@ -68,7 +68,7 @@ def build_model(
     if config.pipeline:  # the gates' Kp, m are free parameters (the layout's)
         base = simulate.with_pipeline(base, config.pipeline)
     weights = run_node_weights(data, net.names) if config.edge_weights else None
-    regulators = run_regulators(data, net.names) if config.regulators == "logged" else None
+    regulators = run_regulators(data, net.names) if config.logged_regulators else None
     if regulators is not None:  # the runs' own K and n, known: written in, not fitted
         sign = np.asarray(net.sign)
         for e in (e for e in net.edge_keys if sign[net.edge_index(e)] != 0):

@@ -56,6 +56,7 @@ _LAGS = ("none", "stale", "erlang")
 _LIKELIHOODS = ("binomial", "betabinomial")
 _METHODS = ("nuts", "svi", "laplace", "map")
 _SOLVERS = ("auto", "quad", "rk4", "tsit5")
+_REGULATORS = ("model", "logged", "logged-gates")
 _CHAIN_METHODS = ("auto", "parallel", "vectorized", "sequential")
 
 
@@ -155,7 +156,9 @@ class FitConfig:
             threshold ``K`` and Hill coefficient ``n`` read from the run's config (known, so
             not fitted; :mod:`calibrate._regulators`). Needs run folders, the ``quad``
             solver (or ``auto``) and ODE dynamics; such a fit describes the runs it was
-            fitted on and cannot forecast a new one.
+            fitted on and cannot forecast a new one. ``logged-gates``: as ``logged``, and
+            the pipeline gates (``pipeline``) read the logged training competence of their
+            source too, the quality of the sampled outputs it passes on while training.
         rhat_max: Diagnostics threshold for R-hat.
         ess_min: Diagnostics threshold for bulk and tail ESS.
     """
@@ -230,13 +233,13 @@ class FitConfig:
             raise ConfigError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
         if self.pulses and (self.solver not in ("auto", "quad") or self.dynamics != "ode"):
             raise ConfigError("pulses need solver 'quad' (or 'auto') and dynamics 'ode'")
-        if self.regulators not in ("model", "logged"):
-            raise ConfigError(f"regulators must be 'model' or 'logged', got {self.regulators!r}")
-        if self.regulators == "logged" and (
+        if self.regulators not in _REGULATORS:
+            raise ConfigError(f"regulators must be one of {_REGULATORS}, got {self.regulators!r}")
+        if self.logged_regulators and (
             self.solver not in ("auto", "quad") or self.dynamics != "ode"
         ):
             raise ConfigError(
-                "regulators 'logged' need solver 'quad' (or 'auto') and dynamics 'ode'"
+                f"regulators {self.regulators!r} need solver 'quad' (or 'auto') and dynamics 'ode'"
             )
         if self.solver == "tsit5" and self.chain_method == "parallel" and not self.forward_mode:
             raise ConfigError(
@@ -253,6 +256,12 @@ class FitConfig:
             object.__setattr__(self, "priors", Priors(**self.priors))
         if isinstance(self.hierarchy, Mapping):
             object.__setattr__(self, "hierarchy", Hierarchy(**self.hierarchy))
+
+    @property
+    def logged_regulators(self) -> bool:
+        """Whether the edges read each run's logged training competence (``regulators``
+        ``logged`` or ``logged-gates``)."""
+        return self.regulators != "model"
 
     def solve_options(self) -> SolveOptions:
         """The :class:`simulate.SolveOptions` of the adaptive (``tsit5``) likelihood: this

@@ -234,6 +234,7 @@ class CurveModel(eqx.Module):
                     flip_rate=th[kappa] if win is not None else 1.0,
                     regulators=rg,
                     regulator_slopes=rg_dot,
+                    gates_logged=cfg.regulators == "logged-gates",
                 )
             return solve_at(self.with_params(th, w), grid, solver=how_run, options=opts)
 

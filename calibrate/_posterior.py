@@ -376,7 +376,7 @@ def load_fit(fit_dir: str | Path) -> Posterior:
     if missing:
         raise ConfigError(f"{str(d)!r} is not a fit folder (missing {', '.join(missing)})")
     cfg = FitConfig.load(d / "config.json")
-    if cfg.regulators == "logged":  # its regulators are the fitted runs' own
+    if cfg.logged_regulators:  # its regulators are the fitted runs' own
         raise ConfigError(f"{str(d)!r} was fitted with --regulators logged: {NO_NEW_RUN}")
     try:
         spec = simulate.spec.NetworkSpec.from_dict(json.loads((d / "network.json").read_text()))

@@ -253,6 +253,10 @@ class Quad(AbstractCurveSolver):
         regulators: Per node, the levels its out-edges' Hill terms read at the grid's nodes,
             shape ``(N, M + 1)``, with their time derivatives ``regulator_slopes`` (logged
             regulators, :mod:`calibrate._regulators`), or None: the solved levels.
+        gates_logged: Whether the pipeline gates read ``regulators`` too (static; default
+            False: they read the solved levels). llm_runs feeds each role its upstream
+            role's sampled outputs while training, whose quality is the logged training
+            competence (``FitConfig(regulators="logged-gates")``).
     """
 
     grid: QuadGrid
@@ -262,6 +266,7 @@ class Quad(AbstractCurveSolver):
     flip_rate: jax.Array | float = 1.0
     regulators: jax.Array | None = None
     regulator_slopes: jax.Array | None = None
+    gates_logged: bool = eqx.field(static=True, default=False)
 
     @classmethod
     def for_steps(
@@ -330,10 +335,12 @@ class Quad(AbstractCurveSolver):
             """``(r_i, f_i)``: the learning rate (times the pipeline gate) and the weight
             factor; with weights ``f = 1 - w + w G`` scales the whole rate (forgetting too)
             and ``G`` leaves the bracket (simulate.CompetenceKinetics). ``G`` reads the
-            logged regulators ``rg`` where given, else the levels ``lv``."""
+            logged regulators ``rg`` where given, else the levels ``lv``; the pipeline gate
+            ``P`` reads ``rg`` too under ``gates_logged``."""
             gain = kin.rho[i] * (1.0 - kin.b[i]) * drive[i]
             G = net.node_regulation(i, rg if logged else lv)
-            P = None if pipe is None or pipe.source[i] < 0 else cast(jax.Array, pipe.gate(i, lv))
+            src = rg if logged and self.gates_logged else lv
+            P = None if pipe is None or pipe.source[i] < 0 else cast(jax.Array, pipe.gate(i, src))
             if w is None:
                 r = kin.rho[i] * kin.b[i] + gain * G
                 return (r if P is None else P * r), jnp.ones(())

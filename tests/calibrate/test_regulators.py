@@ -60,9 +60,14 @@ def _theta(cm: cal.CurveModel) -> jax.Array:
     return jnp.asarray(np.tile([P[nm] for nm in cm.layout.names], (cm.n_runs, 1)), dtype=float)
 
 
-def _oracle(motif: str, gate: str, run: int, w: float) -> np.ndarray:
+PIPE = {"Kp[X->Y]": 0.55, "m[X->Y]": 3.0, "Kp[Y->Z]": 0.6, "m[Y->Z]": 2.0}
+
+
+def _oracle(motif: str, gate: str, run: int, w: float, gates: str | None = None) -> np.ndarray:
     """``solve_ivp`` of llm_runs' coupled kinetics with the logged series (linear between
-    the logged steps, the first value before them) in the Hill terms, at ``STEPS``."""
+    the logged steps, the first value before them) in the Hill terms, at ``STEPS``; with
+    ``gates`` the pipeline gates X -> Y and Y -> Z (``PIPE``) on the learning rate, reading
+    the solved levels (``levels``) or the logged series (``logged``)."""
     spec = simulate.ffl_spec(motif, gate)
     sign = {f"{e.source}->{e.target}": e.sign for e in spec.edges}
 
@@ -86,7 +91,13 @@ def _oracle(motif: str, gate: str, run: int, w: float) -> np.ndarray:
         for k, (node, g, ww) in enumerate(
             (("X", 1.0, 0.0), ("Y", term(t, "X", "Y"), w), ("Z", gz, w))
         ):
-            drift = P[f"rho[{node}]"] * (1 - A[k]) - P[f"delta[{node}]"] * A[k]
+            gate_k = 1.0
+            if gates is not None and node != "X":
+                src = "XY"[k - 1]
+                x = logged(t, src) if gates == "logged" else A[k - 1]
+                kp, m = PIPE[f"Kp[{src}->{node}]"], PIPE[f"m[{src}->{node}]"]
+                gate_k = x**m / (kp**m + x**m)
+            drift = gate_k * P[f"rho[{node}]"] * (1 - A[k]) - P[f"delta[{node}]"] * A[k]
             out.append((1 - ww + ww * g) * drift)
         return out
 
@@ -111,6 +122,25 @@ def test_the_quad_solve_reads_each_run_s_logged_regulators(motif, gate):
     np.testing.assert_allclose(np.asarray(B), np.asarray(A), atol=1e-12, rtol=0)
     refs = np.stack([_oracle(motif, gate, r, w) for r, w in enumerate(WEIGHTS)])
     assert np.max(np.abs(refs[0] - refs[2])) > 0.05  # the weights (and regulators) matter
+    np.testing.assert_allclose(np.asarray(A), refs, atol=2e-4, rtol=0)
+
+
+@pytest.mark.parametrize("regulators", ["logged", "logged-gates"])
+def test_pipeline_gates_read_the_levels_or_the_logged_series(regulators):
+    data = _data("I1")
+    cfg = cal.FitConfig(method="laplace", edge_weights=True, regulators=regulators,
+                        pipeline="X->Y,Y->Z")  # fmt: skip
+    assert cfg.logged_regulators
+    cm = cal.build_model(data, "I1-AND", cfg)
+    vals = {**P, **PIPE}
+    theta = jnp.asarray(np.tile([vals[nm] for nm in cm.layout.names], (cm.n_runs, 1)))
+    A, ok = cm.curves(theta)
+    assert bool(jnp.all(ok))
+    how = "logged" if regulators == "logged-gates" else "levels"
+    refs = np.stack([_oracle("I1", "AND", r, w, gates=how) for r, w in enumerate(WEIGHTS)])
+    other = np.stack([_oracle("I1", "AND", r, w, gates={"logged": "levels"}.get(how, "logged"))
+                      for r, w in enumerate(WEIGHTS)])  # fmt: skip
+    assert np.max(np.abs(refs - other)) > 0.02  # what the gates read matters
     np.testing.assert_allclose(np.asarray(A), refs, atol=2e-4, rtol=0)
 
 
@@ -165,6 +195,11 @@ def test_config_round_trip_and_refusals():
         cal.FitConfig(regulators="ema")
     with pytest.raises(cal.ConfigError, match="need solver 'quad'"):
         cal.FitConfig(regulators="logged", solver="rk4")
+    gates = cal.FitConfig(method="laplace", regulators="logged-gates", pipeline="X->Y")
+    assert cal.FitConfig.from_dict(json.loads(json.dumps(gates.to_dict()))) == gates
+    assert gates.logged_regulators and not cal.FitConfig().logged_regulators
+    with pytest.raises(cal.ConfigError, match="need solver 'quad'"):
+        cal.FitConfig(regulators="logged-gates", dynamics="map")
 
 
 def test_runs_without_logged_regulators_or_with_different_thresholds_are_refused():
