@@ -10,7 +10,8 @@ run applied. Under ``FitConfig(regulators="logged")`` the likelihood reads each 
 term from the logged average of its source (linear between evaluations, the first logged
 value before it), with the threshold ``K`` and Hill coefficient ``n`` of the run's own config
 (data, not fitted): what is fitted is which edges exist and their signs, and each node's
-kinetics. Pipeline gates (``FitConfig.pipeline``) still read the fitted competence.
+kinetics. Pipeline gates (``FitConfig.pipeline``) still read the fitted competence,
+unless ``regulators="logged-gates"``, under which they read the logged series too.
 """
 
 from __future__ import annotations

@@ -1,0 +1,59 @@
+"""The wiring read back with the pipeline gates on the logged training competence
+(paper/wiring_gates.py): its runs (sets 4 and 5, seeds no earlier wiring study used, the
+threshold read-back's K and n), the analysis stored with them, and its --quick pipeline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "paper"))
+
+from wiring_confirm import ConfirmDesign  # noqa: E402
+from wiring_gates import GatesDesign  # noqa: E402
+from wiring_logged import LoggedDesign  # noqa: E402
+from wiring_threshold import ThresholdDesign  # noqa: E402
+
+
+def test_new_runs_at_unused_seeds_read_back_with_logged_gates(tmp_path):
+    cfg = GatesDesign()
+    jobs = cfg.jobs("wiring")
+    assert len(jobs) == 32 and {j[1] for j in jobs} == {4, 5}
+    used = set()
+    for old in (LoggedDesign(), ConfirmDesign(), ThresholdDesign()):
+        used |= {old.train_config(*j)["seed"] for js in old.sets().values() for j in js}
+    new = {cfg.train_config(*j)["seed"] for j in jobs}
+    assert new == {3040, 3042, 3043, 3045, 3050, 3052, 3053, 3055} and not new & used
+    assert all(cfg.train_config(*j)["network"]["K"] == 0.6 for j in jobs)
+    assert all(cfg.run_path(tmp_path, j).parent == tmp_path for j in jobs)
+    assert len(cfg.sets()) == 8
+    for name in cfg.sets():
+        args = cfg.args(name)
+        i = args.index("--regulators")
+        assert args[i + 1] == "logged-gates" and {"--dse-blocks", "--pulses"} <= set(args)
+    # the threshold read-back's analysis otherwise
+    assert [a for a in cfg.fit_args if a != "logged-gates"] == [
+        a for a in ThresholdDesign().fit_args if a != "logged"
+    ]
+
+
+@pytest.mark.slow
+def test_quick_gates_read_back_trains_fits_and_summarises(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    cmd = [sys.executable, str(ROOT / "paper" / "wiring_gates.py"), "--quick",
+           "--out", str(out), "--runs", str(runs)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert sorted(s["wiring_identification"]["sets"]) == ["C2_set0_early"]
+    cfg = json.loads((out / "wiring" / "C2_set0_early" / "fits" / "C2-AND" / "config.json")
+                     .read_text())  # fmt: skip
+    assert cfg["regulators"] == "logged-gates" and cfg["pipeline"]
+    assert s["two_signs_share"]["early_blocks"]["sets"] == 1
