@@ -89,13 +89,15 @@ def readbacks(m: Macros, results: Path) -> None:
     # logged regulators on the committed sets (RBL*), and on new runs (RBC*; RBC*P: the
     # pointwise se of the same fits)
     families = {"RBL": (("weights", "W"), ("x", "X"), ("early", "E")),
-                "RBC": (("x", "X"), ("early", "E"))}  # fmt: skip
-    for folder, tag in (("wiring_logged", "RBL"), ("wiring_confirm", "RBC")):
+                "RBC": (("x", "X"), ("early", "E")), "RBT": (("early", "E"),)}  # fmt: skip
+    # RBT*: edge thresholds inside Y's range (wiring_threshold)
+    for folder, tag in (("wiring_logged", "RBL"), ("wiring_confirm", "RBC"),
+                        ("wiring_threshold", "RBT")):  # fmt: skip
         s = read_json(results / folder / "summary.json")
         sets = dig(s, "wiring_identification", "sets")
         for fam, letter in families[tag]:
             wiring_macros(m, f"{tag}{letter}", _family(sets, fam))
-            if tag == "RBC":
+            if tag != "RBL":
                 pw = dig(s, "pointwise", fam)
                 for key, name in (("truth_first_or_indistinguishable_sets", "TruthOk"),
                                   ("sets_with_a_wrong_sign", "WrongSign"),
