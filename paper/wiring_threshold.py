@@ -109,7 +109,7 @@ def pointwise_loo(fit: Path) -> Any:
     if "log_likelihood" not in idata.groups():
         return None
     data = pd.read_parquet(fit / "data.parquet")
-    seen = np.asarray(idata.observed_data["obs"], dtype=float)
+    seen = np.asarray(idata["observed_data"]["obs"], dtype=float)
     if seen.shape != (len(data),) or not np.allclose(seen, data["competence"] * data["n_eval"]):
         raise ValueError(f"{fit}: observations do not line up with data.parquet")
     loo = az.loo(idata, pointwise=True)
@@ -140,7 +140,7 @@ def misfit_by_block(out: Path, sets: dict[str, dict[str, Any]]) -> dict[str, Any
         a = pointwise_loo(fits / truth)
         for role, other in others.items():
             b = None if a is None or other == truth else pointwise_loo(fits / other)
-            if b is None:
+            if a is None or b is None:
                 continue
             d = a.assign(elpd=a["elpd"] - b["elpd"].to_numpy())
             d["run"] = d["run"].str.removeprefix(f"{name.removesuffix('_early')}_")
