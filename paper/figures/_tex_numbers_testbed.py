@@ -89,10 +89,12 @@ def readbacks(m: Macros, results: Path) -> None:
     # logged regulators on the committed sets (RBL*), and on new runs (RBC*; RBC*P: the
     # pointwise se of the same fits)
     families = {"RBL": (("weights", "W"), ("x", "X"), ("early", "E")),
-                "RBC": (("x", "X"), ("early", "E")), "RBT": (("early", "E"),)}  # fmt: skip
-    # RBT*: edge thresholds inside Y's range (wiring_threshold)
+                "RBC": (("x", "X"), ("early", "E")), "RBT": (("early", "E"),),
+                "RBG": (("early", "E"),)}  # fmt: skip
+    # RBT*: edge thresholds inside Y's range (wiring_threshold); RBG*: and the pipeline gates
+    # on the logged competence (wiring_gates)
     for folder, tag in (("wiring_logged", "RBL"), ("wiring_confirm", "RBC"),
-                        ("wiring_threshold", "RBT")):  # fmt: skip
+                        ("wiring_threshold", "RBT"), ("wiring_gates", "RBG")):  # fmt: skip
         s = read_json(results / folder / "summary.json")
         sets = dig(s, "wiring_identification", "sets")
         for fam, letter in families[tag]:
