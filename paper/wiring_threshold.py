@@ -178,7 +178,9 @@ def y_to_z_contrast(cfg: ThresholdDesign, runs: Path) -> dict[str, Any]:
     for name, jobs in cfg.sets().items():
         act = name.split("_")[0]
         rep = {"C1": "I1", "C2": "I2"}.get(act)
-        for job in jobs if rep is not None else ():
+        if rep is None or name.replace(act, rep, 1) not in cfg.sets():  # no partner set
+            continue
+        for job in jobs:
             a = run_curves(cfg.run_path(runs, job))
             b = run_curves(cfg.run_path(runs, (rep, *job[1:])))
             if job[2] == "w0" or a is None or b is None:
