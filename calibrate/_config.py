@@ -235,6 +235,8 @@ class FitConfig:
             raise ConfigError("pulses need solver 'quad' (or 'auto') and dynamics 'ode'")
         if self.regulators not in _REGULATORS:
             raise ConfigError(f"regulators must be one of {_REGULATORS}, got {self.regulators!r}")
+        if self.regulators == "logged-gates" and not self.pipeline:
+            raise ConfigError("regulators 'logged-gates' need pipeline gates (--pipeline)")
         if self.logged_regulators and (
             self.solver not in ("auto", "quad") or self.dynamics != "ode"
         ):

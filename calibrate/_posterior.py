@@ -377,7 +377,7 @@ def load_fit(fit_dir: str | Path) -> Posterior:
         raise ConfigError(f"{str(d)!r} is not a fit folder (missing {', '.join(missing)})")
     cfg = FitConfig.load(d / "config.json")
     if cfg.logged_regulators:  # its regulators are the fitted runs' own
-        raise ConfigError(f"{str(d)!r} was fitted with --regulators logged: {NO_NEW_RUN}")
+        raise ConfigError(f"{str(d)!r} was fitted with --regulators {cfg.regulators}: {NO_NEW_RUN}")
     try:
         spec = simulate.spec.NetworkSpec.from_dict(json.loads((d / "network.json").read_text()))
     except (ValueError, OSError) as err:

@@ -33,7 +33,7 @@ __all__ = ["NO_NEW_RUN", "config_hill", "grid_regulators", "run_regulators"]
 #: Why a fit with logged regulators forecasts nothing (``predict``, ``recommend``, ``watch``).
 NO_NEW_RUN = (
     "such a fit describes the runs it was fitted on and cannot forecast a new run, whose "
-    "regulators are not logged; refit without --regulators logged to forecast"
+    "regulators are not logged; refit without --regulators to forecast"
 )
 
 

@@ -199,7 +199,9 @@ def test_config_round_trip_and_refusals():
     assert cal.FitConfig.from_dict(json.loads(json.dumps(gates.to_dict()))) == gates
     assert gates.logged_regulators and not cal.FitConfig().logged_regulators
     with pytest.raises(cal.ConfigError, match="need solver 'quad'"):
-        cal.FitConfig(regulators="logged-gates", dynamics="map")
+        cal.FitConfig(regulators="logged-gates", pipeline="X->Y", dynamics="map")
+    with pytest.raises(cal.ConfigError, match="need pipeline gates"):
+        cal.FitConfig(regulators="logged-gates")
 
 
 def test_runs_without_logged_regulators_or_with_different_thresholds_are_refused():
