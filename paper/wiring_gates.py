@@ -42,11 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "paper"))
 
-from _study import study_main  # noqa: E402
 from wiring_confirm import FIT_ARGS, _early_at  # noqa: E402
-from wiring_logged import run_name  # noqa: E402
 from wiring_threshold import QUICK as THRESHOLD_QUICK  # noqa: E402
-from wiring_threshold import ThresholdDesign  # noqa: E402
+from wiring_threshold import ThresholdDesign, read_back_main  # noqa: E402
 
 GATES_ARGS = [a if a != "logged" else "logged-gates" for a in FIT_ARGS]
 
@@ -71,21 +69,12 @@ QUICK = {**THRESHOLD_QUICK, "fit_args": [a if a != "logged" else "logged-gates"
 
 
 def main(argv: list[str] | None = None) -> int:
-    return study_main(
+    return read_back_main(
         argv,
-        description="The wiring read back with pipeline gates on the logged competence.",
         design=GatesDesign,
         quick=QUICK,
-        run_name=run_name,
-        phases=["restore", "wiring", "fit", "summary"],
-        gated=None,
-        default_runs="runs/wiring_gates",
-        default_out="paper/results/wiring_gates",
-        steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "fit": "wiring_logged:fit_phase",
-            "summary": "wiring_threshold:summary_phase",
-        },
+        name="wiring_gates",
+        description="The wiring read back with pipeline gates on the logged competence.",
     )
 
 

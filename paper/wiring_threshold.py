@@ -215,22 +215,37 @@ def summary_phase(cfg: ThresholdDesign, runs: Path, out: Path) -> dict[str, Any]
 QUICK = {**CONFIRM_QUICK, "families": ["early"]}
 
 
-def main(argv: list[str] | None = None) -> int:
+def read_back_main(
+    argv: list[str] | None, *, design: type, quick: dict[str, Any], name: str, description: str
+) -> int:
+    """The command line of a read-back on this design's phases (``restore``, ``wiring``,
+    ``fit``, ``summary``), with runs under ``runs/<name>`` and results under
+    ``paper/results/<name>`` by default."""
     return study_main(
         argv,
-        description="The wiring read back with edge thresholds inside Y's range (issue 29 §4).",
-        design=ThresholdDesign,
-        quick=QUICK,
+        description=description,
+        design=design,
+        quick=quick,
         run_name=run_name,
         phases=["restore", "wiring", "fit", "summary"],
         gated=None,
-        default_runs="runs/wiring_threshold",
-        default_out="paper/results/wiring_threshold",
+        default_runs=f"runs/{name}",
+        default_out=f"paper/results/{name}",
         steps={
             "restore": "_testbed_analysis:restore_phase",
             "fit": "wiring_logged:fit_phase",
             "summary": "wiring_threshold:summary_phase",
         },
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    return read_back_main(
+        argv,
+        design=ThresholdDesign,
+        quick=QUICK,
+        name="wiring_threshold",
+        description="The wiring read back with edge thresholds inside Y's range (issue 29 §4).",
     )
 
 
