@@ -95,6 +95,10 @@ def two_signs_shares(summary: dict[str, Any]) -> dict[str, Any]:
     return shares
 
 
+#: Each type's partner that differs from it only in the sign of Y -> Z (activating first).
+YZ_PARTNER = {"C1": "I1", "C2": "I2", "I1": "C1", "I2": "C2"}
+
+
 def pointwise_loo(fit: Path) -> Any:
     """One saved fit's PSIS-LOO elpd per observation (before any K-fold refit), beside its
     data (``run``, ``agent``, ``step``; column ``elpd``); None when the fit kept no
@@ -125,13 +129,12 @@ def misfit_by_block(out: Path, sets: dict[str, dict[str, Any]]) -> dict[str, Any
     not committed)."""
     from simulate.common import write_json
 
-    partner = {"C1": "I1", "I1": "C1", "C2": "I2", "I2": "C2"}
     res: dict[str, Any] = {}
     for name, v in sets.items():
         fits = out / "wiring" / name / "fits"
         sel = json.loads((out / "wiring" / name / "selection.json").read_text())
         truth = v["true"]
-        others = {"first": sel["best"], "partner": f"{partner[truth[:2]]}{truth[2:]}"}
+        others = {"first": sel["best"], "partner": f"{YZ_PARTNER[truth[:2]]}{truth[2:]}"}
         kept = out / "wiring" / name / "misfit_by_block.json"
         if not (fits / truth / "posterior.nc").is_file():  # a checkout without posteriors
             if kept.is_file():
@@ -177,13 +180,13 @@ def y_to_z_contrast(cfg: ThresholdDesign, runs: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, jobs in cfg.sets().items():
         act = name.split("_")[0]
-        rep = {"C1": "I1", "C2": "I2"}.get(act)
+        rep = YZ_PARTNER.get(act) if act in ("C1", "C2") else None
         if rep is None or name.replace(act, rep, 1) not in cfg.sets():  # no partner set
             continue
-        for job in jobs:
+        for job in (j for j in jobs if j[2] != "w0"):  # w = 0: no designed edge acts
             a = run_curves(cfg.run_path(runs, job))
             b = run_curves(cfg.run_path(runs, (rep, *job[1:])))
-            if job[2] == "w0" or a is None or b is None:
+            if a is None or b is None:
                 continue
             z = a["roles"].index("Z")
             za, zb = a["comp"][:, z], b["comp"][:, z]
