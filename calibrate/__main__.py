@@ -106,6 +106,14 @@ def _parser() -> argparse.ArgumentParser:
         "logged-gates, as logged, and the --pipeline gates read it too; needs run folders",
     )
     f.add_argument(
+        "--readout",
+        choices=["identity", "greedy"],
+        default=None,
+        help="how a level is observed: identity (default), or greedy, the kinetics describe "
+        "a latent skill that a greedy probe reads through a logistic of fitted midpoint and "
+        "width per agent (flat far from the midpoint, a jump across it)",
+    )
+    f.add_argument(
         "--dse-blocks",
         action="store_true",
         help="with --motif auto or a motif list: the se of an elpd difference from its sums "
@@ -164,7 +172,8 @@ def _config(args: argparse.Namespace):
              ("method", args.method), ("likelihood", args.likelihood), ("solver", args.solver),
              ("dt", args.dt), ("dynamics", args.dynamics))  # fmt: skip
     given += (("lag", args.lag), ("pipeline", args.pipeline), ("edge_weights", args.edge_weights),
-              ("pulses", args.pulses), ("regulators", args.regulators))  # fmt: skip
+              ("pulses", args.pulses), ("regulators", args.regulators),
+              ("readout", args.readout))  # fmt: skip
     base.update({k: v for k, v in given if v is not None})
     if args.hierarchy:
         hier = read_json_object(args.hierarchy, what="--hierarchy file")

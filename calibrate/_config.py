@@ -57,6 +57,7 @@ _LIKELIHOODS = ("binomial", "betabinomial")
 _METHODS = ("nuts", "svi", "laplace", "map")
 _SOLVERS = ("auto", "quad", "rk4", "tsit5")
 _REGULATORS = ("model", "logged", "logged-gates")
+_READOUTS = ("identity", "greedy")
 _CHAIN_METHODS = ("auto", "parallel", "vectorized", "sequential")
 
 
@@ -159,6 +160,11 @@ class FitConfig:
             fitted on and cannot forecast a new one. ``logged-gates``: as ``logged``, and
             the pipeline gates (``pipeline``) read the logged training competence of their
             source too, the quality of the sampled outputs it passes on while training.
+        readout: How a node's level becomes its observed (probe) competence (default
+            ``identity``): ``identity``, the level is observed; ``greedy``, the kinetics
+            describe a latent skill ``a`` in [0, 1] and a greedy probe reads it through a
+            logistic of fitted midpoint ``mid[node]`` and width ``width[node]``, rescaled
+            so that 0 and 1 map to themselves (:mod:`calibrate._readout`).
         rhat_max: Diagnostics threshold for R-hat.
         ess_min: Diagnostics threshold for bulk and tail ESS.
     """
@@ -193,6 +199,7 @@ class FitConfig:
     edge_weights: bool = False
     pulses: bool = False
     regulators: str = "model"
+    readout: str = "identity"
     rhat_max: float = 1.01
     ess_min: float = 400.0
 
@@ -235,6 +242,8 @@ class FitConfig:
             raise ConfigError("pulses need solver 'quad' (or 'auto') and dynamics 'ode'")
         if self.regulators not in _REGULATORS:
             raise ConfigError(f"regulators must be one of {_REGULATORS}, got {self.regulators!r}")
+        if self.readout not in _READOUTS:
+            raise ConfigError(f"readout must be one of {_READOUTS}, got {self.readout!r}")
         if self.regulators == "logged-gates" and not self.pipeline:
             raise ConfigError("regulators 'logged-gates' need pipeline gates (--pipeline)")
         if self.logged_regulators and (

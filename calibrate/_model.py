@@ -26,12 +26,14 @@ from ._map import solve_map
 from ._network import Layout
 from ._pulses import lagged_shares
 from ._quad import Quad, QuadGrid
+from ._readout import readout_curves
 from ._regulators import NO_NEW_RUN, grid_regulators
 from ._solvers import RK4, solve_at
 
 __all__ = ["CurveModel", "Layout"]
 
 _EPS = 1e-9
+_OWN = ("lag", "flip", "flip_lag", "mid", "width")  # the fit's own parameters, not the model's
 
 
 class CurveModel(eqx.Module):
@@ -163,7 +165,7 @@ class CurveModel(eqx.Module):
         the ``stale`` lag is the map's, :meth:`curves`), and node weights ``weight`` (N,)."""
         if weight is not None:
             return simulate.with_edge_weights(self.with_params(theta), weight)
-        names, own = self.layout.names, ("lag", "flip", "flip_lag")  # not the model's parameters
+        names, own = self.layout.names, _OWN
         keep = np.array([i for i, b in enumerate(self.layout.bases) if b not in own])
         if keep.size == len(names):
             return simulate.param_setter(self.base, names)(self.base, theta)
@@ -180,7 +182,23 @@ class CurveModel(eqx.Module):
         solver: str | None = None,
         dt: float | None = None,
     ) -> tuple[jax.Array, jax.Array]:
-        """Mean competences ``(R, T, N)`` and per-run ok flags, at ``ts`` (default data).
+        """Mean observed competences ``(R, T, N)`` and per-run ok flags, at ``ts`` (default
+        data): :meth:`latent_curves` read out by ``config.readout``
+        (:mod:`calibrate._readout`; ``identity``: the same)."""
+        A, ok = self.latent_curves(theta_runs, ts, substeps, solver, dt)
+        if self.config.readout == "greedy":
+            A = readout_curves(A, theta_runs, self.layout)
+        return A, ok
+
+    def latent_curves(
+        self,
+        theta_runs: jax.Array,
+        ts=None,
+        substeps: int | None = None,
+        solver: str | None = None,
+        dt: float | None = None,
+    ) -> tuple[jax.Array, jax.Array]:
+        """Mean levels ``(R, T, N)`` and per-run ok flags, at ``ts`` (default data).
 
         ``substeps`` (static): RK4 steps per interval of ``ts`` (default: the data's,
         :func:`fixed_substeps`); ``solver`` overrides ``config.solver``, ``dt`` the quad

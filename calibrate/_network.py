@@ -104,8 +104,8 @@ class Layout(eqx.Module):
 def make_layout(network: simulate.Network, config: FitConfig, horizon: float) -> Layout:
     """Free parameters of ``network`` with their priors (b only for regulated nodes; the
     pipeline gates' ``Kp``, ``m`` after the edges; then ``eta`` under the map dynamics and
-    ``lag`` with a policy lag, ``flip_lag`` with pulses; last, with pulses, each node's
-    ``flip``).
+    ``lag`` with a policy lag, ``flip_lag`` with pulses; then, with pulses, each node's
+    ``flip``; last, with the greedy readout, each node's ``mid`` and ``width``).
 
     Raises:
         ConfigError: A pipeline edge names a node that is not in ``network``, or a prior
@@ -147,12 +147,17 @@ def make_layout(network: simulate.Network, config: FitConfig, horizon: float) ->
         names.append(f"flip[{node}]")
         bases.append("flip")
         targets.append(node)
+    for base in ("mid", "width") if config.readout == "greedy" else ():  # the greedy readout
+        for node in network.names:
+            names.append(f"{base}[{node}]")
+            bases.append(base)
+            targets.append(node)
     for key in config.priors.overrides:
         if key not in names:
             raise ConfigError(
                 f"priors.overrides: {key!r} is not a free parameter; free parameters: {names}"
             )
-    logit = tuple(b in ("b", "A0") for b in bases)
+    logit = tuple(b in ("b", "A0", "mid") for b in bases)
     loc, scale = [], []
     for name, base, lg in zip(names, bases, logit, strict=True):
         med, sd = config.priors.median_sd(base, name, horizon=horizon)

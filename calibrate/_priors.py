@@ -67,6 +67,11 @@ class Priors:
             effect (one for the network): an optimizer's momentum, and a policy that moves
             only once its samples differ, answer late.
         flip_lag_sd: Log-sd of that delay.
+        mid_median: Median midpoint of a node's greedy readout (``FitConfig.readout``): the
+            latent skill at which half of the readout's rise is reached.
+        mid_sd: Logit-sd of that midpoint.
+        width_median: Median width of a node's greedy readout (latent-skill units).
+        width_sd: Log-sd of that width.
         overrides: Per-parameter ``{"rho[X]": [median, sd]}`` overriding the above.
     """
 
@@ -99,6 +104,10 @@ class Priors:
     flip_sd: float = 1.0
     flip_lag_median: float = 5.0
     flip_lag_sd: float = 1.0
+    mid_median: float = 0.5
+    mid_sd: float = 1.0
+    width_median: float = 0.1
+    width_sd: float = 1.0
     overrides: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -107,7 +116,7 @@ class Priors:
                 continue
             v = positive(getattr(self, f.name), f"priors.{f.name}", allow_none=True)
             object.__setattr__(self, f.name, v)
-        for name in ("b_median", "A0_median"):
+        for name in ("b_median", "A0_median", "mid_median"):
             if not getattr(self, name) < 1:
                 raise ConfigError(f"priors.{name} must be in (0, 1)")
         ov = {}

@@ -33,6 +33,7 @@ import simulate
 from .._config import ConfigError
 from .._model import CurveModel
 from .._quad import Quad
+from .._readout import readout_curves
 from .._regulators import NO_NEW_RUN
 from .._solvers import solve_at
 from ._band_points import interpolation_matrix
@@ -287,8 +288,12 @@ def solve_curves(
             t, cell.width, scan=True, fine=cell.fine, fine_dt=cell.fine_width, batch=batch_last
         )
         if batch_last:
-            return quad.solve(jax.vmap(model.with_params, out_axes=-1)(theta), t, SOLVE_OPTIONS)
-        return jax.vmap(lambda th: solve_at(model.with_params(th), t, solver=quad))(theta)
+            A, ok = quad.solve(jax.vmap(model.with_params, out_axes=-1)(theta), t, SOLVE_OPTIONS)
+        else:
+            A, ok = jax.vmap(lambda th: solve_at(model.with_params(th), t, solver=quad))(theta)
+        if model.config.readout == "greedy":
+            A = readout_curves(A, theta, model.layout, batch_last=batch_last)
+        return A, ok
     A, ok = model.curves(theta, t, substeps)
     return (jnp.transpose(A, (1, 2, 0)), ok) if batch_last else (A, ok)
 
