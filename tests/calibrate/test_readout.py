@@ -113,9 +113,16 @@ def test_the_readout_config_round_trips_and_is_validated(tmp_path, capsys):
         cal.Priors(mid_median=1.5)
     csv = tmp_path / "c.csv"
     _data(runs=1).table.to_csv(csv, index=False)
-    assert main(["fit", str(csv), "--readout", "sigmoid", "--out", str(tmp_path / "o")]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", str(csv), "--readout", "sigmoid", "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("error:") and "readout" in err[-1]
+    assert len(err) == 1 and err[0].startswith("error:") and "--readout" in err[0]
+    bad = tmp_path / "cfg.json"
+    bad.write_text('{"readout": "sigmoid"}')
+    assert main(["fit", str(csv), "--config", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "readout must be one of" in err[0]
 
 
 @pytest.mark.slow
