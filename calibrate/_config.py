@@ -17,6 +17,8 @@ Priors (weakly informative, on interpretable scales; every one overridable)::
     c[p]     normal(0, 1)                                 hyperparameter link slopes
     eta      log-normal, median 1, log-sd 0.1             learning-step size (map dynamics)
     lag      log-normal, median 1, log-sd 1.0             policy lag, training steps (lag)
+    mid[i]   logit-normal, median 0.5, logit-sd 1.0       greedy readout midpoint (readout)
+    width[i] log-normal, median 0.1, log-sd 1.0           greedy readout width (readout)
 
 Every parameter is sampled as a standard normal ``z`` and mapped as
 ``theta = median-transform + sd * z`` (non-centred), which gives NUTS a unit-scale geometry.
