@@ -181,30 +181,25 @@ class CurveModel(eqx.Module):
         substeps: int | None = None,
         solver: str | None = None,
         dt: float | None = None,
+        *,
+        latent: bool = False,
     ) -> tuple[jax.Array, jax.Array]:
         """Mean observed competences ``(R, T, N)`` and per-run ok flags, at ``ts`` (default
-        data): :meth:`latent_curves` read out by ``config.readout``
-        (:mod:`calibrate._readout`; ``identity``: the same)."""
-        A, ok = self.latent_curves(theta_runs, ts, substeps, solver, dt)
-        if self.config.readout == "greedy":
-            A = readout_curves(A, theta_runs, self.layout)
-        return A, ok
-
-    def latent_curves(
-        self,
-        theta_runs: jax.Array,
-        ts=None,
-        substeps: int | None = None,
-        solver: str | None = None,
-        dt: float | None = None,
-    ) -> tuple[jax.Array, jax.Array]:
-        """Mean levels ``(R, T, N)`` and per-run ok flags, at ``ts`` (default data).
+        data): the solved levels read out by ``config.readout`` (:mod:`calibrate._readout`;
+        ``identity`` or ``latent``: the levels themselves).
 
         ``substeps`` (static): RK4 steps per interval of ``ts`` (default: the data's,
         :func:`fixed_substeps`); ``solver`` overrides ``config.solver``, ``dt`` the quad
         cell. With ``quad`` or the ``map`` dynamics (:mod:`calibrate._map`), ``ts`` other
         than the data's must be concrete. A row per run solves each run with its own
         weights and pulses (pulses: the quad solver only, ``ConfigError`` otherwise)."""
+        A, ok = self._levels(theta_runs, ts, substeps, solver, dt)
+        if self.config.readout == "greedy" and not latent:
+            A = readout_curves(A, theta_runs, self.layout)
+        return A, ok
+
+    def _levels(self, theta_runs, ts, substeps, solver, dt) -> tuple[jax.Array, jax.Array]:
+        """:meth:`curves` before the readout."""
         cfg = self.config
         pulsed = bool(self.pulse_windows) and theta_runs.shape[0] == self.n_runs
         method = solver or cfg.solver
