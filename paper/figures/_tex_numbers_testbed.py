@@ -90,11 +90,12 @@ def readbacks(m: Macros, results: Path) -> None:
     # pointwise se of the same fits)
     families = {"RBL": (("weights", "W"), ("x", "X"), ("early", "E")),
                 "RBC": (("x", "X"), ("early", "E")), "RBT": (("early", "E"),),
-                "RBG": (("early", "E"),)}  # fmt: skip
+                "RBG": (("early", "E"),), "RBR": (("early", "E"),)}  # fmt: skip
     # RBT*: edge thresholds inside Y's range (wiring_threshold); RBG*: and the pipeline gates
-    # on the logged competence (wiring_gates)
+    # on the logged competence (wiring_gates); RBR*: and a greedy readout (wiring_readout)
     for folder, tag in (("wiring_logged", "RBL"), ("wiring_confirm", "RBC"),
-                        ("wiring_threshold", "RBT"), ("wiring_gates", "RBG")):  # fmt: skip
+                        ("wiring_threshold", "RBT"), ("wiring_gates", "RBG"),
+                        ("wiring_readout", "RBR")):  # fmt: skip
         s = read_json(results / folder / "summary.json")
         sets = dig(s, "wiring_identification", "sets")
         for fam, letter in families[tag]:
