@@ -164,9 +164,10 @@ class FitConfig:
             source too, the quality of the sampled outputs it passes on while training.
         readout: How a node's level becomes its observed (probe) competence (default
             ``identity``): ``identity``, the level is observed; ``greedy``, the kinetics
-            describe a latent skill ``a`` in [0, 1] and a greedy probe reads it through a
-            logistic of fitted midpoint ``mid[node]`` and width ``width[node]``, rescaled
-            so that 0 and 1 map to themselves (:mod:`calibrate._readout`).
+            describe a latent skill in [0, 1] and a greedy probe reads it through a
+            logistic of the share of the way from the start to 1, of fitted midpoint
+            ``mid[node]`` and width ``width[node]``, rescaled so that the start and 1 map
+            to themselves (:mod:`calibrate._readout`).
         rhat_max: Diagnostics threshold for R-hat.
         ess_min: Diagnostics threshold for bulk and tail ESS.
     """

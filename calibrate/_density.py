@@ -11,6 +11,7 @@ import numpy as np
 from simulate import SolveOptions
 
 from ._model import CurveModel
+from ._readout import readout_curves
 from ._solvers import fixed_substeps, solve_at
 
 __all__ = [
@@ -142,4 +143,6 @@ def _adaptive_error(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
     ref, _ = jax.vmap(
         lambda th, w: solve_at(cm.with_params(th, w), jnp.asarray(cm.ts), options=_REFERENCE)
     )(theta, cm.weights_for(theta))
+    if cm.config.readout == "greedy":  # observed, as the curves: the readout's own steepness
+        ref = readout_curves(ref, theta, cm.layout)
     return jnp.max(jnp.abs(A - ref))

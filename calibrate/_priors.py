@@ -68,9 +68,10 @@ class Priors:
             only once its samples differ, answer late.
         flip_lag_sd: Log-sd of that delay.
         mid_median: Median midpoint of a node's greedy readout (``FitConfig.readout``): the
-            latent skill at which half of the readout's rise is reached.
+            share of the way from its start to 1 its latent skill has come when the
+            readout's logistic is at its middle.
         mid_sd: Logit-sd of that midpoint.
-        width_median: Median width of a node's greedy readout (latent-skill units).
+        width_median: Median width of a node's greedy readout (in that share).
         width_sd: Log-sd of that width.
         overrides: Per-parameter ``{"rho[X]": [median, sd]}`` overriding the above.
     """

@@ -16,6 +16,7 @@ from scipy.special import expit
 
 import calibrate as cal
 from calibrate.__main__ import main
+from calibrate._density import solver_error
 from calibrate._predict._fast import compiled_model, solve_curves
 from calibrate._readout import greedy_readout
 
@@ -90,6 +91,16 @@ def test_greedy_curves_are_the_identity_fit_s_kinetics_read_out(solver):
     )  # fmt: skip
     np.testing.assert_allclose(np.asarray(obs), ref, atol=1e-10, rtol=0)
     assert float(jnp.max(jnp.abs(obs - latent))) > 0.1  # the readout changes the curves
+
+
+@pytest.mark.parametrize("solver", ["tsit5", "rk4"])
+def test_the_solver_error_compares_read_out_curves_with_a_read_out_reference(solver):
+    cm = cal.build_model(_data(), "C1", cal.FitConfig(method="laplace", solver=solver,
+                                                      readout="greedy"))  # fmt: skip
+    z = jnp.asarray(cm.layout.to_unconstrained(np.asarray(_theta(cm)[0])) - cm.layout.loc)
+    params = {"z": z / jnp.asarray(cm.layout.scale)}
+    np.testing.assert_allclose(cm.theta(params)[0], _theta(cm)[0], rtol=1e-9)
+    assert solver_error(cm, params) < 1e-3  # latent against observed would differ by > 0.1
 
 
 def test_the_forecasting_path_reads_out_the_same_curves():
