@@ -10,7 +10,9 @@ whose per-sample success probability has crossed one half, a sigmoid of the samp
 ``calibrate fit --readout greedy`` (docs/model.md, "Greedy readout") fits the kinetics to a
 latent skill and reads each agent's probe competence out of it through a logistic of fitted
 midpoint and width. This study tests it on new runs, with the analysis stored before they
-trained and before the readout had been fitted to any run.
+trained. The readout's form was settled after the design (a first form, normalised on
+[0, 1], could not delay a rise on one archived set) and committed before any fit read
+these runs.
 
 Design (``config.json``, stored before the first run trained): the gates read-back's design
 (every edge ``K`` 0.6, ``n`` 10; per set the early family's four runs ``w = 0``,
