@@ -1,6 +1,7 @@
 """The wiring read back with the pipeline gates on the logged training competence
-(paper/wiring_gates.py): its runs (sets 4 and 5, seeds no earlier wiring study used, the
-threshold read-back's K and n), the analysis stored with them, and its --quick pipeline."""
+(paper/wiring_gates.py, sets 4 and 5), and with a greedy readout besides
+(paper/wiring_readout.py, sets 6 and 7): their runs (seeds no earlier wiring study used, the
+threshold read-back's K and n), the analysis stored with them, and their --quick pipelines."""
 
 from __future__ import annotations
 
@@ -18,18 +19,23 @@ sys.path.insert(0, str(ROOT / "paper"))
 from wiring_confirm import ConfirmDesign  # noqa: E402
 from wiring_gates import GatesDesign  # noqa: E402
 from wiring_logged import LoggedDesign  # noqa: E402
+from wiring_readout import ReadoutDesign  # noqa: E402
 from wiring_threshold import ThresholdDesign  # noqa: E402
+
+EARLIER = (LoggedDesign(), ConfirmDesign(), ThresholdDesign())
+
+
+def _used_seeds(designs) -> set[int]:
+    return {d.train_config(*j)["seed"] for d in designs for js in d.sets().values() for j in js}
 
 
 def test_new_runs_at_unused_seeds_read_back_with_logged_gates(tmp_path):
     cfg = GatesDesign()
     jobs = cfg.jobs("wiring")
     assert len(jobs) == 32 and {j[1] for j in jobs} == {4, 5}
-    used = set()
-    for old in (LoggedDesign(), ConfirmDesign(), ThresholdDesign()):
-        used |= {old.train_config(*j)["seed"] for js in old.sets().values() for j in js}
     new = {cfg.train_config(*j)["seed"] for j in jobs}
-    assert new == {3040, 3042, 3043, 3045, 3050, 3052, 3053, 3055} and not new & used
+    assert new == {3040, 3042, 3043, 3045, 3050, 3052, 3053, 3055}
+    assert not new & _used_seeds(EARLIER)
     assert all(cfg.train_config(*j)["network"]["K"] == 0.6 for j in jobs)
     assert all(cfg.run_path(tmp_path, j).parent == tmp_path for j in jobs)
     assert len(cfg.sets()) == 8
@@ -43,11 +49,33 @@ def test_new_runs_at_unused_seeds_read_back_with_logged_gates(tmp_path):
     ]
 
 
+def test_new_runs_at_unused_seeds_read_back_with_the_greedy_readout():
+    cfg = ReadoutDesign()
+    jobs = cfg.jobs("wiring")
+    assert len(jobs) == 32 and {j[1] for j in jobs} == {6, 7}
+    new = {cfg.train_config(*j)["seed"] for j in jobs}
+    assert new == {3060, 3062, 3063, 3065, 3070, 3072, 3073, 3075}
+    assert not new & _used_seeds((*EARLIER, GatesDesign()))
+    assert all(cfg.train_config(*j)["network"]["K"] == 0.6 for j in jobs)
+    assert len(cfg.sets()) == 8
+    for name in cfg.sets():
+        args = cfg.args(name)
+        assert args[args.index("--readout") + 1] == "greedy"
+        assert args[args.index("--regulators") + 1] == "logged-gates"
+        assert {"--dse-blocks", "--pulses"} <= set(args)
+    assert cfg.fit_args[:-2] == GatesDesign().fit_args  # the gates read-back's otherwise
+
+
 @pytest.mark.slow
-def test_quick_gates_read_back_trains_fits_and_summarises(tmp_path):
+@pytest.mark.parametrize(
+    ("script", "expect"),
+    [("wiring_gates.py", {"regulators": "logged-gates"}),
+     ("wiring_readout.py", {"regulators": "logged-gates", "readout": "greedy"})],
+)  # fmt: skip
+def test_quick_read_back_trains_fits_and_summarises(tmp_path, script, expect):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, str(ROOT / "paper" / "wiring_gates.py"), "--quick",
+    cmd = [sys.executable, str(ROOT / "paper" / script), "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -55,5 +83,5 @@ def test_quick_gates_read_back_trains_fits_and_summarises(tmp_path):
     assert sorted(s["wiring_identification"]["sets"]) == ["C2_set0_early"]
     cfg = json.loads((out / "wiring" / "C2_set0_early" / "fits" / "C2-AND" / "config.json")
                      .read_text())  # fmt: skip
-    assert cfg["regulators"] == "logged-gates" and cfg["pipeline"]
+    assert {k: cfg[k] for k in expect} == expect and cfg["pipeline"]
     assert s["two_signs_share"]["early_blocks"]["sets"] == 1
