@@ -143,6 +143,5 @@ def _adaptive_error(cm: CurveModel, params: dict[str, jax.Array]) -> jax.Array:
     ref, _ = jax.vmap(
         lambda th, w: solve_at(cm.with_params(th, w), jnp.asarray(cm.ts), options=_REFERENCE)
     )(theta, cm.weights_for(theta))
-    if cm.config.readout == "greedy":  # observed, as the curves: the readout's own steepness
-        ref = readout_curves(ref, theta, cm.layout)
+    ref = readout_curves(ref, theta, cm.layout)  # observed, as the curves are
     return jnp.max(jnp.abs(A - ref))

@@ -194,9 +194,7 @@ class CurveModel(eqx.Module):
         than the data's must be concrete. A row per run solves each run with its own
         weights and pulses (pulses: the quad solver only, ``ConfigError`` otherwise)."""
         A, ok = self._levels(theta_runs, ts, substeps, solver, dt)
-        if self.config.readout == "greedy" and not latent:
-            A = readout_curves(A, theta_runs, self.layout)
-        return A, ok
+        return (A if latent else readout_curves(A, theta_runs, self.layout)), ok
 
     def _levels(self, theta_runs, ts, substeps, solver, dt) -> tuple[jax.Array, jax.Array]:
         """:meth:`curves` before the readout."""

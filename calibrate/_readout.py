@@ -65,8 +65,11 @@ def readout_curves(
         batch_last: ``levels`` carries the runs last.
 
     Returns:
-        The observed curves, the shape of ``levels``.
+        The observed curves, the shape of ``levels`` (``levels`` itself when the layout has
+        no readout parameters: the identity readout).
     """
+    if "mid" not in layout.bases:
+        return levels
     bases = np.asarray(layout.bases)
     per_node = [theta[:, np.flatnonzero(bases == b)] for b in ("A0", "mid", "width")]  # (R, N)
     if batch_last:

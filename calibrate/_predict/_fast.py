@@ -291,9 +291,7 @@ def solve_curves(
             A, ok = quad.solve(jax.vmap(model.with_params, out_axes=-1)(theta), t, SOLVE_OPTIONS)
         else:
             A, ok = jax.vmap(lambda th: solve_at(model.with_params(th), t, solver=quad))(theta)
-        if model.config.readout == "greedy":
-            A = readout_curves(A, theta, model.layout, batch_last=batch_last)
-        return A, ok
+        return readout_curves(A, theta, model.layout, batch_last=batch_last), ok
     A, ok = model.curves(theta, t, substeps)
     return (jnp.transpose(A, (1, 2, 0)), ok) if batch_last else (A, ok)
 
