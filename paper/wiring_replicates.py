@@ -1,0 +1,124 @@
+"""The wiring read back from replicated runs, the se of each difference from the replicates
+(issue 29 §4).
+
+In every read-back so far a set held four runs, each in its own condition (``w = 0``,
+``w = 0.9``, X knocked down, Y knocked down), and the se of an elpd difference came from its
+sums per run and agent, the 12 blocks taken as exchangeable draws. Read after
+``paper/wiring_readout.py``'s runs (PSIS-LOO of its saved fits): the evidence that separates
+the truth from a type of another sign sits on one agent's curve in one condition, most often
+Z's in the ``w = 0`` run (median 6.4 nats against the types that differ only in Y -> Z, 1.3 to
+1.8 in the other runs). Twelve blocks of which one or two carry the difference give a se as
+large as the difference, whether or not a replicate would repeat it: a set has no replicate
+of any condition, so the blocked se cannot tell a condition that separates two types from
+noise. Here each condition is run at two seeds, and the se of a difference is that of its
+sums per run and agent *stratified by condition and agent*: ``sqrt(sum_s B_s var_s)`` over
+the strata ``s`` (runs whose configuration is the same but for its seed, and one agent), with
+``B_s`` = 2 blocks each (``calibrate fit --dse-replicates``; docs/model.md). It measures how
+much the evidence varies between seeds of the same condition, which is what a new set would
+redraw, and does not count the designed differences between conditions and agents as
+noise.
+
+Design (``config.json``, stored before the first run trained; committed before
+``--dse-replicates`` existed, which is built to the formula above before any fit reads these
+runs):
+
+- Runs: the readout read-back's (every edge ``K`` 0.6, ``n`` 10; 200 steps), per type (C1,
+  I1, C2, I2) one set of six: ``w = 0``, ``w = 0.9`` and ``w = 0.9`` with X knocked down at
+  steps 30-60, each at two seeds (the early family's runs at sets 8 and 9, seeds 3080, 3082,
+  3083 and 3090, 3092, 3093; the early Y knock-downs left out: they carried the least
+  evidence). 24 runs; the four types share seeds, run for run.
+- Analysis: ``calibrate fit --motif auto --gate AND --method laplace --edge-weights
+  --pipeline X->Y,Y->Z --regulators logged-gates --pulses --dse-blocks --readout greedy
+  --dse-replicates`` on each set's six runs. Primary: the indistinguishable set by the se
+  stratified by condition and agent (``dse``); secondary: the unstratified se per run and
+  agent (``dse_blocks``) and the pointwise se (``dse_points``) of the same fits.
+- Measures and goal as issue 29 §4 states them; the share of sets with two or more signs with
+  its 95 % Clopper-Pearson interval. One set per type (4 sets, "most" is 3 or 4): 24 runs and
+  four 6-run fits are what trains and fits in about an hour on two cores. No power
+  calculation: the exploratory read (stratified by agent only, on 4-run sets) read two signs
+  in 4 of 8 sets, no spread of a per-set outcome under this design to base one on.
+
+Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
+
+Usage: python paper/wiring_replicates.py [--phase restore|wiring|fit|summary|all]
+       [--runs runs/wiring_replicates] [--out paper/results/wiring_replicates] [--workers 2]
+       [--code DIR] [--quick]
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "paper"))
+
+from wiring_confirm import _early_at  # noqa: E402
+from wiring_readout import QUICK as READOUT_QUICK  # noqa: E402
+from wiring_readout import READOUT_ARGS, ReadoutDesign  # noqa: E402
+from wiring_threshold import read_back_main  # noqa: E402
+
+REPLICATES_ARGS = [*READOUT_ARGS, "--dse-replicates"]
+KINDS_KEPT = ("w0", "w0.9", "pulse")  # X knocked down kept; the early Y knock-down ("pulseYe") not
+
+
+@dataclasses.dataclass
+class ReplicatesDesign(ReadoutDesign):
+    """The design (see the module docstring)."""
+
+    early: dict[str, Any] = dataclasses.field(default_factory=lambda: _early_at([8, 9]))
+    fit_args: list[str] = dataclasses.field(default_factory=lambda: list(REPLICATES_ARGS))
+    kinds: list[str] = dataclasses.field(default_factory=lambda: list(KINDS_KEPT))
+    hypothesis: str = (
+        "with each condition at two seeds and the se of each difference stratified by "
+        "condition and agent, the truth is first or indistinguishable in every set, no "
+        "identified sign is wrong, and >= 2 of the 3 signs are identified in most sets"
+    )
+    command: str = "python paper/wiring_replicates.py"
+    figure = "wiring_replicates.png"
+
+    def sets(self) -> dict[str, list[tuple]]:
+        """Per type one set, ``<type>_sets<a>-<b>_early``: the kept kinds of the early
+        family's sets, pooled."""
+        out: dict[str, list[tuple]] = {}
+        early = super().sets()
+        ks = self.early["knockdowns"]["earlier"]["wiring_sets"]
+        for name, jobs in early.items():
+            motif = name.split("_")[0]
+            pooled = f"{motif}_sets{ks[0]}-{ks[-1]}_early"
+            out.setdefault(pooled, []).extend(j for j in jobs if j[2] in self.kinds)
+        return out
+
+    def jobs(self, phase: str) -> list[tuple]:
+        """The runs trained here: every run of the pooled sets."""
+        if phase != "wiring":
+            raise ValueError(f"not a training phase: {phase!r}")
+        return [j for js in self.sets().values() for j in js]
+
+
+def _quick() -> dict[str, Any]:
+    """The readout read-back's ``--quick`` at two sets (two seeds of each condition)."""
+    q = copy.deepcopy(READOUT_QUICK)
+    q["early"]["knockdowns"]["earlier"]["wiring_sets"] = [0, 1]
+    return {**q, "fit_args": [*q["fit_args"], "--dse-replicates"]}
+
+
+QUICK = _quick()
+
+
+def main(argv: list[str] | None = None) -> int:
+    return read_back_main(
+        argv,
+        design=ReplicatesDesign,
+        quick=QUICK,
+        name="wiring_replicates",
+        description="The wiring read back from replicated runs (se from the replicates).",
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
