@@ -119,6 +119,13 @@ def _parser() -> argparse.ArgumentParser:
         help="with --motif auto or a motif list: the se of an elpd difference from its sums "
         "per run and agent (one run's evaluations are not independent), not per evaluation",
     )
+    f.add_argument(
+        "--dse-replicates",
+        action="store_true",
+        help="as --dse-blocks, the sums stratified by the run's condition (its config apart "
+        "from its seed) and agent: the se from the spread between seeds of one condition; "
+        "every run needs a replicate (another seed of its config)",
+    )
     f.add_argument("--hierarchy", help="JSON: {random_effects: [...], links: [...]}")
     f.add_argument("--config", help="JSON FitConfig (command-line options override it)")
     f.add_argument(
@@ -231,8 +238,10 @@ def _fit(args: argparse.Namespace) -> int:
     if args.dry_run:
         return dry_run(args)
     selecting = args.network is None and (args.motif == "auto" or "," in args.motif)
-    if args.dse_blocks and not selecting:
-        raise ConfigError("--dse-blocks needs a selection: --motif auto or a motif list")
+    for flag in ("dse_blocks", "dse_replicates"):
+        if getattr(args, flag) and not selecting:
+            name = "--" + flag.replace("_", "-")
+            raise ConfigError(f"{name} needs a selection: --motif auto or a motif list")
     check_output_folder(args.out)  # before the work, not after it
     _host_devices(_config(args).chains)  # the config file's chains unless --chains
     import jax
@@ -272,6 +281,7 @@ def _fit(args: argparse.Namespace) -> int:
             log=print,
             progress=not args.no_progress,
             blocks=args.dse_blocks,
+            replicates=args.dse_replicates,
         )
         for w in sel.warnings:
             print(f"WARNING: {w}", file=sys.stderr)

@@ -17,7 +17,16 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-__all__ = ["ELPD_BAND", "compare_pointwise", "identified_structure", "stacking_weights"]
+from simulate.common import ConfigError
+
+__all__ = [
+    "ELPD_BAND",
+    "block_strata",
+    "compare_pointwise",
+    "identified_structure",
+    "replicate_strata",
+    "stacking_weights",
+]
 
 ELPD_BAND = 2.0  # a candidate within this many se of the difference from the best is kept
 
@@ -50,6 +59,7 @@ def compare_pointwise(
     *,
     band: float = ELPD_BAND,
     blocks: np.ndarray | None = None,
+    strata: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
     """Rank candidates by summed pointwise elpd.
 
@@ -61,16 +71,24 @@ def compare_pointwise(
             ``sqrt(B var(diff_b))`` over the ``B`` blocks: observations within a block may
             be correlated (one run's misfit at neighbouring steps), which the pointwise se
             takes as independent evidence.
+        strata: Stratum of each observation ``(n,)``, the same within a block (e.g. the
+            run's configuration apart from its seed, and the agent), or None. With strata
+            the se of a difference is that of a stratified sample of blocks,
+            ``sqrt(sum_s B_s var_s(diff_b))`` over the strata ``s`` of ``B_s >= 2`` blocks
+            each: the blocks of a stratum are replicates, and the differences between
+            strata, fixed by the design, are not counted as noise. Needs ``blocks``.
 
     Returns:
         Rows best first: ``label``, ``elpd``, ``se``, ``d_elpd`` (best minus this),
-        ``dse`` (se of that difference: ``sqrt(n var(diff_i))``, or by blocks),
-        ``dse_points`` (the pointwise one, always), ``weight`` (stacking) and
+        ``dse`` (se of that difference: ``sqrt(n var(diff_i))``, by blocks, or by blocks
+        within strata), ``dse_points`` (the pointwise one, always), ``dse_blocks`` (by
+        blocks, unstratified; with ``blocks`` only), ``weight`` (stacking) and
         ``indistinguishable`` (``d_elpd <= band * dse``).
 
     Raises:
-        ValueError: Non-finite or ragged elpd, or ``blocks`` not one per observation or
-            fewer than 2 blocks.
+        ValueError: Non-finite or ragged elpd, ``blocks`` not one per observation or fewer
+            than 2 blocks, or ``strata`` without ``blocks``, not one per observation,
+            varying within a block or with a stratum of one block.
     """
     labels = list(pointwise)
     pw = np.stack([np.asarray(pointwise[lb], float) for lb in labels])
@@ -82,6 +100,9 @@ def compare_pointwise(
         if blocks.shape != (n,) or np.unique(blocks).size < 2:
             raise ValueError("blocks must give one block per observation, >= 2 blocks")
         _, block_of = np.unique(blocks, return_inverse=True)
+    stratum_of = None
+    if strata is not None:
+        stratum_of = block_strata(np.asarray(strata), block_of if blocks is not None else None)
     elpd = pw.sum(axis=1)
     se = np.sqrt(n * pw.var(axis=1))
     w = stacking_weights(pw)
@@ -91,10 +112,15 @@ def compare_pointwise(
     for i in order:
         diff = pw[best] - pw[i]
         d, dse_points = float(diff.sum()), float(np.sqrt(n * diff.var()))
-        dse = dse_points
+        dse, extra = dse_points, {}
         if blocks is not None:
             per_block = np.bincount(block_of, weights=diff)
             dse = float(np.sqrt(per_block.size * per_block.var()))
+            extra["dse_blocks"] = dse
+        if stratum_of is not None:
+            dse = float(np.sqrt(sum(
+                (stratum_of == s).sum() * per_block[stratum_of == s].var()
+                for s in np.unique(stratum_of))))  # fmt: skip
         rows.append(
             {
                 "label": labels[i],
@@ -103,11 +129,49 @@ def compare_pointwise(
                 "d_elpd": d,
                 "dse": dse,
                 "dse_points": dse_points,
+                **extra,
                 "weight": float(w[i]),
                 "indistinguishable": bool(d <= band * dse),
             }
         )
     return rows
+
+
+def block_strata(strata: np.ndarray, block_of: np.ndarray | None) -> np.ndarray:
+    """The stratum of each block ``(B,)`` from one per observation, checked."""
+    if block_of is None:
+        raise ValueError("strata need blocks: the se is stratified over blocks")
+    if strata.shape != block_of.shape:
+        raise ValueError("strata must give one stratum per observation")
+    _, s_of = np.unique(strata, return_inverse=True)
+    first = np.zeros(block_of.max() + 1, dtype=int)
+    first[block_of] = s_of  # one of each block's strata: all of them, when they agree
+    if np.any(first[block_of] != s_of):
+        raise ValueError("strata must be the same within a block")
+    counts = np.bincount(first)
+    if np.any(counts[np.unique(first)] < 2):
+        raise ValueError("every stratum needs >= 2 blocks (replicates) for its variance")
+    return first
+
+
+def replicate_strata(conditions: Mapping[str, int], cm: Any, groups: np.ndarray) -> np.ndarray:
+    """Per observation of a built model ``cm`` (its ``runs``, ``run_idx``, ``node_idx``), its
+    stratum: the run's condition (``conditions``, by run) and the agent; checked against the
+    blocks ``groups`` (:func:`block_strata`).
+
+    Raises:
+        ConfigError: A run with no replicate (no other run of its condition).
+    """
+    alone = [r for r in cm.runs if sum(c == conditions[r] for c in conditions.values()) < 2]
+    if alone:
+        raise ConfigError(
+            "replicates need >= 2 runs (seeds) of every configuration; without one: "
+            + ", ".join(alone)
+        )
+    run_cond = np.array([conditions[r] for r in cm.runs])[np.asarray(cm.run_idx)]
+    strata = run_cond * len(cm.network.names) + np.asarray(cm.node_idx)
+    block_strata(strata, np.unique(groups, return_inverse=True)[1])  # raises if not
+    return strata
 
 
 def _sym(sign: float) -> str:

@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 REQUIRED_COLUMNS = ("run", "step", "agent", "competence", "n_eval")
+#: Config fields that say where and as what a run trained, not what it trained.
+_NOT_CONDITION = frozenset({"seed", "name", "device", "threads"})
 _META_COLUMNS = {*REQUIRED_COLUMNS, "seed", "successes"}
 
 
@@ -195,6 +197,25 @@ class CurveData:
             what = "a positive number" if positive else "a number"
             raise DataError(f"hyperparameter {column!r} must be {what} in every run")
         return vals
+
+    def conditions(self) -> dict[str, int]:
+        """Each run's condition (an index, in :attr:`runs` order of first appearance): runs
+        share one when their training config is the same apart from its seed (and its
+        ``name``, ``device`` and ``threads``: where and as what it ran), or, for a run
+        without a config (tables, TensorBoard), when their hyperparameter columns apart
+        from ``seed`` are. Such runs are replicates: seeds of one design point."""
+        import json
+
+        keys: dict[str, str] = {}
+        cols = [c for c in self.hyper.columns if c != "seed"]
+        for r in self.runs:
+            if r in self.configs:
+                cfg = {k: v for k, v in self.configs[r].items() if k not in _NOT_CONDITION}
+                keys[r] = "config:" + json.dumps(cfg, sort_keys=True, default=str)
+            else:
+                keys[r] = "columns:" + repr([repr(self.hyper.at[r, c]) for c in cols])
+        index = {k: i for i, k in enumerate(dict.fromkeys(keys.values()))}
+        return {r: index[k] for r, k in keys.items()}
 
     def subset(self, runs: Sequence[str]) -> CurveData:
         """The data of some runs only."""

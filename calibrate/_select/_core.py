@@ -36,7 +36,7 @@ from simulate import mark_output
 from simulate.common import atomic_dir, write_json
 
 from .._build import build_model
-from .._compare import ELPD_BAND, compare_pointwise, identified_structure
+from .._compare import ELPD_BAND, compare_pointwise, identified_structure, replicate_strata
 from .._config import ConfigError, FitConfig
 from .._curve_data import CurveData
 from .._fit import fit_model
@@ -87,6 +87,7 @@ class Selection:
     band: float = ELPD_BAND
     blocks: bool = False
     fit_diagnostics: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    replicates: bool = False
 
     @property
     def best(self) -> dict[str, Any]:
@@ -100,7 +101,8 @@ class Selection:
             "criterion": (
                 f"elpd (PSIS-LOO; exact K-fold where a Pareto k > {KHAT_MAX}); "
                 f"indistinguishable: d_elpd <= {self.band:g} x dse (se of the difference"
-                + (", from its sums per run and agent)" if self.blocks else ")")
+                + (", from its sums per run and agent" if self.blocks else "")
+                + (", stratified by condition and agent)" if self.replicates else ")")
             ),
             "indistinguishable": self.indistinguishable,
             "identified": self.identified,
@@ -222,6 +224,9 @@ def _loo(az: Any, post: Posterior) -> Any:
         return az.loo(post.to_inference_data(), pointwise=True)
 
 
+_SE_KEYS = ("elpd", "se", "d_elpd", "dse", "dse_points", "dse_blocks")
+
+
 def select(
     data: CurveData,
     cands: Sequence[Candidate] | str = "auto",
@@ -235,6 +240,7 @@ def select(
     band: float = ELPD_BAND,
     workers: int | None = None,
     blocks: bool = False,
+    replicates: bool = False,
 ) -> Selection:
     """Fit each candidate network and rank them by elpd, with stacking weights, the set
     the data cannot tell apart and the edge signs and gates it identifies.
@@ -255,10 +261,12 @@ def select(
             this process may use, at most 4); the result does not depend on it.
         blocks: The se of an elpd difference from its sums per run and agent
             (:func:`calibrate._compare.compare_pointwise`), not per evaluation.
+        replicates: As ``blocks``, stratified by the run's condition (its config apart
+            from its seed, :meth:`CurveData.conditions`) and agent.
 
     Raises:
-        ConfigError: Fewer than 2 candidates, ``kfold`` of 1 or below 0, or ``workers``
-            below 1.
+        ConfigError: Fewer than 2 candidates, ``kfold`` of 1 or below 0, ``workers``
+            below 1, or ``replicates`` with a run that has no replicate.
     """
     t0, c0 = time.perf_counter(), time.process_time()
     az = _az()
@@ -270,6 +278,7 @@ def select(
     if kfold < 0 or kfold == 1 or isinstance(kfold, bool):
         raise ConfigError(f"kfold must be 0 (off) or an integer >= 2, got {kfold!r}")
     workers = default_workers() if workers is None else workers
+    blocks = blocks or replicates
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
     labels = [f"{m}-{g}" if g else m for m, g, _ in cl]
@@ -278,6 +287,9 @@ def select(
         for lb, (_, _, net) in zip(labels, cl, strict=True)
     }
     meta = {lb: (m, g) for lb, (m, g, _) in zip(labels, cl, strict=True)}
+    cm0 = models[labels[0]]  # every candidate orders the observations alike
+    groups = np.asarray(cm0.run_idx) * len(cm0.network.names) + np.asarray(cm0.node_idx)
+    strata = replicate_strata(data.conditions(), cm0, groups) if replicates else None
     bar = Bar(len(cl), progress, say)
     posts: dict[str, Posterior] = {}
     loos: dict[str, Any] = {}
@@ -346,9 +358,7 @@ def select(
     finally:
         bar.close()
         quiet.__exit__(None, None, None)
-    cm0 = models[labels[0]]  # every candidate orders the observations alike
-    groups = np.asarray(cm0.run_idx) * len(cm0.network.names) + np.asarray(cm0.node_idx)
-    rows = compare_pointwise(pointwise, band=band, blocks=groups if blocks else None)
+    rows = compare_pointwise(pointwise, band=band, blocks=groups if blocks else None, strata=strata)
     ranking = []
     for r in rows:
         lb, loo = r["label"], loos[r["label"]]
@@ -357,7 +367,7 @@ def select(
                 "label": lb,
                 "motif": meta[lb][0],
                 "gate": meta[lb][1],
-                **{k: r[k] for k in ("elpd", "se", "d_elpd", "dse", "dse_points", "weight")},
+                **{k: r[k] for k in (*_SE_KEYS, "weight") if k in r},
                 "indistinguishable": r["indistinguishable"],
                 "elpd_method": method[lb],
                 "elpd_loo": float(loo.elpd_loo),
@@ -385,4 +395,5 @@ def select(
         "cpu_s": time.process_time() - c0,
         "workers": workers,
     }
-    return Selection(ranking, posts, indist, ident, msgs, kf_info, timing, band, blocks)
+    return Selection(ranking, posts, indist, ident, msgs, kf_info, timing, band, blocks,
+                     replicates=replicates)  # fmt: skip
