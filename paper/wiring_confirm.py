@@ -82,17 +82,19 @@ class ConfirmDesign(LoggedDesign):
     figure = "wiring_confirm.png"
 
 
-def pointwise_read(selection: dict[str, Any], motif: str) -> dict[str, Any]:
+def pointwise_read(selection: dict[str, Any], motif: str, se: str = "dse_points") -> dict[str, Any]:
     """One set's read-back (:func:`_wiring_read.set_identification`) with the
-    indistinguishable set taken by the pointwise se (``dse_points``, band 2) of a selection
-    made with ``--dse-blocks``, and the signs that set identifies."""
+    indistinguishable set taken by another se of the same selection (``se``: the pointwise
+    ``dse_points`` of a selection made with ``--dse-blocks``, or the unstratified
+    ``dse_blocks`` of one made with ``--dse-replicates``; band 2), and the signs that set
+    identifies."""
     from _wiring_read import set_identification
 
     from calibrate._compare import ELPD_BAND, identified_structure
     from calibrate._network import resolve_network
 
     rows = selection["ranking"]
-    keep = [r["label"] for r in rows if r["d_elpd"] <= ELPD_BAND * r["dse_points"]]
+    keep = [r["label"] for r in rows if r["d_elpd"] <= ELPD_BAND * r[se]]
     ident = identified_structure([resolve_network(lb)[0] for lb in keep])
     return set_identification({**selection, "indistinguishable": keep, "identified": ident}, motif)
 

@@ -100,6 +100,55 @@ class ReplicatesDesign(ReadoutDesign):
         return [j for js in self.sets().values() for j in js]
 
 
+def summary_phase(cfg: ReplicatesDesign, runs: Path, out: Path) -> dict[str, Any]:
+    """The read-back's summary (:func:`wiring_threshold.summary_phase`; its primary counts,
+    ``by_family``, are by the se stratified by condition and agent) with ``se_reads``: per
+    se (``replicates``, the primary; ``blocks``, unstratified by run and agent;
+    ``pointwise``) the goal's counts and the share of sets with two or more signs, with its
+    95 % Clopper-Pearson interval; and the table's rows under each."""
+    import json
+
+    import wiring_threshold
+    from scipy.stats import binomtest
+    from wiring_confirm import pointwise_read
+    from wiring_floor import family_measures
+
+    from simulate.common import write_json, write_text
+
+    summary = wiring_threshold.summary_phase(cfg, runs, out)
+    reads: dict[str, Any] = {}
+    rows = []
+    for se, key in (("replicates", None), ("blocks", "dse_blocks"), ("pointwise", "dse_points")):
+        sets = {}
+        for name in cfg.sets():
+            f = out / "wiring" / name / "selection.json"
+            if f.is_file():
+                sel, motif = json.loads(f.read_text()), name.split("_")[0]
+                sets[name] = (summary["wiring_identification"]["sets"][name] if key is None
+                              else pointwise_read(sel, motif, key))  # fmt: skip
+                ident = ", ".join(f"{e} {g}" for e, g in sets[name]["identified"].items())
+                rows.append(f"| {se} | {name} | {sets[name]['rank']} | "
+                            f"{sets[name]['in_indistinguishable']} | {ident or 'none'} | "
+                            f"{all(sets[name]['identified_correct'].values())} |")  # fmt: skip
+        m = family_measures(sets, None)
+        k, n = m["sets_with_two_signs"], m["n_sets"]
+        ci = binomtest(k, n).proportion_ci(method="exact") if n else None
+        reads[se] = {**m, "two_signs_ci95": None if ci is None else [
+            round(float(ci.low), 3), round(float(ci.high), 3)]}  # fmt: skip
+    summary["se_reads"] = reads
+    summary.pop("two_signs_share", None)  # its "blocks" is the primary here: se_reads says so
+    write_json(out / "summary.json", summary)
+    head = ["| se | set | rank of the truth | truth indistinguishable | identified | all right |",
+            "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    counts = [f"- {se}: truth first or indistinguishable in "
+              f"{r['truth_first_or_indistinguishable_sets']} of {r['n_sets']} sets, a wrong sign "
+              f"in {r['sets_with_a_wrong_sign']}, two or more signs in "
+              f"{r['sets_with_two_signs']} (95 % CI {r['two_signs_ci95']})"
+              for se, r in reads.items()]  # fmt: skip
+    write_text(out / "table.md", "\n".join([*head, *rows, "", *counts, ""]))
+    return summary
+
+
 def _quick() -> dict[str, Any]:
     """The readout read-back's ``--quick`` at two sets (two seeds of each condition)."""
     q = copy.deepcopy(READOUT_QUICK)
@@ -117,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         quick=QUICK,
         name="wiring_replicates",
         description="The wiring read back from replicated runs (se from the replicates).",
+        summary="wiring_replicates:summary_phase",
     )
 
 

@@ -219,11 +219,17 @@ QUICK = {**CONFIRM_QUICK, "families": ["early"]}
 
 
 def read_back_main(
-    argv: list[str] | None, *, design: type, quick: dict[str, Any], name: str, description: str
+    argv: list[str] | None,
+    *,
+    design: type,
+    quick: dict[str, Any],
+    name: str,
+    description: str,
+    summary: str = "wiring_threshold:summary_phase",
 ) -> int:
     """The command line of a read-back on this design's phases (``restore``, ``wiring``,
-    ``fit``, ``summary``), with runs under ``runs/<name>`` and results under
-    ``paper/results/<name>`` by default."""
+    ``fit``, ``summary``: by default :func:`summary_phase`), with runs under
+    ``runs/<name>`` and results under ``paper/results/<name>`` by default."""
     return study_main(
         argv,
         description=description,
@@ -237,7 +243,7 @@ def read_back_main(
         steps={
             "restore": "_testbed_analysis:restore_phase",
             "fit": "wiring_logged:fit_phase",
-            "summary": "wiring_threshold:summary_phase",
+            "summary": summary,
         },
     )
 

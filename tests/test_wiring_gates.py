@@ -1,7 +1,9 @@
 """The wiring read back with the pipeline gates on the logged training competence
-(paper/wiring_gates.py, sets 4 and 5), and with a greedy readout besides
-(paper/wiring_readout.py, sets 6 and 7): their runs (seeds no earlier wiring study used, the
-threshold read-back's K and n), the analysis stored with them, and their --quick pipelines."""
+(paper/wiring_gates.py, sets 4 and 5), with a greedy readout besides
+(paper/wiring_readout.py, sets 6 and 7), and from replicated runs with the se from the
+replicates (paper/wiring_replicates.py, sets 8 and 9 pooled): their runs (seeds no earlier
+wiring study used, the threshold read-back's K and n), the analysis stored with them, and
+their --quick pipelines."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from wiring_confirm import ConfirmDesign  # noqa: E402
 from wiring_gates import GatesDesign  # noqa: E402
 from wiring_logged import LoggedDesign  # noqa: E402
 from wiring_readout import ReadoutDesign  # noqa: E402
+from wiring_replicates import ReplicatesDesign  # noqa: E402
 from wiring_threshold import ThresholdDesign  # noqa: E402
 
 EARLIER = (LoggedDesign(), ConfirmDesign(), ThresholdDesign())
@@ -66,13 +69,34 @@ def test_new_runs_at_unused_seeds_read_back_with_the_greedy_readout():
     assert cfg.fit_args[:-2] == GatesDesign().fit_args  # the gates read-back's otherwise
 
 
+def test_replicated_runs_pool_two_new_sets_and_read_back_with_the_replicates_se():
+    cfg = ReplicatesDesign()
+    jobs = cfg.jobs("wiring")
+    assert len(jobs) == 24 and {j[1] for j in jobs} == {8, 9}
+    assert {j[2] for j in jobs} == {"w0", "w0.9", "pulse"}  # no early Y knock-down
+    new = {cfg.train_config(*j)["seed"] for j in jobs}
+    assert new == {3080, 3082, 3083, 3090, 3092, 3093}
+    assert not new & _used_seeds((*EARLIER, GatesDesign(), ReadoutDesign()))
+    sets = cfg.sets()
+    assert sorted(sets) == [f"{m}_sets8-9_early" for m in ("C1", "C2", "I1", "I2")]
+    for name, js in sets.items():  # each condition at two seeds: every run has a replicate
+        kinds = [j[2] for j in js]
+        assert all(kinds.count(k) == 2 for k in kinds) and len(js) == 6
+        assert {j[0] for j in js} == {name.split("_")[0]}
+        args = cfg.args(name)
+        assert "--dse-replicates" in args and {"--dse-blocks", "--pulses"} <= set(args)
+    assert cfg.fit_args[:-1] == ReadoutDesign().fit_args  # the readout read-back's otherwise
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("script", "expect"),
-    [("wiring_gates.py", {"regulators": "logged-gates"}),
-     ("wiring_readout.py", {"regulators": "logged-gates", "readout": "greedy"})],
+    ("script", "expect", "name"),
+    [("wiring_gates.py", {"regulators": "logged-gates"}, "C2_set0_early"),
+     ("wiring_readout.py", {"regulators": "logged-gates", "readout": "greedy"}, "C2_set0_early"),
+     ("wiring_replicates.py", {"regulators": "logged-gates", "readout": "greedy"},
+      "C2_sets0-1_early")],
 )  # fmt: skip
-def test_quick_read_back_trains_fits_and_summarises(tmp_path, script, expect):
+def test_quick_read_back_trains_fits_and_summarises(tmp_path, script, expect, name):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
     cmd = [sys.executable, str(ROOT / "paper" / script), "--quick",
@@ -80,8 +104,17 @@ def test_quick_read_back_trains_fits_and_summarises(tmp_path, script, expect):
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
-    assert sorted(s["wiring_identification"]["sets"]) == ["C2_set0_early"]
-    cfg = json.loads((out / "wiring" / "C2_set0_early" / "fits" / "C2-AND" / "config.json")
-                     .read_text())  # fmt: skip
+    assert sorted(s["wiring_identification"]["sets"]) == [name]
+    cfg = json.loads((out / "wiring" / name / "fits" / "C2-AND" / "config.json").read_text())
     assert {k: cfg[k] for k in expect} == expect and cfg["pipeline"]
-    assert s["two_signs_share"]["early_blocks"]["sets"] == 1
+    if script != "wiring_replicates.py":
+        assert s["two_signs_share"]["early_blocks"]["sets"] == 1
+        return
+    sel = json.loads((out / "wiring" / name / "selection.json").read_text())
+    assert "stratified by condition and agent" in sel["criterion"]
+    assert all({"dse", "dse_blocks", "dse_points"} <= set(r) for r in sel["ranking"])
+    assert {k: v["n_sets"] for k, v in s["se_reads"].items()} == {
+        "replicates": 1,
+        "blocks": 1,
+        "pointwise": 1,
+    }
