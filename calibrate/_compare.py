@@ -26,6 +26,7 @@ __all__ = [
     "identified_structure",
     "replicate_strata",
     "stacking_weights",
+    "stratified_se",
 ]
 
 ELPD_BAND = 2.0  # a candidate within this many se of the difference from the best is kept
@@ -75,14 +76,17 @@ def compare_pointwise(
             run's configuration apart from its seed, and the agent), or None. With strata
             the se of a difference is that of a stratified sample of blocks,
             ``sqrt(sum_s B_s var_s(diff_b))`` over the strata ``s`` of ``B_s >= 2`` blocks
-            each: the blocks of a stratum are replicates, and the differences between
-            strata, fixed by the design, are not counted as noise. Needs ``blocks``.
+            each (``var_s`` the unbiased sample variance, ddof 1): the blocks of a stratum
+            are replicates, and the differences between strata, fixed by the design, are
+            not counted as noise. Needs ``blocks``.
 
     Returns:
         Rows best first: ``label``, ``elpd``, ``se``, ``d_elpd`` (best minus this),
         ``dse`` (se of that difference: ``sqrt(n var(diff_i))``, by blocks, or by blocks
         within strata), ``dse_points`` (the pointwise one, always), ``dse_blocks`` (by
-        blocks, unstratified; with ``blocks`` only), ``weight`` (stacking) and
+        blocks, unstratified; with ``blocks`` only), ``dse_df`` (with ``strata``: the
+        Satterthwaite degrees of freedom of that se, None where it is 0), ``weight``
+        (stacking) and
         ``indistinguishable`` (``d_elpd <= band * dse``).
 
     Raises:
@@ -118,9 +122,7 @@ def compare_pointwise(
             dse = float(np.sqrt(per_block.size * per_block.var()))
             extra["dse_blocks"] = dse
         if stratum_of is not None:
-            dse = float(np.sqrt(sum(
-                (stratum_of == s).sum() * per_block[stratum_of == s].var()
-                for s in np.unique(stratum_of))))  # fmt: skip
+            dse, extra["dse_df"] = stratified_se(per_block, stratum_of)
         rows.append(
             {
                 "label": labels[i],
@@ -152,6 +154,21 @@ def block_strata(strata: np.ndarray, block_of: np.ndarray | None) -> np.ndarray:
     if np.any(counts[np.unique(first)] < 2):
         raise ValueError("every stratum needs >= 2 blocks (replicates) for its variance")
     return first
+
+
+def stratified_se(per_block: np.ndarray, stratum_of: np.ndarray) -> tuple[float, float | None]:
+    """The se of the sum of block values ``(B,)`` sampled within strata ``(B,)``,
+    ``sqrt(sum_s B_s var_s)`` (``var_s`` with ddof 1), and its Satterthwaite degrees of
+    freedom ``(sum_s v_s)^2 / sum_s v_s^2 / (B_s - 1)``, ``v_s = B_s var_s`` (None when the
+    se is 0)."""
+    v, dof = [], []
+    for s in np.unique(stratum_of):
+        x = per_block[stratum_of == s]
+        v.append(x.size * x.var(ddof=1))
+        dof.append(x.size - 1)
+    v_arr, total = np.asarray(v), float(np.sum(v))
+    df = total**2 / float(np.sum(v_arr**2 / np.asarray(dof))) if total > 0 else None
+    return float(np.sqrt(total)), df
 
 
 def replicate_strata(conditions: Mapping[str, int], cm: Any, groups: np.ndarray) -> np.ndarray:

@@ -31,7 +31,10 @@ runs):
   --pipeline X->Y,Y->Z --regulators logged-gates --pulses --dse-blocks --readout greedy
   --dse-replicates`` on each set's six runs. Primary: the indistinguishable set by the se
   stratified by condition and agent (``dse``); secondary: the unstratified se per run and
-  agent (``dse_blocks``) and the pointwise se (``dse_points``) of the same fits.
+  agent (``dse_blocks``) and the pointwise se (``dse_points``) of the same fits, and (added
+  with the unbiased stratum variances, ddof 1, before any fit read these runs) the primary se
+  with a Student-t band at its Satterthwaite degrees of freedom (``dse_df``) in place of 2,
+  the same one-sided level (97.7 %): with two seeds a stratum the se is itself uncertain.
 - Measures and goal as issue 29 §4 states them; the share of sets with two or more signs with
   its 95 % Clopper-Pearson interval. One set per type (4 sets, "most" is 3 or 4): 24 runs and
   four 6-run fits are what trains and fits in about an hour on two cores. No power
@@ -103,27 +106,35 @@ class ReplicatesDesign(ReadoutDesign):
 def summary_phase(cfg: ReplicatesDesign, runs: Path, out: Path) -> dict[str, Any]:
     """The read-back's summary (:func:`wiring_threshold.summary_phase`; its primary counts,
     ``by_family``, are by the se stratified by condition and agent) with ``se_reads``: per
-    se (``replicates``, the primary; ``blocks``, unstratified by run and agent;
-    ``pointwise``) the goal's counts and the share of sets with two or more signs, with its
-    95 % Clopper-Pearson interval; and the table's rows under each."""
+    se (``replicates``, the primary; ``replicates_t``, its Student-t band; ``blocks``,
+    unstratified by run and agent; ``pointwise``) the goal's counts and the share of sets
+    with two or more signs, with its 95 % Clopper-Pearson interval; and the table's rows
+    under each."""
     import json
 
     import wiring_threshold
-    from scipy.stats import binomtest
+    from scipy.stats import binomtest, norm, t
     from wiring_confirm import pointwise_read
     from wiring_floor import family_measures
 
+    from calibrate._compare import ELPD_BAND
     from simulate.common import write_json, write_text
 
     summary = wiring_threshold.summary_phase(cfg, runs, out)
     reads: dict[str, Any] = {}
     rows = []
-    for se, key in (("replicates", None), ("blocks", "dse_blocks"), ("pointwise", "dse_points")):
+    level = float(norm.cdf(ELPD_BAND))  # the 2-se band's one-sided level
+    for se, key in (("replicates", None), ("replicates_t", "dse_t"), ("blocks", "dse_blocks"),
+                    ("pointwise", "dse_points")):  # fmt: skip
         sets = {}
         for name in cfg.sets():
             f = out / "wiring" / name / "selection.json"
             if f.is_file():
                 sel, motif = json.loads(f.read_text()), name.split("_")[0]
+                sel["ranking"] = [  # the t band as a se: band x dse_t = t_q(df) x dse
+                    {**r, "dse_t": r["dse"] * (t.ppf(level, r["dse_df"]) / ELPD_BAND
+                                               if r.get("dse_df") else 1.0)}
+                    for r in sel["ranking"]]  # fmt: skip
                 sets[name] = (summary["wiring_identification"]["sets"][name] if key is None
                               else pointwise_read(sel, motif, key))  # fmt: skip
                 ident = ", ".join(f"{e} {g}" for e, g in sets[name]["identified"].items())

@@ -112,9 +112,10 @@ def test_quick_read_back_trains_fits_and_summarises(tmp_path, script, expect, na
         return
     sel = json.loads((out / "wiring" / name / "selection.json").read_text())
     assert "stratified by condition and agent" in sel["criterion"]
-    assert all({"dse", "dse_blocks", "dse_points"} <= set(r) for r in sel["ranking"])
+    assert all({"dse", "dse_blocks", "dse_points", "dse_df"} <= set(r) for r in sel["ranking"])
     assert {k: v["n_sets"] for k, v in s["se_reads"].items()} == {
         "replicates": 1,
+        "replicates_t": 1,
         "blocks": 1,
         "pointwise": 1,
     }

@@ -15,11 +15,13 @@ from calibrate._config import ConfigError
 
 
 def _stratified_se(diff, blocks, strata):
-    """sqrt(sum_s B_s var_s) of the blocks' summed differences, by pandas."""
+    """sqrt(sum_s B_s var_s) of the blocks' summed differences (unbiased variances), and
+    its Satterthwaite degrees of freedom, by pandas."""
     df = pd.DataFrame({"d": diff, "b": blocks, "s": strata})
     sums = df.groupby(["s", "b"])["d"].sum().reset_index()
-    per = sums.groupby("s")["d"].agg(lambda x: len(x) * np.var(x))
-    return float(np.sqrt(per.sum()))
+    v = sums.groupby("s")["d"].agg(lambda x: len(x) * x.var(ddof=1))
+    dof = sums.groupby("s")["d"].size() - 1
+    return float(np.sqrt(v.sum())), float(v.sum() ** 2 / (v**2 / dof).sum())
 
 
 def _design(rng, consistent: bool):
@@ -41,7 +43,10 @@ def test_stratified_se_is_the_stratified_samples_and_counts_replicates_not_desig
     rows = {r["label"]: r for r in compare_pointwise(pw, blocks=blocks, strata=strata)}
     diff = pw["a"] - pw["b"]
     assert rows["a"]["d_elpd"] == 0 and rows["b"]["d_elpd"] == pytest.approx(diff.sum())
-    assert rows["b"]["dse"] == pytest.approx(_stratified_se(diff, blocks, strata), rel=1e-12)
+    se, dof = _stratified_se(diff, blocks, strata)
+    assert rows["b"]["dse"] == pytest.approx(se, rel=1e-12)
+    assert rows["b"]["dse_df"] == pytest.approx(dof, rel=1e-12)
+    assert rows["a"]["dse"] == 0 and rows["a"]["dse_df"] is None
     sums = np.bincount(blocks, weights=diff)
     assert rows["b"]["dse_blocks"] == pytest.approx(np.sqrt(sums.size * sums.var()), rel=1e-12)
     # one stratum's loss, repeated by both its replicates: the unstratified se takes the
@@ -55,9 +60,10 @@ def test_stratified_se_is_the_stratified_samples_and_counts_replicates_not_desig
     pw1, _, _ = _design(np.random.default_rng(1), consistent=False)
     b1 = next(r for r in compare_pointwise(pw1, blocks=blocks, strata=strata) if r["d_elpd"])
     assert b1["label"] == "b" and b1["indistinguishable"]
-    assert b1["dse"] == pytest.approx(
-        _stratified_se(pw1["a"] - pw1["b"], blocks, strata), rel=1e-12
-    )
+    se1, dof1 = _stratified_se(pw1["a"] - pw1["b"], blocks, strata)
+    assert b1["dse"] == pytest.approx(se1, rel=1e-12)
+    # one stratum's disagreeing replicates carry nearly all of the variance: about 1 dof
+    assert b1["dse_df"] == pytest.approx(dof1, rel=1e-12) and b1["dse_df"] < 1.5
 
 
 def test_strata_are_refused_unless_each_holds_replicate_blocks():
