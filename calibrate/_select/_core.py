@@ -224,7 +224,7 @@ def _loo(az: Any, post: Posterior) -> Any:
         return az.loo(post.to_inference_data(), pointwise=True)
 
 
-_SE_KEYS = ("elpd", "se", "d_elpd", "dse", "dse_points", "dse_blocks")
+_SE_KEYS = ("elpd", "se", "d_elpd", "dse", "dse_points", "dse_blocks", "dse_df")
 
 
 def select(
