@@ -4,7 +4,8 @@
 In every read-back so far a set held four runs, each in its own condition (``w = 0``,
 ``w = 0.9``, X knocked down, Y knocked down), and the se of an elpd difference came from its
 sums per run and agent, the 12 blocks taken as exchangeable draws. Read after
-``paper/wiring_readout.py``'s runs (PSIS-LOO of its saved fits): the evidence that separates
+``paper/wiring_readout.py``'s runs (PSIS-LOO of its saved fits,
+``paper/results/wiring_replicates/exploration/``): the evidence that separates
 the truth from a type of another sign sits on one agent's curve in one condition, most often
 Z's in the ``w = 0`` run (median 6.4 nats against the types that differ only in Y -> Z, 1.3 to
 1.8 in the other runs). Twelve blocks of which one or two carry the difference give a se as
@@ -38,8 +39,9 @@ runs):
 - Measures and goal as issue 29 §4 states them; the share of sets with two or more signs with
   its 95 % Clopper-Pearson interval. One set per type (4 sets, "most" is 3 or 4): 24 runs and
   four 6-run fits are what trains and fits in about an hour on two cores. No power
-  calculation: the exploratory read (stratified by agent only, on 4-run sets) read two signs
-  in 4 of 8 sets, no spread of a per-set outcome under this design to base one on.
+  calculation: the exploratory read of the readout read-back's 4-run sets (stratified by
+  agent only; ``exploration/explore.json``) read two signs in 3 of 8 sets, and there is no
+  spread of a per-set outcome under this design to base one on.
 
 Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
 
