@@ -124,6 +124,7 @@ def summary_phase(cfg: ReplicatesDesign, runs: Path, out: Path) -> dict[str, Any
 
     summary = wiring_threshold.summary_phase(cfg, runs, out)
     reads: dict[str, Any] = {}
+    per_se: dict[str, dict[str, Any]] = {}
     rows = []
     level = float(norm.cdf(ELPD_BAND))  # the 2-se band's one-sided level
     for se, key in (("replicates", None), ("replicates_t", "dse_t"), ("blocks", "dse_blocks"),
@@ -143,12 +144,14 @@ def summary_phase(cfg: ReplicatesDesign, runs: Path, out: Path) -> dict[str, Any
                 rows.append(f"| {se} | {name} | {sets[name]['rank']} | "
                             f"{sets[name]['in_indistinguishable']} | {ident or 'none'} | "
                             f"{all(sets[name]['identified_correct'].values())} |")  # fmt: skip
+        per_se[se] = sets
         m = family_measures(sets, None)
         k, n = m["sets_with_two_signs"], m["n_sets"]
         ci = binomtest(k, n).proportion_ci(method="exact") if n else None
         reads[se] = {**m, "two_signs_ci95": None if ci is None else [
             round(float(ci.low), 3), round(float(ci.high), 3)]}  # fmt: skip
     summary["se_reads"] = reads
+    _figure(per_se, out / cfg.figure)
     summary.pop("two_signs_share", None)  # its "blocks" is the primary here: se_reads says so
     write_json(out / "summary.json", summary)
     head = ["| se | set | rank of the truth | truth indistinguishable | identified | all right |",
@@ -160,6 +163,35 @@ def summary_phase(cfg: ReplicatesDesign, runs: Path, out: Path) -> dict[str, Any
               for se, r in reads.items()]  # fmt: skip
     write_text(out / "table.md", "\n".join([*head, *rows, "", *counts, ""]))
     return summary
+
+
+def _figure(per_se: dict[str, dict[str, Any]], path: Path) -> None:
+    """Signs identified per set (bars), under each se read; a wrong one marked with x."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(next(iter(per_se.values()), {}))
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    width = 0.8 / max(len(per_se), 1)
+    for i, (se, sets) in enumerate(per_se.items()):
+        x = [j + (i - (len(per_se) - 1) / 2) * width for j in range(len(names))]
+        n = [len(sets[nm]["identified"]) if nm in sets else 0 for nm in names]
+        ax.bar(x, n, width, label=se)
+        for xi, nm in zip(x, names, strict=True):
+            if nm in sets and not all(sets[nm]["identified_correct"].values()):
+                ax.plot(xi, 0.2, "kx")
+    ax.axhline(2, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(range(len(names)), [nm.split("_")[0] for nm in names])
+    ax.set_yticks([0, 1, 2, 3])
+    ax.set_ylabel("edge signs identified (of 3)")
+    ax.set_ylim(0, 4)
+    ax.legend(fontsize=7, ncol=4, loc="upper center")
+    ax.set_title("signs identified per set, by the se of a difference (x: a wrong sign)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def _quick() -> dict[str, Any]:

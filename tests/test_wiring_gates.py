@@ -23,6 +23,7 @@ from wiring_gates import GatesDesign  # noqa: E402
 from wiring_logged import LoggedDesign  # noqa: E402
 from wiring_readout import ReadoutDesign  # noqa: E402
 from wiring_replicates import ReplicatesDesign  # noqa: E402
+from wiring_replicates_rep import ReplicationDesign  # noqa: E402
 from wiring_threshold import ThresholdDesign  # noqa: E402
 
 EARLIER = (LoggedDesign(), ConfirmDesign(), ThresholdDesign())
@@ -86,6 +87,23 @@ def test_replicated_runs_pool_two_new_sets_and_read_back_with_the_replicates_se(
         args = cfg.args(name)
         assert "--dse-replicates" in args and {"--dse-blocks", "--pulses"} <= set(args)
     assert cfg.fit_args[:-1] == ReadoutDesign().fit_args  # the readout read-back's otherwise
+
+
+def test_the_replication_repeats_the_design_on_new_seeds_of_c1_and_i1():
+    cfg, first = ReplicationDesign(), ReplicatesDesign()
+    jobs = cfg.jobs("wiring")
+    assert len(jobs) == 12 and {j[0] for j in jobs} == {"C1", "I1"} and {j[1] for j in jobs} == {
+        10, 11}  # fmt: skip
+    new = {cfg.train_config(*j)["seed"] for j in jobs}
+    assert new == {3100, 3102, 3103, 3110, 3112, 3113}
+    assert not new & _used_seeds((*EARLIER, GatesDesign(), ReadoutDesign(), first))
+    assert sorted(cfg.sets()) == ["C1_sets10-11_early", "I1_sets10-11_early"]
+    assert cfg.fit_args == first.fit_args and cfg.kinds == first.kinds
+    # run for run the first study's configs, but for seed and name
+    a = cfg.train_config("C1", 10, "pulse")
+    b = first.train_config("C1", 8, "pulse")
+    assert {k: v for k, v in a.items() if k not in ("seed", "name")} == {
+        k: v for k, v in b.items() if k not in ("seed", "name")}  # fmt: skip
 
 
 @pytest.mark.slow
