@@ -86,8 +86,7 @@ def compare_pointwise(
         within strata), ``dse_points`` (the pointwise one, always), ``dse_blocks`` (by
         blocks, unstratified; with ``blocks`` only), ``dse_df`` (with ``strata``: the
         Satterthwaite degrees of freedom of that se, None where it is 0), ``weight``
-        (stacking) and
-        ``indistinguishable`` (``d_elpd <= band * dse``).
+        (stacking) and ``indistinguishable`` (``d_elpd <= band * dse``).
 
     Raises:
         ValueError: Non-finite or ragged elpd, ``blocks`` not one per observation or fewer
@@ -140,7 +139,16 @@ def compare_pointwise(
 
 
 def block_strata(strata: np.ndarray, block_of: np.ndarray | None) -> np.ndarray:
-    """The stratum of each block ``(B,)`` from one per observation, checked."""
+    """The stratum of each block ``(B,)`` from one per observation ``(n,)``.
+
+    Args:
+        strata: Stratum of each observation ``(n,)``.
+        block_of: Block index of each observation ``(n,)``, ``0..B-1``, or None.
+
+    Raises:
+        ValueError: No blocks, ``strata`` not one per observation, a block in two strata,
+            or a stratum of one block (no replicate to take its variance from).
+    """
     if block_of is None:
         raise ValueError("strata need blocks: the se is stratified over blocks")
     if strata.shape != block_of.shape:

@@ -106,16 +106,18 @@ def readbacks(m: Macros, results: Path) -> None:
                                   ("sets_with_a_wrong_sign", "WrongSign"),
                                   ("sets_with_two_signs", "TwoSigns")):  # fmt: skip
                     m.add(f"{tag}{letter}PWiring{name}", fmt(dig(pw, key), 0))
-    # RRP*: each condition at two seeds, the se from the replicates (wiring_replicates), per
-    # se read: R (replicates, primary), T (its Student-t band), B (by run and agent), P
-    reads = dig(read_json(results / "wiring_replicates" / "summary.json"), "se_reads")
-    for read, letter in (("replicates", "R"), ("replicates_t", "T"), ("blocks", "B"),
-                         ("pointwise", "P")):  # fmt: skip
-        r = dig(reads, read)
-        for key, name in (("n_sets", "Sets"), ("truth_first_or_indistinguishable_sets", "TruthOk"),
-                          ("sets_with_a_wrong_sign", "WrongSign"),
-                          ("sets_with_two_signs", "TwoSigns")):  # fmt: skip
-            m.add(f"RRP{letter}{name}", fmt(dig(r, key), 0))
+    # RRP*: each condition at two seeds, the se from the replicates (wiring_replicates); RRQ*:
+    # its replication on C1 and I1 (wiring_replicates_rep); per se read: R (replicates,
+    # primary), T (its Student-t band), B (by run and agent), P (pointwise)
+    for folder, tag in (("wiring_replicates", "RRP"), ("wiring_replicates_rep", "RRQ")):
+        reads = dig(read_json(results / folder / "summary.json"), "se_reads")
+        for read, letter in (("replicates", "R"), ("replicates_t", "T"), ("blocks", "B"),
+                             ("pointwise", "P")):  # fmt: skip
+            for key, name in (("n_sets", "Sets"),
+                              ("truth_first_or_indistinguishable_sets", "TruthOk"),
+                              ("sets_with_a_wrong_sign", "WrongSign"),
+                              ("sets_with_two_signs", "TwoSigns")):  # fmt: skip
+                m.add(f"{tag}{letter}{name}", fmt(dig(reads, read, key), 0))
 
 
 def forecast(m: Macros, results: Path) -> None:
