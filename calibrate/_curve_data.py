@@ -13,6 +13,7 @@ so the readers and the rest of calibrate import it one way.
 from __future__ import annotations
 
 import dataclasses
+import json
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -204,8 +205,6 @@ class CurveData:
         ``name``, ``device`` and ``threads``: where and as what it ran), or, for a run
         without a config (tables, TensorBoard), when their hyperparameter columns apart
         from ``seed`` are. Such runs are replicates: seeds of one design point."""
-        import json
-
         keys: dict[str, str] = {}
         cols = [c for c in self.hyper.columns if c != "seed"]
         for r in self.runs:
