@@ -191,7 +191,8 @@ def y_to_z_contrast(cfg: ThresholdDesign, runs: Path) -> dict[str, Any]:
             z = a["roles"].index("Z")
             za, zb = a["comp"][:, z], b["comp"][:, z]
             same = np.array_equal(np.delete(a["comp"], z, 1), np.delete(b["comp"], z, 1))
-            out[f"{act}-{rep}/{run_name(*job).split('_', 2)[2]}"] = {
+            pooled = "_sets" in name  # a set of several seeds: each run's set in its key
+            out[f"{act}-{rep}/{run_name(*job).split('_', 1 if pooled else 2)[-1]}"] = {
                 "z_mean_act_minus_rep": round(float(za.mean() - zb.mean()), 4),
                 "z_steps_to_0.7_act_minus_rep": _reach(a, z) - _reach(b, z),
                 "x_and_y_identical": bool(same),

@@ -163,6 +163,12 @@ def test_y_to_z_contrast_pairs_runs_that_differ_in_that_sign(tmp_path, monkeypat
     d = got["C2-I2/pulseX_w0.9"]  # C2's Z never reaches 0.7: the last step; I2's Y differs
     assert d["z_steps_to_0.7_act_minus_rep"] == 0 and not d["x_and_y_identical"]
     assert got["C2-I2/w0.9"]["x_and_y_identical"]
+    # a pooled set of two seeds a condition: each run's set in its key, none overwritten
+    from wiring_replicates import ReplicatesDesign
+
+    pooled = y_to_z_contrast(ReplicatesDesign(), tmp_path)
+    assert sorted(pooled) == sorted(f"{p}/set{k}_{c}" for p in ("C1-I1", "C2-I2")
+                                    for k in (8, 9) for c in ("w0.9", "pulseX_w0.9"))  # fmt: skip
 
 
 def test_misfit_by_block_is_read_back_where_the_posteriors_are_not(tmp_path):
