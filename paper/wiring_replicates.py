@@ -85,6 +85,8 @@ class ReplicatesDesign(ReadoutDesign):
     )
     command: str = "python paper/wiring_replicates.py"
     figure = "wiring_replicates.png"
+    #: An earlier study whose counts the summary adds to this one's (a class attribute).
+    pooled_with = None
 
     def sets(self) -> dict[str, list[tuple]]:
         """Per type one set, ``<type>_sets<a>-<b>_early``: the kept kinds of the early
@@ -115,7 +117,7 @@ def summary_phase(cfg: ReplicatesDesign, runs: Path, out: Path) -> dict[str, Any
     import json
 
     import wiring_threshold
-    from scipy.stats import binomtest, norm, t
+    from scipy.stats import norm, t
     from wiring_confirm import pointwise_read
     from wiring_floor import family_measures
 
@@ -146,11 +148,26 @@ def summary_phase(cfg: ReplicatesDesign, runs: Path, out: Path) -> dict[str, Any
                             f"{all(sets[name]['identified_correct'].values())} |")  # fmt: skip
         per_se[se] = sets
         m = family_measures(sets, None)
-        k, n = m["sets_with_two_signs"], m["n_sets"]
-        ci = binomtest(k, n).proportion_ci(method="exact") if n else None
-        reads[se] = {**m, "two_signs_ci95": None if ci is None else [
-            round(float(ci.low), 3), round(float(ci.high), 3)]}  # fmt: skip
+        reads[se] = {**m, "two_signs_ci95": _ci(m["sets_with_two_signs"], m["n_sets"])}
     summary["se_reads"] = reads
+    dfs = [r["dse_df"] for name in per_se["replicates"]
+           for r in json.loads((out / "wiring" / name / "selection.json").read_text())["ranking"]
+           if r.get("dse_df")]  # fmt: skip
+    summary["dse_df"] = {  # the primary se's degrees of freedom, and its band's level there
+        "comparisons": len(dfs),
+        "range": [round(min(dfs), 2), round(max(dfs), 2)] if dfs else None,
+        "two_se_level_range": [round(float(t.cdf(ELPD_BAND, d)), 3)
+                               for d in (min(dfs), max(dfs))] if dfs else None,
+        "t_band_se_range": [round(float(t.ppf(level, d)), 2)
+                            for d in (max(dfs), min(dfs))] if dfs else None,
+    }  # fmt: skip
+    if cfg.pooled_with:  # the goal's counts over this study's sets and an earlier one's
+        f = ROOT / "paper" / "results" / cfg.pooled_with / "summary.json"
+        other = json.loads(f.read_text())["se_reads"] if f.is_file() else None
+        summary["pooled_with_" + cfg.pooled_with] = None if other is None else {
+            se: {**(c := {k: r[k] + other[se][k] for k in _COUNTS}),
+                 "two_signs_ci95": _ci(c["sets_with_two_signs"], c["n_sets"])}
+            for se, r in reads.items()}  # fmt: skip
     _figure(per_se, out / cfg.figure)
     summary.pop("two_signs_share", None)  # its "blocks" is the primary here: se_reads says so
     write_json(out / "summary.json", summary)
@@ -163,6 +180,20 @@ def summary_phase(cfg: ReplicatesDesign, runs: Path, out: Path) -> dict[str, Any
               for se, r in reads.items()]  # fmt: skip
     write_text(out / "table.md", "\n".join([*head, *rows, "", *counts, ""]))
     return summary
+
+
+_COUNTS = ("n_sets", "truth_first_or_indistinguishable_sets", "sets_with_a_wrong_sign",
+           "sets_with_two_signs")  # fmt: skip
+
+
+def _ci(k: int, n: int) -> list[float] | None:
+    """95 % Clopper-Pearson interval of k of n (None for no sets)."""
+    from scipy.stats import binomtest
+
+    if not n:
+        return None
+    ci = binomtest(k, n).proportion_ci(method="exact")
+    return [round(float(ci.low), 3), round(float(ci.high), 3)]
 
 
 def _figure(per_se: dict[str, dict[str, Any]], path: Path) -> None:

@@ -57,6 +57,7 @@ class ReplicationDesign(ReplicatesDesign):
     )
     command: str = "python paper/wiring_replicates_rep.py"
     figure = "wiring_replicates_rep.png"
+    pooled_with = "wiring_replicates"  # the summary counts both studies' six sets too
 
 
 def main(argv: list[str] | None = None) -> int:
