@@ -53,6 +53,7 @@ from ._scores import grid_log_score as grid_log_score
 from ._scores import interval_hit as interval_hit
 from ._scores import randomized_pit as randomized_pit
 from ._values import load_yaml as load_yaml
+from ._values import parse_int as parse_int
 from ._values import parse_number as parse_number
 from ._values import parse_scalar as parse_scalar
 from ._values import parse_value as parse_value

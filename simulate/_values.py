@@ -25,6 +25,10 @@ as ``True``, ``TRUE``)
 * :func:`parse_value`: a ``--set`` value: a scalar, or YAML flow syntax (``[1e-3, 2]``,
   ``{a: 1}``) with the same scalar rules; malformed syntax is one :class:`ConfigError` line.
 * :func:`parse_number`: a value that must be a number (``--param beta=.5``, ``--grid``).
+* :func:`parse_int`: a value that must be an integer: an integral number as written
+  (``1e3`` and ``64.0`` are 1000 and 64; ``2.5``, ``inf`` and ``1_0`` are refused).
+  Every CLI's integer options (``--steps``, ``--n-eval``, ``--points``, ``--replicates``)
+  read their values with it, through :class:`simulate.ArgumentParser`.
 * :func:`load_yaml`: a whole YAML document with the same scalar rules.
 """
 
@@ -36,7 +40,7 @@ from typing import Any
 
 from ._errors import ConfigError
 
-__all__ = ["load_yaml", "parse_number", "parse_scalar", "parse_value"]
+__all__ = ["load_yaml", "parse_int", "parse_number", "parse_scalar", "parse_value"]
 
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
@@ -167,3 +171,23 @@ def parse_number(text: str, *, what: str = "value") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{what}: {text.strip()!r} is not a number")
     return float(value)
+
+
+def parse_int(text: str, *, what: str = "value") -> int:
+    """A command-line value that must be an integer: :func:`parse_number`'s number when it
+    is integral (``1e3`` is 1000, ``64.0`` is 64, ``0x10`` is 16).
+
+    >>> [parse_int(s) for s in ("10", "1e3", "64.0", "-3", "0x10")]
+    [10, 1000, 64, -3, 16]
+
+    Raises:
+        ConfigError: not a number, or a number that is not an integer (``2.5``, ``inf``),
+            as one line naming ``what``.
+    """
+    value = parse_value(text, what=what)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    number = parse_number(text, what=what)
+    if not math.isfinite(number) or not number.is_integer():
+        raise ConfigError(f"{what}: {text.strip()!r} is not an integer")
+    return int(number)

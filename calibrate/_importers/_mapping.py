@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulate import parse_int
 from simulate.common import ConfigError
 
 from .._curve_data import CurveData, DataError
@@ -61,13 +62,19 @@ def flat_numbers(d: Mapping[str, Any], prefix: str = "", sep: str = ".") -> dict
 
 
 def _pairs(items: Iterable[str], option: str) -> list[tuple[str, str]]:
-    out = []
+    """``NAME=VALUE`` items; a name given twice with two values is refused (neither wins)."""
+    out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
             raise ConfigError(f"{option} must look like NAME=VALUE, got {item!r}")
-        out.append((name.strip(), value.strip()))
-    return out
+        name, value = name.strip(), value.strip()
+        if out.setdefault(name, value) != value:
+            raise ConfigError(
+                f"{option} {name} is given twice ({name}={out[name]} and {name}={value}): "
+                "give it once"
+            )
+    return list(out.items())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,10 +129,16 @@ class KeyMapping:
         sizes: dict[str, int] = {}
         for item in n_eval:
             name, sep, value = item.rpartition("=")
-            try:
-                sizes[name.strip() if sep else "*"] = int(value)
-            except ValueError:
+            key = name.strip() if sep else "*"
+            try:  # the toolkit's one integer rule: 1e3 and 64.0 are integers
+                size = parse_int(value, what="--n-eval")
+            except ConfigError:
                 raise ConfigError(f"--n-eval must be N or AGENT=N, got {item!r}") from None
+            if sizes.setdefault(key, size) != size:
+                who = "" if key == "*" else f"{key}="
+                raise ConfigError(
+                    f"--n-eval {who}N is given twice ({sizes[key]} and {size}): give it once"
+                )
         ne: int | dict[str, int] | None = sizes or None
         if sizes and list(sizes) == ["*"]:
             ne = sizes["*"]

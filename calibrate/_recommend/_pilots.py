@@ -10,16 +10,62 @@ from typing import Any
 
 import numpy as np
 
+from simulate.common import SCALE_DOMAINS, in_scale_domain, to_scale
+
 from .._config import ConfigError
 from .._knobs import transform_values
 from .._posterior import Posterior
 
-__all__ = ["base_pilot", "dotted", "next_run_config", "pilot_values", "space_config"]
+__all__ = [
+    "base_pilot",
+    "dotted",
+    "nearest_pilot",
+    "next_run_config",
+    "pilot_scale",
+    "pilot_values",
+    "space_config",
+]
+
+
+def pilot_scale(param: str, transforms: dict[str, str] | None = None) -> str:
+    """The scale on which pilots' values of ``param`` are compared: the knob schema's
+    (``log1p`` for ``rl.staleness``, whose 0 is an ordinary lag), else the fit's link
+    transform of the field, else ``linear``."""
+    from llm_runs.knobs import knob
+
+    k = knob(param)
+    if k is not None:
+        return k.scale
+    return (transforms or {}).get(param, "linear")
+
+
+def nearest_pilot(configs: dict[str, Any], param: str, value: float, scale: str) -> str:
+    """The pilot run whose ``param`` lies nearest ``value`` on ``scale`` (ties: the first
+    run by name); a pilot without the field, or with a value outside the scale's domain,
+    is farthest.
+
+    Raises:
+        ConfigError: ``value`` is outside the scale's domain (as the knob's check says).
+    """
+    if not bool(in_scale_domain(scale, value)):
+        raise ConfigError(f"{param}={value!r} must be {SCALE_DOMAINS[scale]} ({scale} scale)")
+    target = float(to_scale(scale, value))
+
+    def distance(run: str) -> float:
+        h = dotted(configs[run], param)
+        if isinstance(h, bool) or not isinstance(h, int | float):
+            return math.inf
+        if not bool(in_scale_domain(scale, h)):
+            return math.inf
+        return abs(float(to_scale(scale, h)) - target)
+
+    return min(sorted(configs), key=distance)
 
 
 def next_run_config(post: Posterior, param: str, value: float) -> tuple[str, dict] | None:
     """The next run's complete llm_runs config: the pilot run whose ``param`` is nearest to
-    ``value`` (in log), with ``param`` set to ``value``, validated by ``llm_runs.config``.
+    ``value`` on the knob's scale (:func:`pilot_scale`: ``log`` for ``rl.lr``, ``log1p``
+    for ``rl.staleness``), with ``param`` set to ``value``, validated by ``llm_runs.config``.
 
     Returns:
         ``(pilot run, config dict)``, or None when the fit's data carry no run configs
@@ -32,11 +78,8 @@ def next_run_config(post: Posterior, param: str, value: float) -> tuple[str, dic
         return None
     from llm_runs.config import TrainConfig, set_dotted
 
-    def distance(run: str) -> float:
-        h = dotted(post.run_configs[run], param)
-        return abs(math.log(h / value)) if isinstance(h, int | float) and h > 0 else math.inf
-
-    base = min(sorted(post.run_configs), key=distance)
+    scale = pilot_scale(param, post.model.config.hierarchy.transforms)
+    base = nearest_pilot(post.run_configs, param, value, scale)
     data = json.loads(json.dumps(post.run_configs[base]))
     set_dotted(data, param, value)
     data["name"] = None

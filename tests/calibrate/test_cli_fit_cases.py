@@ -196,3 +196,20 @@ def test_a_link_on_a_covariate_constant_in_the_fit_warns_at_fit_time(knob_fit):
     assert len(const) == 1, caught  # the kl_coef link only; lr and staleness vary
     assert const[0].startswith("link delta ~ rl.kl_coef: rl.kl_coef = 0 in every run")
     assert "follows the prior alone" in const[0]
+
+
+@pytest.mark.parametrize("grid", [None, "0,2,4"], ids=["default-grid", "grid-0-2-4"])
+def test_recommend_staleness_with_lag_0_a_candidate(knob_fit, tmp_path, grid):
+    """Issue 72 §3: ``recommend --param rl.staleness`` crashed (``ZeroDivisionError``)
+    whenever lag 0 was a candidate; the nearest pilot is found on the knob's log1p scale."""
+    fit, _ = knob_fit
+    rec = tmp_path / "rec"
+    argv = [*CAL, "recommend", str(fit), "--param", "rl.staleness"]
+    r = _run([*argv, *(["--grid", grid] if grid else []), "--out", str(rec)], tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    got = json.loads((rec / "recommendation.json").read_text())
+    best = yaml.safe_load((rec / "best.yaml").read_text())
+    assert best["rl"]["staleness"] == got["value"] and float(got["value"]).is_integer()
+    if grid:
+        assert sorted(row["value"] for row in got["table"]) == [0, 2, 4]
