@@ -48,10 +48,15 @@ if TYPE_CHECKING:
     from ._model import CurveModel as CurveModel
     from ._model import Layout as Layout
     from ._new_run import crps_samples as crps_samples
+    from ._pilots import PilotPlan as PilotPlan
+    from ._pilots import label_runs as label_runs
+    from ._pilots import pilot_runs as pilot_runs
+    from ._pilots import run_pilot_rounds as run_pilot_rounds
     from ._posterior import Posterior as Posterior
     from ._posterior import load_fit as load_fit
     from ._predict._core import Prediction as Prediction
     from ._predict._core import predict as predict
+    from ._predict._rule import observed_regime_probs as observed_regime_probs
     from ._quad import Quad as Quad
     from ._quad import QuadGrid as QuadGrid
     from ._recommend._core import recommend as recommend
@@ -119,6 +124,11 @@ _LAZY: dict[str, str] = {
     "load_fit": "._posterior",
     "Prediction": "._predict._core",
     "predict": "._predict._core",
+    "observed_regime_probs": "._predict._rule",
+    "PilotPlan": "._pilots",
+    "label_runs": "._pilots",
+    "pilot_runs": "._pilots",
+    "run_pilot_rounds": "._pilots",
     "Quad": "._quad",
     "QuadGrid": "._quad",
     "recommend": "._recommend._core",

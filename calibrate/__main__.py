@@ -9,6 +9,10 @@ Subcommands:
     predict    From a saved fit, forecast the curves and regimes of settings not yet run.
     watch      Follow a growing run log: forecast final competences and P(collapse) at
                each new evaluation; exit 3 with an ALERT line past ``--threshold``.
+    pilots     Pilot runs placed to find the regime boundary: a space-filling round, then
+               rounds where a fit is least sure of the regime, until a step budget.
+    evaluate   Score the model's forecasts of held-out runs (or leave one setting out)
+               against practitioner baselines: summary.json, table.md, figures.
     demo       The main job (``make demo``): pilots -> fit -> recommendation ->
                confirmation run -> report, on the study loop (:class:`calibrate.Study`).
 """
@@ -162,9 +166,15 @@ def _parser() -> argparse.ArgumentParser:
     from ._watch_cli import add_watch_parser
 
     add_watch_parser(sub)
+    from ._evaluate._cli import add_evaluate_parser
+
+    add_evaluate_parser(sub)
     from ._demo._cli import add_demo_parser
 
     add_demo_parser(sub)
+    from ._pilots._cli import add_pilots_parser
+
+    add_pilots_parser(sub)
     return p
 
 
@@ -345,12 +355,16 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("ignore", FutureWarning)
             warnings.showwarning = _show_warning  # one line, not the source line too
             from ._demo._cli import demo_command
+            from ._evaluate._cli import evaluate_command
+            from ._pilots._cli import pilots_command
             from ._predict._cli import predict_command
             from ._recommend._cli import recommend_command
             from ._watch_cli import watch
 
             cmds = {"fit": _fit, "recommend": recommend_command, "predict": predict_command,
-                    "watch": watch, "demo": demo_command}  # fmt: skip
+                    "watch": watch, "demo": demo_command,
+                    "pilots": pilots_command}  # fmt: skip
+            cmds["evaluate"] = evaluate_command
             run = cmds[args.cmd]
             return run(args)
     except AgentmotifsError as err:

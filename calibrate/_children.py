@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,11 @@ def _die_with_parent(parent: int) -> Callable[[], None] | None:
             os._exit(1)
 
     return pre
+
+
+# A child is forked only to call prctl and exec (no JAX runs in it), so JAX's warning at
+# every fork of a process that has used JAX (a pilot round's forecast) says nothing here.
+warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
 
 
 def spawn(args: Sequence[str], **popen: Any) -> subprocess.Popen:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._errors import AgentmotifsError
 
-__all__ = ["COLLAPSE_RULE", "Collapse", "fall_collapse"]
+__all__ = ["COLLAPSE_RULE", "PEAK_COLLAPSE_RULE", "Collapse", "fall_collapse", "peak_collapse"]
 
 COLLAPSE_RULE = (
     "an agent's competence curve (T >= 4 evaluations on n_eval probes) has collapsed iff, with "
@@ -156,3 +156,49 @@ def fall_collapse(
         low[:after] = False
         onset = int(np.argmax(low))  # exists: the last evaluation qualifies
     return Collapse(bool(collapsed), ref, tail, last, sd, m, onset)
+
+
+#: The second collapse rule, which ignores falls from the starting level (its words).
+PEAK_COLLAPSE_RULE = (
+    "an agent's competence curve (T >= 4 evaluations) has collapsed iff, with P the highest "
+    "3-evaluation moving mean after the first evaluation (before the last three), each of the "
+    "last three evaluations < 0.5 P and P minus their mean >= 0.2; a curve that falls from its "
+    "starting level without ever rising is not a collapse by this rule; a run has collapsed "
+    "iff it diverged or any agent has"
+)
+
+
+def peak_collapse(
+    values: Any, *, fall: float = 0.5, gap: float = 0.2, smooth: int = 3, tail: int = 3
+) -> bool:
+    """The second rule for real runs (:data:`PEAK_COLLAPSE_RULE`): a fall from a learned peak.
+
+    Where :func:`fall_collapse` measures the fall from the larger of the start and the
+    smoothed peak, this rule takes the peak of the ``smooth``-evaluation moving mean over the
+    evaluations after the first, so an agent that falls from where it started without ever
+    learning is not called collapsed. It needs no ``n_eval``: the margin ``gap`` is absolute.
+
+    Args:
+        values: The curve, shape ``(T,)``, values in ``[0, 1]``, ``T >= 4``.
+        fall: Largest share of the peak each tail evaluation may keep.
+        gap: Smallest drop of the tail's mean below the peak (competence units).
+        smooth: Width of the peak's moving mean.
+        tail: Evaluations in the tail.
+
+    Returns:
+        Whether the curve collapsed by this rule.
+
+    Raises:
+        AgentmotifsError: Fewer than 4 evaluations or non-finite values.
+    """
+    y = np.asarray(values, dtype=np.float64).reshape(-1)
+    if y.size < 4:
+        raise AgentmotifsError(f"a collapse needs at least 4 evaluations, got {y.size}")
+    if not np.all(np.isfinite(y)):
+        raise AgentmotifsError("competence values must be finite to judge a collapse")
+    m = min(tail, y.size - 2)
+    head = y[1 : y.size - m]
+    w = max(1, min(smooth, head.size))
+    peak = float(np.max(np.convolve(head, np.ones(w) / w, mode="valid")))
+    last = y[-m:]
+    return bool(np.all(last < fall * peak) and peak - float(np.mean(last)) >= gap)

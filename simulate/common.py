@@ -25,8 +25,10 @@ Example:
 from __future__ import annotations
 
 from ._collapse import COLLAPSE_RULE as COLLAPSE_RULE
+from ._collapse import PEAK_COLLAPSE_RULE as PEAK_COLLAPSE_RULE
 from ._collapse import Collapse as Collapse
 from ._collapse import fall_collapse as fall_collapse
+from ._collapse import peak_collapse as peak_collapse
 from ._errors import AgentmotifsError as AgentmotifsError
 from ._errors import ConfigError as ConfigError
 from ._errors import OutputError as OutputError
@@ -67,6 +69,7 @@ from ._scores import randomized_pit as randomized_pit
 __all__ = [
     "COLLAPSE_RULE",
     "MARK_FILE",
+    "PEAK_COLLAPSE_RULE",
     "PLOT_SUFFIXES",
     "REGIME_GROUPS",
     "REGIME_NAMES",
@@ -94,6 +97,7 @@ __all__ = [
     "jsonable",
     "lazy_exports",
     "mark_output",
+    "peak_collapse",
     "randomized_pit",
     "read_json_object",
     "read_structured",

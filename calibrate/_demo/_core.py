@@ -20,6 +20,7 @@ import yaml
 from simulate.common import ConfigError, read_json_object, read_text, write_json, write_text
 
 from .._children import Bar, StageError, progress_of, run_command
+from .._pilots import label_runs, run_pilot_rounds, train_args_for
 from .._study import Study, StudyInterrupted, python_m
 from ._config import DemoConfig, pilot_name
 
@@ -53,30 +54,61 @@ class _Demo:
         what = f"{preset} base, {info.get('n_params', 0):,} parameters"
         return what + ("" if bar.seen else " (from the cache)"), not bar.seen
 
+    def _train_args(self):
+        cfg = self.cfg
+        return train_args_for(cfg.motifs[0], cfg.gate, cfg.task, cfg.preset, cfg.pilot_steps,
+                              cfg.eval_every, [])  # fmt: skip
+
     def pilots(self) -> tuple[str, bool]:
         cfg = self.cfg
+        folder = self.out / "pilots"
+        if (folder / "pilots.json").is_file():
+            runs = read_json_object(folder / "pilots.json", what="pilots")["runs"]
+            return self._pilots_line(runs), True
+        self._links()
+        if cfg.design == "adaptive":
+            plan = cfg.pilot_plan()
+            fit_args = ["--motif", cfg.motifs[0], "--gate", cfg.gate, "--hierarchy",
+                        str(self.out / "links.json"), "--method", "laplace"]  # fmt: skip
+            runs = run_pilot_rounds(self.study, plan, folder, train_args=self._train_args(),
+                                    fit_args=fit_args)  # fmt: skip
+        else:
+            runs = [{"round": 0, "setting": s, "seed": seed,
+                     "folder": str(folder / f"{pilot_name(s)}_s{seed}")}
+                    for s in cfg.pilots for seed in cfg.pilot_seeds]  # fmt: skip
+            new = self._train_args()
+            self.study.train([(Path(r["folder"]), new(r["setting"], r["seed"])) for r in runs],
+                             desc="pilot", steps=cfg.pilot_steps)  # fmt: skip
+        runs = label_runs(runs)
+        write_json(folder / "pilots.json", {"design": cfg.design, "runs": runs})
+        return self._pilots_line(runs), False
 
-        def new(setting: dict[str, Any]) -> list[str]:
-            return [
-                "--motif", cfg.motifs[0], "--gate", cfg.gate, "--task", cfg.task,
-                "--preset", cfg.preset, "--steps", str(cfg.pilot_steps),
-                "--eval-every", str(cfg.eval_every), "--seed", str(cfg.seed), "--threads", "1",
-                "--set", f"rl.lr={setting['rl.lr']!r}",
-                "--set", f"rl.staleness={setting['rl.staleness']}",
-            ]  # fmt: skip
+    def _pilots_line(self, runs: list[dict[str, Any]]) -> str:
+        groups: dict[str, int] = {}
+        for r in runs:
+            groups[r["group"]] = groups.get(r["group"], 0) + 1
+        seen = ", ".join(f"{n} {g}" for g, n in sorted(groups.items()))
+        rounds = 1 + max(int(r["round"]) for r in runs)
+        net = f"{self.cfg.motifs[0]}-{self.cfg.gate}"
+        return (f"{len(runs)} runs x {self.cfg.pilot_steps} steps of {net} in {rounds} "
+                f"round(s), {self.cfg.design} design ({seen})")  # fmt: skip
 
-        runs = [(self.out / "pilots" / pilot_name(s), new(s)) for s in cfg.pilots]
-        kept = self.study.train(runs, desc="pilot", steps=cfg.pilot_steps)
-        what = f"{len(runs)} runs x {cfg.pilot_steps} steps of {cfg.motifs[0]}-{cfg.gate}"
-        return what, kept
+    def pilot_folders(self) -> list[Path]:
+        """The pilot runs' folders (from ``pilots/pilots.json``)."""
+        runs = read_json_object(self.out / "pilots" / "pilots.json", what="pilots")["runs"]
+        return [Path(r["folder"]) for r in runs]
+
+    def _links(self) -> Path:
+        links = self.out / "links.json"
+        if not links.is_file():
+            write_json(links, self.cfg.links())
+        return links
 
     def fit(self) -> tuple[str, bool]:
         line = f"{','.join(self.cfg.motifs)} -> "
         fit = self.out / "fit"
-        links = self.out / "links.json"
-        if not (fit / "selection.json").is_file() and not (fit / "posterior.nc").is_file():
-            write_json(links, self.cfg.links())
-        runs = [self.out / "pilots" / pilot_name(s) for s in self.cfg.pilots]
+        links = self._links()
+        runs = self.pilot_folders()
         args = ["--motif", ",".join(self.cfg.motifs), "--gate", self.cfg.gate,
                 "--hierarchy", str(links), "--method", "laplace"]  # fmt: skip
         kept = self.study.fit(runs, fit, args=args)

@@ -16,12 +16,16 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "EDGE_RADIUS",
     "EXTRAPOLATION_FLAG",
+    "FLOOR_FADE",
     "MAX_SOLVE_STEPS",
     "TOLERANCE",
     "check_size",
+    "collapse_floor",
     "extrapolation",
     "failed_draws",
+    "pilot_distance",
 ]
 
 #: Slack around [0, 1] (solver round-off) before a competence counts as out of range.
@@ -104,3 +108,101 @@ def check_size(t: np.ndarray, substeps: int, draws: int) -> None:
             f"the horizon of {t[-1]:g} steps needs {n:.3g} solver steps per draw (x {draws} "
             f"draws); at most {MAX_SOLVE_STEPS:.0e}: ask for a shorter --steps"
         )
+
+
+#: Pilot spreads beyond the range over which the collapse floor fades in (see
+#: :func:`collapse_floor`).
+FLOOR_FADE = 0.25
+#: Radius (pilot spreads, all fields together) of the pilots that count as the evidence at
+#: the edge nearest a setting.
+EDGE_RADIUS = 0.5
+
+
+def pilot_distance(
+    raw: dict[str, np.ndarray], transforms: dict[str, str], settings: Any
+) -> list[dict[str, Any]]:
+    """Per setting, how far it lies from the pilots, field by field and in all.
+
+    Args:
+        raw: Per linked field, its values over the fit's runs (knob units).
+        transforms: Per field, its link transform (``log``, ``log1p``, ``linear``).
+        settings: Per setting, a dict field -> value (knob units).
+
+    Returns:
+        Per setting ``{"fields": {field: {"value", "pilots_low", "pilots_high", "beyond",
+        "spreads", "words"}}, "nearest_pilot_spreads": float}``: ``beyond`` in knob units
+        (a factor for a ``log`` field: 2.0 is twice the highest pilot or half the lowest;
+        a difference otherwise; 0 inside the range), ``spreads`` the same distance in sds
+        of the pilots' transformed values, ``words`` a phrase for people, and the
+        Euclidean distance to the nearest pilot run in those spreads over every field.
+    """
+    from .._knobs import transform_values
+
+    tv = {f: np.asarray(transform_values(transforms[f], np.asarray(v, float)), float)
+          for f, v in raw.items()}  # fmt: skip
+    out = []
+    for s in settings:
+        fields: dict[str, Any] = {}
+        sq = np.zeros(next(iter(tv.values())).size) if tv else np.zeros(0)
+        for f, v in s.items():
+            if f not in raw:
+                continue
+            lo, hi = float(np.min(raw[f])), float(np.max(raw[f]))
+            x = float(transform_values(transforms[f], float(v)))
+            sd = float(np.std(tv[f]))
+            t_lo, t_hi = float(np.min(tv[f])), float(np.max(tv[f]))
+            past = max(0.0, x - t_hi, t_lo - x)
+            spreads = past / sd if sd > 0 else (0.0 if past == 0 else float("inf"))
+            if transforms[f] == "log":
+                beyond = 1.0 if past == 0 else (float(v) / hi if x > t_hi else lo / float(v))
+                side = "above the highest" if x > t_hi else "below the lowest"
+                words = ("inside the pilots' range" if past == 0
+                         else f"{beyond:.2g}x {side} pilot")  # fmt: skip
+            else:
+                beyond = 0.0 if past == 0 else (float(v) - hi if x > t_hi else lo - float(v))
+                side = "above the highest" if x > t_hi else "below the lowest"
+                words = ("inside the pilots' range" if past == 0
+                         else f"{beyond:.3g} {side} pilot")  # fmt: skip
+            if past > 0 and np.isfinite(spreads):
+                words += f" ({spreads:.1f} pilot spreads)"
+            fields[f] = {"value": float(v), "pilots_low": lo, "pilots_high": hi,
+                         "beyond": beyond, "spreads": spreads, "words": words}  # fmt: skip
+            if sd > 0:
+                sq = sq + ((tv[f] - x) / sd) ** 2
+        near = float(np.sqrt(sq.min())) if sq.size else 0.0
+        out.append({"fields": fields, "nearest_pilot_spreads": near})
+    return out
+
+
+def collapse_floor(values: dict[str, np.ndarray], settings: Any) -> list[float]:
+    """Per setting, the least P(collapse) that the pilots leave open.
+
+    A fit that saw no collapse near a setting beyond the pilots' range cannot rule one out.
+    Beyond the range, the floor is the rule of succession over the ``n`` pilot runs within
+    :data:`EDGE_RADIUS` spreads of the setting's nearest point of the range (the evidence at
+    that edge; ``n = 0`` gives 1/2), faded in with the distance ``d`` (pilot spreads, the
+    largest over the fields): ``(1 - exp(-d / FLOOR_FADE)) / (n + 2)``. Inside the range it
+    is 0: there the fit interpolates between pilots it has seen.
+
+    Args:
+        values: Per linked field, its transformed values over the fit's runs.
+        settings: Per setting, its transformed values (field -> value).
+    """
+    fields = list(values)
+    if not fields:
+        return [0.0 for _ in settings]
+    v = np.stack([np.asarray(values[f], float) for f in fields], axis=1)  # (R, F)
+    lo, hi, sd = v.min(0), v.max(0), v.std(0)
+    sd = np.where(sd > 0, sd, np.inf)
+    out = []
+    for s in settings:
+        x = np.asarray([float(s.get(f, (lo[j] + hi[j]) / 2)) for j, f in enumerate(fields)])
+        past = np.maximum(0.0, np.maximum(x - hi, lo - x)) / sd
+        d = float(np.max(past)) if past.size else 0.0
+        if d <= 0:
+            out.append(0.0)
+            continue
+        edge = np.clip(x, lo, hi)
+        n = int(np.sum(np.sqrt((((v - edge) / sd) ** 2).sum(1)) <= EDGE_RADIUS))
+        out.append(float((1.0 - np.exp(-d / FLOOR_FADE)) / (n + 2)))
+    return out

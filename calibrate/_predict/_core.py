@@ -31,7 +31,7 @@ from .._new_run import replicate_spread, resolve_n_eval
 from .._posterior import Posterior
 from .._solvers import fixed_substeps
 from . import _band_points
-from ._checks import check_size, extrapolation, failed_draws
+from ._checks import check_size, collapse_floor, extrapolation, failed_draws, pilot_distance
 from ._fast import BAND_LEVELS as BAND_LEVELS
 from ._fast import curve_regimes as curve_regimes
 from ._fast import predict_batch
@@ -291,6 +291,8 @@ def predict(
         draw_index=idx,
         curves=out.get("curves"),
         extrapolation=tuple(_extrapolation(post, settings)),
+        distance=tuple(_distance(post, settings)),
+        collapse_floor=tuple(_floor(post, settings)),
         band=band,
         extrapolation_sd=float(extrapolation_sd),
         **extra,
@@ -320,6 +322,24 @@ def _extrapolation(post: Posterior, settings: Sequence[Mapping[str, Any]]):
     given = [{f: float(transform_values(transforms[f], float(v))) for f, v in s.items()}
              for s in _expanded(post, settings)]  # fmt: skip
     return extrapolation(pilots, given)
+
+
+def _transformed(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> list[dict]:
+    transforms = post.model.config.hierarchy.transforms
+    return [{f: float(transform_values(transforms[f], float(v))) for f, v in s.items()}
+            for s in _expanded(post, settings)]  # fmt: skip
+
+
+def _distance(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """How far each setting lies from the pilots (knob units and pilot spreads)."""
+    hv = post.hyper or {}
+    raw = {f: np.asarray(hv[f], float) for f in link_covariates(post) if f in hv}
+    return pilot_distance(raw, post.model.config.hierarchy.transforms, _expanded(post, settings))
+
+
+def _floor(post: Posterior, settings: Sequence[Mapping[str, Any]]) -> list[float]:
+    """The least P(collapse) the pilots leave open at each setting (0 inside their range)."""
+    return collapse_floor(_pilot_values(post), _transformed(post, settings))
 
 
 def _draw_arrays(post: Posterior, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

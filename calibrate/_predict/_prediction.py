@@ -44,6 +44,12 @@ class Prediction:
         curves: Every draw's mean curves ``(S, G, T, N)`` when asked, else None.
         extrapolation: Per setting, each field's distance outside the pilots' range in
             units of their spread (:func:`~calibrate._predict._checks.extrapolation`).
+        distance: Per setting, how far it lies from the pilots in knob units and pilot
+            spreads (:func:`~calibrate._predict._checks.pilot_distance`).
+        collapse_floor: Per setting, the least network P(collapse) the pilots leave open
+            (:func:`~calibrate._predict._checks.collapse_floor`; 0 inside their range):
+            :meth:`groups` lifts the network's P(collapse) to it and scales the other
+            groups down.
         band: ``new_run`` or ``mean``: the headline forecast.
         new_final: One new run's logged final competence per draw ``(S, G, N)`` (None
             for ``band="mean"``).
@@ -72,6 +78,8 @@ class Prediction:
     draw_index: np.ndarray
     curves: np.ndarray | None = None
     extrapolation: tuple[dict[str, float], ...] = ()
+    distance: tuple[dict[str, Any], ...] = ()
+    collapse_floor: tuple[float, ...] = ()
     band: str = "mean"
     new_final: np.ndarray | None = None
     new_codes: np.ndarray | None = None
@@ -113,10 +121,14 @@ class Prediction:
         ``oscillating`` (damped or sustained), ``collapse``, ``unsettled``, ``failed``;
         they sum to 1."""
         per, net = self.regime_probs()
-        return (
-            {g: per[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()},
-            {g: net[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()},
-        )
+        gn = {g: net[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()}
+        if self.collapse_floor and any(self.collapse_floor):
+            floor = np.asarray(self.collapse_floor, float)
+            c = gn["collapse"]
+            lifted = np.maximum(c, floor)
+            rest = np.where(1.0 - c > 0, (1.0 - lifted) / np.where(1.0 - c > 0, 1.0 - c, 1.0), 0)
+            gn = {g: lifted if g == "collapse" else v * rest for g, v in gn.items()}
+        return {g: per[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()}, gn
 
     def to_dict(self, curves: bool = True) -> dict[str, Any]:
         """A JSON-ready summary (``curves=False``, or a prediction without bands, leaves the
@@ -160,7 +172,9 @@ class Prediction:
             flag = any(v > EXTRAPOLATION_FLAG for v in far.values())
             rows.append(
                 {"setting": setting, "agents": agents, "network": network,
-                 "extrapolation": far, "extrapolated": flag}
+                 "extrapolation": far, "extrapolated": flag,
+                 "distance": self.distance[s] if self.distance else None,
+                 "collapse_floor": self.collapse_floor[s] if self.collapse_floor else 0.0}
             )  # fmt: skip
         out: dict[str, Any] = {
             "band": self.band,
@@ -195,6 +209,14 @@ class Prediction:
                 fin = fin if np.isfinite(fm[s, j]) else "failed (every draw)"
                 ps = "".join(f"{gp[g][s, j]:>7.2f}" for g in REGIME_GROUPS)
                 lines.append(f"{a:<10}{fin:>30}{ps}")
+            if self.distance:
+                dist = self.distance[s]
+                words = "; ".join(f"{f} {d['words']}" for f, d in dist["fields"].items())
+                lines.append(f"from the pilots: {words}; nearest pilot run "
+                             f"{dist['nearest_pilot_spreads']:.2f} spreads away")  # fmt: skip
+            if self.collapse_floor and self.collapse_floor[s] > 0:
+                lines.append(f"P(collapse) >= {self.collapse_floor[s]:.2f}: beyond the pilots' "
+                             "range no pilot rules a collapse out (collapse floor)")  # fmt: skip
             far = self.extrapolation[s] if self.extrapolation else {}
             for f, v in far.items():
                 if v > EXTRAPOLATION_FLAG and np.isfinite(v):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,19 @@ def add_recommend_parser(sub: Any) -> None:
         " rank every candidate instead of sweeping one --param",
     )
     r.add_argument("--top", type=int, default=5, help="with --space: candidates reported")
+    r.add_argument(
+        "--tie",
+        default=None,
+        help="with --space: smallest objective difference "
+        "that is not a tie (default 0.005; larger where the forecast is noisier)",
+    )
+    r.add_argument(
+        "--extrapolation-sd",
+        dest="extrapolation_sd",
+        default=None,
+        help="with --space: bend of the links beyond the pilots' range "
+        "(default 0.5, the fifth forecast test's choice; 0: straight)",
+    )
     r.add_argument("--draws", type=int, default=200, help="with --space: posterior draws used")
     r.add_argument("--json", action="store_true", help="with --space: print one JSON object")
     r.add_argument(
@@ -66,9 +80,10 @@ def recommend_command(args: argparse.Namespace) -> int:
     if args.space is not None:
         return _recommend_space(args)
     if (args.json or args.top != 5 or args.draws != 200 or args.motif_weights is not None
-            or args.objective is not None):  # fmt: skip
-        raise ConfigError("--json, --top, --draws, --motif-weights and --objective go with "
-                          "--space")  # fmt: skip
+            or args.objective is not None or args.tie is not None
+            or args.extrapolation_sd is not None):  # fmt: skip
+        raise ConfigError("--json, --top, --draws, --motif-weights, --objective, --tie and "
+                          "--extrapolation-sd go with --space")  # fmt: skip
     from .._cli_args import parse_grid, recommend_out
 
     grid = parse_grid(args.grid)  # before the work: "" is an error, not the default grid
@@ -105,6 +120,19 @@ def _write_best(rec: dict, out: Path, what: str) -> None:
     )
 
 
+def _nonneg(text: str, name: str) -> float:
+    """A finite number >= 0 from the command line (``1e-3`` as written)."""
+    from .._config import ConfigError
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {text!r}") from None
+    if not (math.isfinite(v) and v >= 0):
+        raise ConfigError(f"{name} must be a finite number >= 0, got {text!r}")
+    return v
+
+
 def _recommend_space(args: argparse.Namespace) -> int:
     import jax
 
@@ -123,10 +151,15 @@ def _recommend_space(args: argparse.Namespace) -> int:
         space = dataclasses.replace(space, objective=objective)
     out = recommend_out(args.out or args.fit_dir)
     jax.config.update("jax_enable_x64", True)
+    from .._predict._knots import DEFAULT_EXTRAPOLATION_SD, check_sd
     from ._core import recommend_space_from_dir
     from ._explain import explain_lines
+    from ._margin import TIE
     from ._plot import plot_regime_map, space_table
 
+    tie = TIE if args.tie is None else _nonneg(args.tie, "--tie")
+    sd = DEFAULT_EXTRAPOLATION_SD if args.extrapolation_sd is None else check_sd(
+        _nonneg(args.extrapolation_sd, "--extrapolation-sd"))  # fmt: skip
     rec = recommend_space_from_dir(
         args.fit_dir,
         space,
@@ -134,10 +167,15 @@ def _recommend_space(args: argparse.Namespace) -> int:
         top=args.top,
         key=jax.random.key(args.seed),
         motif_weights=args.motif_weights or "best",
+        tie=tie,
+        extrapolation_sd=sd,
     )
     arrays = rec.pop("_arrays")
     path = write_json(out / "recommendation.json", rec)
-    mark_output(out, "calibrate recommend", [path.name])
+    cand = write_json(out / "candidates.json", jsonable(
+        {"settings": arrays["settings"], "objective": arrays["utility"], "risk": arrays["risk"],
+         "risk_level": space.risk}), indent=None)  # fmt: skip
+    mark_output(out, "calibrate recommend", [path.name, cand.name])
     if args.json:
         print(json.dumps(jsonable(rec), allow_nan=False))
     else:

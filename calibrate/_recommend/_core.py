@@ -28,10 +28,12 @@ from .._new_run import band_note
 from .._objective import objective_index, objective_label
 from .._posterior import Posterior, load_fit
 from .._predict._core import predict
+from .._predict._knots import DEFAULT_EXTRAPOLATION_SD
 from .._space import SearchSpace
 from ._eval import evaluate, head_stats
 from ._eval import rank_candidates as rank_candidates
 from ._explain import explain
+from ._margin import TIE, margins, tied_with_best
 from ._motif import _NET, MotifFits, is_selection_folder, plan
 from ._pilots import base_pilot, next_run_config, pilot_values, space_config
 from ._seeds import seed_spread_note
@@ -170,6 +172,8 @@ def recommend_space(
     top: int = 5,
     key: jax.Array | None = None,
     motif_weights: str = "best",
+    tie: float = TIE,
+    extrapolation_sd: float = DEFAULT_EXTRAPOLATION_SD,
 ) -> dict[str, Any]:
     """Predict every candidate of a search space and rank them for the next run.
 
@@ -202,6 +206,12 @@ def recommend_space(
         key: PRNG key of the draw subset and the new runs (keyword-only).
         motif_weights: ``best`` or ``stacking`` (a selection without ``network.motif``
             in the space).
+        tie: Smallest difference of forecast objectives that is not a tie (objective
+            units); a larger one when the forecasts' Monte Carlo noise is larger
+            (:mod:`calibrate._recommend._margin`). Among the candidates tied with the best,
+            the one with the largest stability margin is recommended.
+        extrapolation_sd: Bend of the links beyond the pilots' range (``predict``'s;
+            default :data:`calibrate._predict._knots.DEFAULT_EXTRAPOLATION_SD`).
 
     Returns:
         A JSON-ready dict (``space``, ``motif_source``, ``ranked_by``, ``top``, ``best``,
@@ -246,10 +256,31 @@ def recommend_space(
     base, held = base_pilot(first, refs, spaced)
     settings = [{k: v for k, v in c.items() if k in refs or k in parts} | held for c in cands]
     steps = space.budget_steps
-    ev = evaluate(pl, settings, agent, steps=steps, max_draws=max_draws, key=key)
+    kw = {"steps": steps, "max_draws": max_draws, "key": key,
+          "extrapolation_sd": extrapolation_sd}  # fmt: skip
+    ev = evaluate(pl, settings, agent, **kw)
     mean, risk, net = ev.mean, ev.risk, ev.net
     order = rank_candidates(mean, risk, space.risk)
-    n_ok = int(np.sum((risk <= space.risk) & np.isfinite(mean)))
+    ok = (risk <= space.risk) & np.isfinite(mean)
+    n_ok = int(np.sum(ok))
+    tied, tol = tied_with_best(ev, order, ok, tie)
+
+    def risk_of(scan: list[dict[str, Any]]) -> np.ndarray:
+        held_scan = [{k: v for k, v in c.items() if k in refs or k in parts} | held for c in scan]
+        pl_scan = plan(post, space, scan, motif_weights)
+        return evaluate(pl_scan, held_scan, agent, **kw).risk
+
+    marg = margins(risk_of, space, [cands[i] for i in tied], space.risk)
+    if len(tied) > 1:  # the largest margin wins the tie (None: no crossing, the largest)
+
+        def _key(k: int) -> tuple[float, float]:
+            sc = marg[k]["score"]
+            return (math.inf if sc is None else sc, float(mean[tied[k]]))
+
+        win = max(range(len(tied)), key=_key)
+        order = [tied[win], *[i for i in order if i != tied[win]]]
+        marg = [marg[win], *[m for k, m in enumerate(marg) if k != win]]
+        tied = [tied[win], *[i for i in tied if i != tied[win]]]
     head = order[:top]
     stats = head_stats(ev, head, steps=steps, target=space.target)
     rows = []
@@ -297,6 +328,19 @@ def recommend_space(
             "motif_source": pl.motif_source,
             "ranked_by": ranked_by,
             "seed_spread": seed_spread_note(first, agent),
+            "tie": {
+                "tolerance": tol,
+                "n_tied": len(tied),
+                "rule": f"candidates within max({tie:g}, 2 Monte Carlo se of the difference) "
+                "of the best forecast objective, within the risk level, are a tie; the one "
+                "with the largest stability margin is recommended",
+                "candidates": [
+                    {"setting": cands[i], "mean": float(mean[i]), "margin": marg[k]["score"]}
+                    for k, i in enumerate(tied)
+                ],
+            },
+            "margin": marg[0] | {"risk_level": space.risk},
+            "extrapolation_sd": extrapolation_sd,
             "held": held,
             "top": rows,
             "best": best,

@@ -37,6 +37,18 @@ def space_table(rec: dict[str, Any]) -> list[str]:
             f"{new:>20}{steps:>11}{ps}{row['p_unsettled']:>6.2f}{row.get('p_failed', 0.0):>6.2f}"
             f"{mark}"
         )
+    tie = rec.get("tie")
+    if tie and tie["n_tied"] > 1:
+        lines.append(f"tie: {tie['n_tied']} candidates within {tie['tolerance']:.3g} of the "
+                     "best forecast objective (its noise); the largest stability margin "
+                     "won")  # fmt: skip
+    elif tie:
+        lines.append(f"no tie: the next candidate within risk is more than "
+                     f"{tie['tolerance']:.3g} below the best")  # fmt: skip
+    if rec.get("margin"):
+        m = rec["margin"]
+        lines.append(f"margin (P(oscillating or collapse) stays <= {m['risk_level']:g}): "
+                     f"{m['words'] or 'no searched range to move'}")  # fmt: skip
     if "seed_spread" in rec:
         lines.append(f"seed sd / new run: one new run (seed) at the setting: {rec['seed_spread']}")
     lines.append("mean curve: 90 % of the population-median run's expected final competence "
