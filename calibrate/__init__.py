@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._data import read_table as read_table
     from ._data import read_tensorboard as read_tensorboard
     from ._data import validate_table as validate_table
+    from ._demo._config import DEMO_QUICK as DEMO_QUICK
     from ._demo._config import DemoConfig as DemoConfig
     from ._demo._core import run_demo as run_demo
     from ._density import neg_log_joint_and_grad as neg_log_joint_and_grad
@@ -49,9 +50,11 @@ if TYPE_CHECKING:
     from ._model import Layout as Layout
     from ._new_run import crps_samples as crps_samples
     from ._pilots import PilotPlan as PilotPlan
+    from ._pilots import initial_settings as initial_settings
     from ._pilots import label_runs as label_runs
     from ._pilots import pilot_runs as pilot_runs
     from ._pilots import run_pilot_rounds as run_pilot_rounds
+    from ._pilots import train_args_for as train_args_for
     from ._posterior import Posterior as Posterior
     from ._posterior import load_fit as load_fit
     from ._predict._core import Prediction as Prediction
@@ -96,6 +99,7 @@ _LAZY: dict[str, str] = {
     "read_table": "._data",
     "read_tensorboard": "._data",
     "validate_table": "._data",
+    "DEMO_QUICK": "._demo._config",
     "DemoConfig": "._demo._config",
     "run_demo": "._demo._core",
     "neg_log_joint_and_grad": "._density",
@@ -126,6 +130,8 @@ _LAZY: dict[str, str] = {
     "predict": "._predict._core",
     "observed_regime_probs": "._predict._rule",
     "PilotPlan": "._pilots",
+    "initial_settings": "._pilots",
+    "train_args_for": "._pilots",
     "label_runs": "._pilots",
     "pilot_runs": "._pilots",
     "run_pilot_rounds": "._pilots",

@@ -22,7 +22,7 @@ from .._objective import check_objective
 from .._pilots import PilotPlan
 from .._space import SearchSpace
 
-__all__ = ["QUICK", "DemoConfig", "pilot_name"]
+__all__ = ["DEMO_QUICK", "QUICK", "DemoConfig", "pilot_name"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +86,7 @@ class DemoConfig:
     eval_every: int = 10
     lr_range: tuple[float, float] = (1e-3, 1.5e-2)
     staleness_choices: tuple[int, ...] = (0, 2, 4, 8)
-    budget_steps: int = 200
+    budget_steps: int = 150
     risk: float = 0.1
     target: float = 0.8
     objective: str = "e2e"
@@ -237,6 +237,10 @@ QUICK = DemoConfig(
     n_candidates=32,
     draws=40,
 )
+
+
+#: :data:`QUICK` under its public name (``calibrate.DEMO_QUICK``).
+DEMO_QUICK = QUICK
 
 
 def pilot_name(setting: dict[str, Any]) -> str:

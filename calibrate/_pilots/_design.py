@@ -2,10 +2,10 @@
 
 A pilot design (:class:`PilotPlan`) spends a budget of training steps in rounds:
 
-* round 0: ``initial`` settings spread over the pilot box (a maximin Latin hypercube on each
-  knob's own scale: ``log`` for ``rl.lr``, ``log1p`` for ``rl.staleness``), each trained at
-  every seed of ``seeds`` (replicates in every round, so a new run's interval carries the
-  seed spread measured between them);
+* round 0: ``initial`` settings spread over the pilot box (a maximin Latin hypercube whose
+  levels include both ends of each field, on each knob's own scale: ``log`` for ``rl.lr``,
+  ``log1p`` for ``rl.staleness``), each trained at every seed of ``seeds`` (replicates in
+  every round, so a new run's interval carries the seed spread measured between them);
 * round r >= 1: a fit of every pilot so far forecasts the regime of ``candidates`` settings
   of the box (labelled the way real runs are, :func:`calibrate.observed_regime_probs`), and
   the ``round_size`` settings whose regime is least certain (the largest entropy of
@@ -185,14 +185,16 @@ def _from_unit(space: SearchSpace, u: np.ndarray) -> list[dict[str, Any]]:
 
 
 def initial_settings(space: SearchSpace, n: int, *, tries: int = 200) -> list[dict[str, Any]]:
-    """Round 0: ``n`` settings of a maximin Latin hypercube over the box (the best of
-    ``tries`` random hypercubes by their smallest pairwise distance; seeded by the space's
-    ``seed``), snapped to each field's values (integers, choices)."""
+    """Round 0: ``n`` settings of a maximin Latin hypercube over the box whose levels
+    include both ends of every field (``k / (n - 1)``, so the pilots span the whole box and
+    a setting inside it is never an extrapolation; the best of ``tries`` random hypercubes
+    by their smallest pairwise distance; seeded by the space's ``seed``), snapped to each
+    field's values (integers, choices)."""
     rng = np.random.default_rng(space.seed)
     d = len(space.searched)
     best, best_d = None, -1.0
     for _ in range(tries):
-        u = (np.stack([rng.permutation(n) for _ in range(d)], axis=1) + 0.5) / n
+        u = np.stack([rng.permutation(n) for _ in range(d)], axis=1) / (n - 1)
         pts = unit_coords(space, _from_unit(space, u))
         diff = pts[:, None, :] - pts[None, :, :]
         dist = np.sqrt((diff**2).sum(-1))[np.triu_indices(n, 1)]

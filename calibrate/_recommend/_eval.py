@@ -140,7 +140,8 @@ def head_stats(
         assert pred.curves is not None  # keep_curves=True
         hit = objective_values(pred.curves, ev.agent) >= target  # (n, G, T)
         firsts[label] = (pos, np.where(hit.any(-1), pred.t[np.argmax(hit, axis=-1)], np.inf))
-        nr = new_run_draws(post, sets, replicates=replicates, agent=ev.agent, **kw)
+        seed_kw = {k: v for k, v in kw.items() if k != "extrapolation_sd"}  # straight links
+        nr = new_run_draws(post, sets, replicates=replicates, agent=ev.agent, **seed_kw)
         runs[label], var[label] = (pos, nr["y"]), (pos, nr["var"])
     rows = []
     for i in head:
