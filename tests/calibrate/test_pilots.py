@@ -1,0 +1,201 @@
+"""Pilot designs that find the regime boundary (``calibrate pilots``), the collapse floor and
+distance from the pilots in ``predict``, ties and stability margins in ``recommend --space``,
+and the second collapse rule: each against a hand computation or an independent reference."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import entropy as scipy_entropy
+
+import calibrate
+from calibrate._pilots import PilotPlan, entropy, initial_settings, pick_uncertain, unit_coords
+from calibrate._predict._checks import EDGE_RADIUS, FLOOR_FADE, collapse_floor, pilot_distance
+from calibrate._recommend._margin import margins
+from simulate.common import ConfigError, fall_collapse, peak_collapse
+
+BOX = {
+    "fields": {
+        "rl.lr": {"low": 1e-3, "high": 4e-2},
+        "rl.staleness": {"low": 0, "high": 12, "integer": True},
+    },
+    "budget_steps": 100,
+    "n_candidates": 64,
+}
+
+
+def _space(**kw):
+    return calibrate.SearchSpace.from_dict(BOX | kw)
+
+
+def test_plan_rounds_spend_the_budget_and_round_trip_json() -> None:
+    plan = PilotPlan(space=_space(), budget=1300, pilot_steps=100, seeds=(0, 1), initial=4,
+                     round_size=2)  # fmt: skip
+    # round 0: 4 x 2 x 100 = 800; each later round 2 x 2 x 100 = 400: 800 + 400 <= 1300 < 1600
+    assert (plan.rounds, plan.spent) == (2, 1200)
+    assert PilotPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
+    with pytest.raises(ConfigError, match="does not cover round 0"):
+        PilotPlan(space=_space(), budget=799, pilot_steps=100)
+    with pytest.raises(ConfigError, match="seeds repeat"):
+        PilotPlan(space=_space(), budget=2000, pilot_steps=100, seeds=(1, 1))
+    with pytest.raises(ConfigError, match="pilot_steps"):
+        PilotPlan(space=_space(), budget=2000, pilot_steps=30, eval_every=10)
+
+
+def test_initial_design_spans_the_box_on_each_knob_scale() -> None:
+    space = _space()
+    s = initial_settings(space, 4)
+    lrs = sorted(x["rl.lr"] for x in s)
+    ks = sorted(x["rl.staleness"] for x in s)
+    # a Latin hypercube with levels k / 3: both ends of each field, one value per level
+    assert lrs[0] == pytest.approx(1e-3) and lrs[-1] == pytest.approx(4e-2)
+    assert np.allclose(np.diff(np.log(lrs)), np.log(40) / 3)
+    assert ks[0] == 0 and ks[-1] == 12 and all(isinstance(k, int) for k in ks)
+    u = unit_coords(space, s)
+    assert np.allclose(np.sort(u[:, 0]), [0, 1 / 3, 2 / 3, 1])
+
+
+def test_unit_coordinates_against_the_scales_by_hand() -> None:
+    u = unit_coords(_space(), [{"rl.lr": 2e-3, "rl.staleness": 5}, {"rl.lr": 8e-2,
+                                                                       "rl.staleness": 0}])  # fmt: skip
+    assert u[0, 0] == pytest.approx(math.log(2) / math.log(40))
+    assert u[0, 1] == pytest.approx(math.log1p(5) / math.log1p(12))
+    assert u[1, 0] == pytest.approx(1 + math.log(2) / math.log(40))  # beyond the box: > 1
+
+
+def test_entropy_matches_scipy() -> None:
+    probs = {"a": np.array([0.5, 1.0, 0.2]), "b": np.array([0.5, 0.0, 0.3]),
+             "c": np.array([0.0, 0.0, 0.5])}  # fmt: skip
+    ref = [scipy_entropy([probs[g][i] for g in probs]) for i in range(3)]
+    assert np.allclose(entropy(probs), ref)
+
+
+def test_picks_are_the_most_uncertain_far_enough_from_every_pilot() -> None:
+    space = _space()
+    cands = [{"rl.lr": v, "rl.staleness": 0} for v in (1e-3, 1.05e-3, 5e-3, 2e-2, 4e-2)]
+    scores = np.array([0.9, 0.8, 0.1, 0.5, 0.2])
+    # 1.05e-3 is as uncertain as it gets after 1e-3 but too near it; 4e-2 is a pilot already
+    picks = pick_uncertain(space, cands, scores, [{"rl.lr": 4e-2, "rl.staleness": 0}], 2, 0.15)
+    assert picks == [0, 3]
+
+
+def test_peak_rule_ignores_a_fall_from_the_start_that_the_package_rule_counts() -> None:
+    never_learned = [0.6, 0.3, 0.1, 0.05, 0.04, 0.03, 0.02]
+    assert fall_collapse(never_learned, 64).collapsed
+    assert not peak_collapse(never_learned)
+    rose_then_fell = [0.2, 0.5, 0.7, 0.72, 0.3, 0.1, 0.1, 0.1]
+    assert peak_collapse(rose_then_fell) and fall_collapse(rose_then_fell, 64).collapsed
+    # half the peak but less than 0.2 under it is not a collapse by the peak rule
+    assert not peak_collapse([0.1, 0.3, 0.3, 0.3, 0.14, 0.14, 0.14])
+    assert not peak_collapse([0.5] * 8)
+
+
+def test_collapse_floor_is_zero_inside_and_the_faded_rule_of_succession_beyond() -> None:
+    pilots = {"a": np.array([0.0, 0.0, 1.0, 1.0, 2.0]), "b": np.array([0.0, 1.0, 0.0, 1.0, 0.5])}
+    sd_a = np.std(pilots["a"])
+    inside = {"a": 1.5, "b": 0.5}
+    d = 0.5  # pilot spreads beyond a's highest pilot
+    beyond = {"a": 2.0 + d * sd_a, "b": 0.5}
+    floor = collapse_floor(pilots, [inside, beyond])
+    assert floor[0] == 0.0
+    # the edge point is (2, 0.5): the pilot there is at distance 0 (within EDGE_RADIUS spreads)
+    v = np.stack([pilots["a"], pilots["b"]], 1)
+    sd = v.std(0)
+    n = int(np.sum(np.sqrt((((v - [2.0, 0.5]) / sd) ** 2).sum(1)) <= EDGE_RADIUS))
+    assert n == 1
+    assert floor[1] == pytest.approx((1 - math.exp(-d / FLOOR_FADE)) / (n + 2))
+
+
+def test_distance_from_the_pilots_in_knob_units_and_spreads() -> None:
+    raw = {"rl.lr": np.array([1e-3, 1e-2]), "rl.staleness": np.array([0, 8])}
+    tr = {"rl.lr": "log", "rl.staleness": "log1p"}
+    d = pilot_distance(raw, tr, [{"rl.lr": 2e-2, "rl.staleness": 4},
+                                 {"rl.lr": 5e-4, "rl.staleness": 12}])  # fmt: skip
+    lr = d[0]["fields"]["rl.lr"]
+    assert lr["beyond"] == pytest.approx(2.0) and "2x above the highest pilot" in lr["words"]
+    sd = np.std(np.log(raw["rl.lr"]))
+    assert lr["spreads"] == pytest.approx(math.log(2) / sd)
+    assert d[0]["fields"]["rl.staleness"]["beyond"] == 0.0
+    assert d[1]["fields"]["rl.lr"]["beyond"] == pytest.approx(2.0)
+    assert "below the lowest" in d[1]["fields"]["rl.lr"]["words"]
+    assert d[1]["fields"]["rl.staleness"]["beyond"] == pytest.approx(4.0)
+
+
+def test_margin_of_a_step_risk_by_hand() -> None:
+    space = calibrate.SearchSpace.from_dict({
+        "fields": {"rl.lr": {"low": 1e-3, "high": 3e-2},
+                   "rl.staleness": {"choices": [0, 2, 4]}}, "budget_steps": 50,
+    })  # fmt: skip
+
+    def risk_of(settings):  # collapse beyond lr 1e-2, whatever the lag
+        return np.array([1.0 if s["rl.lr"] > 1e-2 else 0.0 for s in settings])
+
+    m = margins(risk_of, space, [{"rl.lr": 4e-3, "rl.staleness": 2}], 0.1)[0]
+    lr = m["knobs"]["rl.lr"]
+    # 4e-3 x 2 = 8e-3 <= 1e-2 < 4e-3 x 3: may rise 2x, crosses at 3x; never crosses going down
+    assert (lr["up"], lr["crossed_up"]) == (2.0, 3.0)
+    assert lr["crossed_down"] is None and lr["down"] == 4.0
+    assert m["score"] == pytest.approx(math.log(2) / math.log(30))
+    assert "may rise 2x" in m["words"] and "crosses the level at 3x" in m["words"]
+    assert "rl.staleness" not in m["knobs"]  # choices are not scanned
+
+
+def test_observed_regime_probs_sum_to_one(knob_fit) -> None:
+    import jax
+
+    folder, _ = knob_fit
+    post = calibrate.load_fit(folder)
+    probs = calibrate.observed_regime_probs(
+        post, [{"rl.lr": 3e-4, "rl.staleness": 2}, {"rl.lr": 3e-2, "rl.staleness": 0}],
+        steps=40, every=5, max_draws=16, key=jax.random.key(0),
+    )  # fmt: skip
+    total = sum(probs.values())
+    assert np.allclose(total, 1.0)
+    with pytest.raises(ConfigError, match="< 4 evaluations"):
+        calibrate.observed_regime_probs(post, [{"rl.lr": 3e-4}], steps=10, every=5)
+
+
+def test_recommend_space_reports_ties_margin_and_distance(knob_fit) -> None:
+    import jax
+
+    folder, _ = knob_fit
+    space = calibrate.SearchSpace.from_dict({
+        "fields": {"rl.lr": {"low": 1e-4, "high": 3e-3},
+                   "rl.staleness": {"choices": [0, 2]}, "rl.kl_coef": {"choices": [0.0]}},
+        "budget_steps": 40, "n_candidates": 16, "risk": 0.5,
+    })  # fmt: skip
+    rec = calibrate.recommend_space(calibrate.load_fit(folder), space, max_draws=40,
+                                    key=jax.random.key(0), tie=0.5)  # fmt: skip
+    tie = rec["tie"]
+    best = tie["candidates"][0]
+    assert best["setting"] == rec["best"]
+    # with a tolerance of 0.5 every candidate within risk is tied with the best mean
+    means = [c["mean"] for c in tie["candidates"]]
+    assert max(means) - min(means) <= tie["tolerance"] + 1e-12
+    scores = [math.inf if c["margin"] is None else c["margin"] for c in tie["candidates"]]
+    assert scores[0] == max(scores)  # the largest margin won the tie
+    assert "rl.lr" in rec["margin"]["knobs"] and rec["margin"]["words"]
+
+
+def test_pilots_cli_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
+    space = tmp_path / "box.json"
+    space.write_text(json.dumps(BOX))
+    base = [sys.executable, "-m", "calibrate", "pilots", "--space", str(space), "--out",
+            str(tmp_path / "p")]  # fmt: skip
+    for extra, needle in (
+        (["--budget", "100"], "does not cover round 0"),
+        (["--budget", "1e4", "--seeds", "0,x"], "--seeds"),
+        (["--budget", "abc"], "--budget"),
+        (["--budget", "1e4", "--pilot-steps", "20"], "pilot_steps"),
+    ):
+        r = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), r.stderr
+        assert needle in lines[0]
+        assert not (tmp_path / "p").exists()
