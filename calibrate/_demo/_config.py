@@ -147,6 +147,8 @@ class DemoConfig:
                     f"({4 * self.eval_every}) so that a regime can be judged, got {v!r}"
                 )
         check_objective(self.objective, "demo")
+        if self.design == "adaptive":
+            self.pilot_plan()  # the pilot design's own checks (a budget that covers round 0)
         if not (_pos(self.risk) and self.risk <= 1) or not (0 < self.target < 1):
             raise ConfigError("demo: risk must lie in (0, 1] and target in (0, 1)")
 

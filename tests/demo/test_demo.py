@@ -41,11 +41,27 @@ def test_config_round_trips_json() -> None:
         ({"seed": -1}, "seed"),
         ({"objective": ""}, "objective"),
         ({"steps": 3}, "unknown field"),
+        ({"design": "grid"}, "design"),
+        ({"pilot_lr_box": [4e-2, 1e-3]}, "pilot_lr_box"),
+        ({"pilot_staleness_box": [3, 3]}, "pilot_staleness_box"),
+        ({"pilot_seeds": [0, 0]}, "pilot_seeds"),
+        ({"pilot_budget": 100}, "does not cover round 0"),
+        ({"initial_pilots": 0}, "initial_pilots"),
     ],
 )
 def test_config_rejects_bad_values(change: dict, needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
         DemoConfig.from_dict(DemoConfig().to_dict() | change)
+
+
+def test_the_default_pilots_are_adaptive_and_span_a_box_wider_than_the_space() -> None:
+    cfg = DemoConfig()
+    plan = cfg.pilot_plan()
+    assert cfg.design == "adaptive" and len(plan.seeds) >= 2  # replicates in every round
+    assert plan.rounds >= 2 and plan.spent <= cfg.pilot_budget
+    box = {f.name: f for f in plan.space.fields}
+    assert box["rl.lr"].low <= cfg.lr_range[0] and box["rl.lr"].high >= 2 * cfg.lr_range[1]
+    assert box["rl.staleness"].high > max(cfg.staleness_choices)
 
 
 def test_pilots_are_the_corners_and_the_space_covers_them() -> None:
