@@ -9,9 +9,10 @@ the best (and within the risk level), the one with the largest stability margin 
 The margin of a candidate is how far each searched numeric knob can move, the others held,
 before the forecast P(oscillating or collapse) crosses the risk level: along each knob,
 up and down, the risk is forecast at steps of the knob's own scale (a factor for a ``log``
-knob: 1.25, 1.5, 2, 3, 4; a count for an integer knob: 1, 2, 3, 4, 6, 8; else fractions
-1/8 .. 1 of the searched range) and the margin is the last step before the first one past
-the risk level (``None`` beyond: no crossing within the scan). The candidate's score for the
+knob: 1.25, 1.5, 2, 3, 4; a count for an integer knob: 1, 2, 3, 4, 6, 8; the other values
+of a knob searched over numeric choices; else fractions 1/8 .. 1 of the searched range)
+and the margin is the last step before the first one past the risk level (``None``
+beyond: no crossing within the scan). The candidate's score for the
 tie-break is its smallest margin over knobs and directions in the space's unit coordinates
 (each knob's scale over its searched range mapped onto [0, 1]).
 """
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_runs.knobs import knob
 from simulate.common import to_scale
 
 from .._space import SearchSpace
@@ -77,8 +79,23 @@ def tied_with_best(
     return tied, tol_best
 
 
-def _steps(space: SearchSpace, name: str) -> tuple[str, tuple[float, ...]]:
-    f = next(f for f in space.fields if f.name == name)
+def _field(space: SearchSpace, name: str) -> Any:
+    return next(f for f in space.fields if f.name == name)
+
+
+def _numeric_choices(f: Any) -> bool:
+    return f.choices is not None and all(
+        isinstance(c, int | float) and not isinstance(c, bool) for c in f.choices
+    )
+
+
+def _steps(space: SearchSpace, name: str, x: float, direction: str) -> tuple[str, tuple]:
+    """How the scan moves ``name`` from ``x``: ``mul`` by factors or ``add`` steps."""
+    f = _field(space, name)
+    if f.choices is not None:  # the other choices on that side, nearest first
+        side = sorted(float(c) - x for c in f.choices if float(c) > x) if direction == "up" \
+            else sorted(x - float(c) for c in f.choices if float(c) < x)  # fmt: skip
+        return "add", tuple(side)
     if f.integer:
         return "add", tuple(float(s) for s in _INT_STEPS)
     if f.scale == "log":
@@ -89,10 +106,16 @@ def _steps(space: SearchSpace, name: str) -> tuple[str, tuple[float, ...]]:
 
 def _unit(space: SearchSpace, name: str, a: float, b: float) -> float:
     """Distance between knob values ``a`` and ``b`` in the space's unit coordinates."""
-    f = next(f for f in space.fields if f.name == name)
-    lo = float(to_scale(f.scale, float(f.low)))  # type: ignore[arg-type]
-    hi = float(to_scale(f.scale, float(f.high)))  # type: ignore[arg-type]
-    return abs(float(to_scale(f.scale, b)) - float(to_scale(f.scale, a))) / (hi - lo)
+    f = _field(space, name)
+    if f.choices is not None:
+        k = knob(name)
+        scale = k.scale if k is not None else "linear"
+        lo, hi = (float(to_scale(scale, float(v))) for v in (min(f.choices), max(f.choices)))
+    else:
+        scale = f.scale
+        lo = float(to_scale(f.scale, float(f.low)))  # type: ignore[arg-type]
+        hi = float(to_scale(f.scale, float(f.high)))  # type: ignore[arg-type]
+    return abs(float(to_scale(scale, b)) - float(to_scale(scale, a))) / ((hi - lo) or 1.0)
 
 
 def margins(
@@ -111,14 +134,14 @@ def margins(
         "crossed_up", "crossed_down"}}, "score": smallest margin in unit coordinates,
         "words": a sentence}``.
     """
-    fields = [f.name for f in space.searched if f.choices is None]
+    fields = [f.name for f in space.searched if f.choices is None or _numeric_choices(f)]
     scan: list[dict[str, Any]] = []
     where: list[tuple[int, str, str, float]] = []
     for c, cand in enumerate(cands):
         for name in fields:
-            kind, steps = _steps(space, name)
             x = float(cand[name])
             for direction in ("up", "down"):
+                kind, steps = _steps(space, name, x, direction)
                 for s in steps:
                     if kind == "mul":
                         y = x * s if direction == "up" else x / s
@@ -126,9 +149,10 @@ def margins(
                         y = x + s if direction == "up" else x - s
                     if y < 0 or (kind == "mul" and y <= 0):
                         continue
-                    f = next(f for f in space.fields if f.name == name)
-                    y = float(round(y)) if f.integer else y
-                    scan.append(dict(cand) | {name: int(y) if f.integer else y})
+                    f = _field(space, name)
+                    whole = f.integer or (f.choices is not None and isinstance(cand[name], int))
+                    y = float(round(y)) if whole else y
+                    scan.append(dict(cand) | {name: int(y) if whole else y})
                     where.append((c, name, direction, s))
     risk = np.asarray(risk_of(scan), float) if scan else np.zeros(0)
     out = []
@@ -136,7 +160,7 @@ def margins(
         knobs: dict[str, Any] = {}
         score = math.inf
         for name in fields:
-            kind, steps = _steps(space, name)
+            kind = _steps(space, name, float(cand[name]), "up")[0]
             entry: dict[str, Any] = {"kind": "factor" if kind == "mul" else "step"}
             for direction in ("up", "down"):
                 rows = [(s, risk[k]) for k, w in enumerate(where)

@@ -143,7 +143,8 @@ def test_margin_of_a_step_risk_by_hand() -> None:
     assert lr["crossed_down"] is None and lr["down"] == 4.0
     assert m["score"] == pytest.approx(math.log(2) / math.log(30))
     assert "may rise 2x" in m["words"] and "crosses the level at 3x" in m["words"]
-    assert "rl.staleness" not in m["knobs"]  # choices are not scanned
+    k = m["knobs"]["rl.staleness"]  # numeric choices: the other values, nearest first
+    assert (k["up"], k["crossed_up"], k["down"], k["crossed_down"]) == (2.0, None, 2.0, None)
 
 
 def test_observed_regime_probs_sum_to_one(knob_fit) -> None:
