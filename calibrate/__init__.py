@@ -30,6 +30,31 @@ if TYPE_CHECKING:
     from ._demo._core import run_demo as run_demo
     from ._density import neg_log_joint_and_grad as neg_log_joint_and_grad
     from ._density import unflatten as unflatten
+    from ._evaluate import BASELINES as BASELINES
+    from ._evaluate import FORECAST_GROUPS as FORECAST_GROUPS
+    from ._evaluate import Forecast as Forecast
+    from ._evaluate import baseline_forecasts as baseline_forecasts
+    from ._evaluate import brier_score as brier_score
+    from ._evaluate import evaluate_forecasts as evaluate_forecasts
+    from ._evaluate import evaluate_loo as evaluate_loo
+    from ._evaluate import evaluation_table as evaluation_table
+    from ._evaluate import fit_sigmoid as fit_sigmoid
+    from ._evaluate import gp_finals as gp_finals
+    from ._evaluate import gp_groups as gp_groups
+    from ._evaluate import group_of as group_of
+    from ._evaluate import knn_groups as knn_groups
+    from ._evaluate import knob_features as knob_features
+    from ._evaluate import model_forecasts as model_forecasts
+    from ._evaluate import nearest_pilot as nearest_pilot
+    from ._evaluate import onehot_groups as onehot_groups
+    from ._evaluate import reliability_table as reliability_table
+    from ._evaluate import run_record as run_record
+    from ._evaluate import score_forecast as score_forecast
+    from ._evaluate import sigmoid_curve as sigmoid_curve
+    from ._evaluate import sigmoid_prefix as sigmoid_prefix
+    from ._evaluate import split_of as split_of
+    from ._evaluate import wilson as wilson
+    from ._evaluate import write_evaluation as write_evaluation
     from ._fit import FlatParams as FlatParams
     from ._fit import fit as fit
     from ._fit import fit_model as fit_model
@@ -104,6 +129,31 @@ _LAZY: dict[str, str] = {
     "run_demo": "._demo._core",
     "neg_log_joint_and_grad": "._density",
     "unflatten": "._density",
+    "BASELINES": "._evaluate",
+    "FORECAST_GROUPS": "._evaluate",
+    "Forecast": "._evaluate",
+    "baseline_forecasts": "._evaluate",
+    "brier_score": "._evaluate",
+    "evaluate_forecasts": "._evaluate",
+    "evaluate_loo": "._evaluate",
+    "evaluation_table": "._evaluate",
+    "fit_sigmoid": "._evaluate",
+    "gp_finals": "._evaluate",
+    "gp_groups": "._evaluate",
+    "group_of": "._evaluate",
+    "knn_groups": "._evaluate",
+    "knob_features": "._evaluate",
+    "model_forecasts": "._evaluate",
+    "nearest_pilot": "._evaluate",
+    "onehot_groups": "._evaluate",
+    "reliability_table": "._evaluate",
+    "run_record": "._evaluate",
+    "score_forecast": "._evaluate",
+    "sigmoid_curve": "._evaluate",
+    "sigmoid_prefix": "._evaluate",
+    "split_of": "._evaluate",
+    "wilson": "._evaluate",
+    "write_evaluation": "._evaluate",
     "FlatParams": "._fit",
     "fit": "._fit",
     "fit_model": "._fit",

@@ -1,5 +1,6 @@
 """Scores, table and figure of :mod:`forecast_scores` (issue 31 §3): every method's forecasts
-of the held-out runs scored with the shared scores of :mod:`simulate.common`."""
+of the held-out runs scored by :func:`calibrate.score_forecast` (``calibrate evaluate``'s
+scores), plus the collapse-boundary error of a study's grid."""
 
 from __future__ import annotations
 
@@ -8,55 +9,31 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _forecast_baselines import Forecast
-from _regime_report import _boundary, wilson
+from _regime_report import _boundary
 
-from simulate.common import (
-    crps_samples,
-    grid_log_score,
-    interval_hit,
-    randomized_pit,
-    save_figure,
-    write_json,
-    write_text,
-)
+import calibrate
+from calibrate import Forecast
+from simulate.common import save_figure, write_json, write_text
 
 __all__ = ["boundary_error", "score_all", "score_forecast", "write_outputs"]
 
 #: Metrics of final competence (per agent and pooled over agents, ``all``).
 FINAL_METRICS = ("coverage50", "coverage90", "crps", "log_score")
 
+#: Scores of :func:`calibrate.score_forecast` the forecast studies' summaries predate.
+_NEW_KEYS = ("brier", "reliability", "coverage50_ci95")
+
 
 def score_forecast(
     f: Forecast, held: list[dict], n_eval: int, *, rng: np.random.Generator
 ) -> dict[str, Any]:
-    """One method's scores: regime accuracy (with its Wilson 95 % interval) and, when it
-    samples finals, per agent and pooled (``all``) coverage, CRPS, log score and PIT."""
-    obs = [r["group"] for r in held]
-    hits = sum(p == o for p, o in zip(f.label(), obs, strict=True))
-    out: dict[str, Any] = {
-        "regime_accuracy": hits / len(held),
-        "regime_accuracy_ci95": wilson(hits, len(held)),
-        "labels": f.label(),
-    }
-    if not f.samples.size:
-        return out
-    y = np.array([[r["final"][a] for a in f.agents] for r in held], dtype=float)  # (H, N)
-    per = {
-        "coverage50": interval_hit(f.samples, y, 0.5),
-        "coverage90": interval_hit(f.samples, y, 0.9),
-        "crps": crps_samples(f.samples, y),
-        "log_score": grid_log_score(f.samples, y, n_eval),
-    }
-    for m, v in per.items():
-        out[m] = {a: float(np.nanmean(v[:, j])) for j, a in enumerate(f.agents)}
-        out[m]["all"] = float(np.nanmean(v))
-    n90 = int(np.sum(per["coverage90"] == 1.0))
-    out["coverage90_ci95"] = wilson(n90, int(np.sum(np.isfinite(per["coverage90"]))))
-    pit = randomized_pit(f.samples, y, rng=rng)
-    out["pit_hist"] = np.histogram(pit[np.isfinite(pit)], bins=10, range=(0, 1))[0].tolist()
-    out["per_run"] = {m: v.tolist() for m, v in per.items()}
-    return out
+    """One method's scores (:func:`calibrate.score_forecast`) with the keys the forecast
+    studies' summaries hold: regime accuracy (with its Wilson 95 % interval) and, when it
+    samples finals, per agent and pooled (``all``) coverage, CRPS, log score and PIT (the
+    Brier score, reliability table and 50 % coverage interval calibrate adds are left out, so
+    the committed summaries regenerate unchanged)."""
+    s = calibrate.score_forecast(f, held, n_eval, rng=rng)
+    return {k: v for k, v in s.items() if k not in _NEW_KEYS}
 
 
 def boundary_error(

@@ -1,46 +1,24 @@
 """Early-curve extrapolation, one of the recommendation baselines (issue 19 §2): ScaleRL's
 saturating sigmoid in optimizer steps, fitted to a short prefix of every candidate's curve.
-Re-exported by :mod:`_recommend_baselines`."""
+Re-exported by :mod:`_recommend_baselines`; the sigmoid and its fit are calibrate's
+(:func:`calibrate.fit_sigmoid`, :func:`calibrate.sigmoid_curve`)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
 from _recommend_table import BenchmarkError, BudgetError, Ledger, Pick, RunTable, Setting
 from _recommend_table import best_setting as best_setting
+
+import calibrate
+from calibrate import sigmoid_curve as sigmoid  # ScaleRL's R(n); calibrate's, issue 71
 
 __all__ = ["curve_extrapolation", "fit_sigmoid", "sigmoid"]
 
 
-def sigmoid(n: Any, a: float, b: float, c_mid: float, r0: float) -> Any:
-    """ScaleRL's saturating curve ``R(n) = A - (A - R0) / (1 + (n / C_mid)^B)``: ``R(0) = R0``,
-    ``R -> A`` (asymptote) as ``n -> inf``, half-way at ``n = C_mid``, steepness ``B``."""
-    n = np.asarray(n, dtype=float)
-    return a - (a - r0) / (1.0 + (n / c_mid) ** b)
-
-
-def fit_sigmoid(
-    steps: Any,
-    values: Any,
-    *,
-    a_bounds: tuple[float, float] = (0.0, 1.0),
-    b_bounds: tuple[float, float] = (0.1, 10.0),
-    c_bounds: tuple[float, float] | None = None,
-) -> dict[str, float]:
-    """Fit :func:`sigmoid` by bounded least squares (``scipy.optimize.least_squares``, trust
-    region reflective) with ``R0`` fixed at the value logged at step 0.
-
-    ``C_mid`` is fitted on a log scale (analytic Jacobian), from 8 starting points (4 ``C_mid``
-    x 2 ``B``); the lowest residual wins.
-
-    Args:
-        steps: Logged steps, the first 0, at least 3 after it.
-        values: Accuracy at each step.
-        a_bounds, b_bounds: Bounds of the asymptote and the efficiency.
-        c_bounds: Bounds of the midpoint (default: a tenth of the first step after 0 to 100 x
-            the last step).
+def fit_sigmoid(steps: Any, values: Any, **bounds: Any) -> dict[str, float]:
+    """:func:`calibrate.fit_sigmoid` (ScaleRL's sigmoid by bounded least squares, ``R0``
+    fixed at the step-0 value), its bad input a :class:`BenchmarkError` here.
 
     Returns:
         ``{"A", "B", "C_mid", "R0", "rmse"}``.
@@ -48,40 +26,10 @@ def fit_sigmoid(
     Raises:
         BenchmarkError: Fewer than 3 points after step 0, or the first step is not 0.
     """
-    from scipy import optimize
-
-    n, y = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
-    if n.ndim != 1 or n.shape != y.shape or n[0] != 0 or len(n) < 4:
-        raise BenchmarkError("a sigmoid fit needs step 0 and at least 3 later points")
-    r0, n1, y1 = float(y[0]), n[1:], y[1:]
-    lo_c, hi_c = c_bounds or (n1[0] / 10, 100 * n1[-1])
-
-    def resid(p: np.ndarray) -> np.ndarray:
-        return sigmoid(n1, p[0], p[1], math.exp(p[2]), r0) - y1
-
-    def jac(p: np.ndarray) -> np.ndarray:  # d R / d (A, B, log C_mid)
-        log_ratio = np.log(n1) - p[2]
-        x = np.exp(p[1] * log_ratio)
-        dx = (p[0] - r0) / (1.0 + x) ** 2
-        return np.stack([x / (1.0 + x), dx * x * log_ratio, -dx * p[1] * x], axis=1)
-
-    jac_fn: Any = jac
-    lo = [a_bounds[0], b_bounds[0], math.log(lo_c)]
-    hi = [a_bounds[1], b_bounds[1], math.log(hi_c)]
-    a0 = float(np.clip(y1[-1], *a_bounds))
-    best = None
-    for c0 in np.geomspace(max(lo_c, n1[0] / 2), min(hi_c, 4 * n1[-1]), 4):
-        for b0 in (0.8, 2.5):
-            x0 = np.clip([a0, b0, math.log(c0)], lo, hi)
-            # scipy's annotations type jac as a string only; a callable is documented
-            r = optimize.least_squares(resid, x0, jac=jac_fn, bounds=(lo, hi), method="trf")
-            if best is None or r.cost < best.cost:
-                best = r
-    if best is None:  # unreachable: the loops above always run
-        raise BenchmarkError("no sigmoid fit was made")
-    a, b, logc = (float(v) for v in best.x)
-    rmse = float(np.sqrt(np.mean(best.fun**2)))
-    return {"A": a, "B": b, "C_mid": math.exp(logc), "R0": r0, "rmse": rmse}
+    try:
+        return calibrate.fit_sigmoid(steps, values, **bounds)
+    except calibrate.ConfigError as err:
+        raise BenchmarkError(str(err)) from None
 
 
 def curve_extrapolation(

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 import simulate
+from calibrate import group_of as group_of  # simulate's regime name -> its group
+from calibrate import wilson as wilson  # 95 % Wilson interval of a proportion
 
 #: Regime groups compared (calibrate.Prediction.groups's, in this order).
 GROUPS = ("converged", "oscillating", "collapse", "unsettled", "failed")
@@ -35,29 +37,10 @@ COLORS = {
 }
 
 
-def group_of(name: str) -> str:
-    """simulate's regime name -> its group (as :attr:`calibrate.Prediction.groups`)."""
-    from simulate.common import REGIME_GROUPS
-
-    code = {v: k for k, v in simulate.REGIME_NAMES.items()}[name]
-    return next(g for g, codes in REGIME_GROUPS.items() if int(code) in codes)
-
-
 def modal(labels: list[str]) -> str:
     """Most frequent label; ties go to the more severe one."""
     c = Counter(labels)
     return max(c, key=lambda g: (c[g], SEVERITY[g]))
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> list[float]:
-    """95 % Wilson interval of a proportion k/n."""
-    if n == 0:
-        return [math.nan, math.nan]
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return [max(0.0, c - h), min(1.0, c + h)]
 
 
 def probe_size(run: Path) -> int:

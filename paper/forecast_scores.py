@@ -10,9 +10,10 @@ forecast by
   committed; the fit's data and config are): *one new run* (fresh run effects, seed spread,
   binomial evaluation noise at the runs' probe count) and the *mean curve* (posterior
   uncertainty only: what the study stored before its held-out runs);
-- the baselines of :mod:`_forecast_baselines`: nearest pilot, a Gaussian process over the knobs
-  (regime by 3-nn), a Gaussian-process regime classifier, and ScaleRL's sigmoid fitted to the
-  run's own first ``--prefix`` steps (which sees part of the held-out run).
+- the baselines (calibrate's, via :mod:`_forecast_baselines`): nearest pilot, a Gaussian
+  process over the knobs (regime by 3-nn), a Gaussian-process regime classifier, and
+  ScaleRL's sigmoid fitted to the run's own first ``--prefix`` steps (which sees part of the
+  held-out run).
 
 Scores, per method and agent, on the held-out runs: regime accuracy (group of the one collapse
 rule for real runs, :func:`simulate.classify_observed`, with Wilson 95 % intervals), 50 % and
@@ -31,7 +32,6 @@ Usage: python paper/forecast_scores.py [--source paper/results/regime_map]
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -117,28 +117,16 @@ def model_forecasts(
     bands: tuple[str, ...] = ("new_run", "mean"),
     extrapolation_sd: float = 0.0,
 ):
-    """A fit's forecasts of every held-out run: one new run's (``new_run``) and the mean
-    curve's (``mean``, plus evaluation noise), each a :class:`fb.Forecast` named
-    ``<name> (new run)`` or ``<name> (mean curve)``; and the fit's seed-spread note.
-    ``extrapolation_sd``: links bent beyond the pilots' range (:func:`calibrate.predict`)."""
+    """A fit's forecasts of every held-out run (:func:`calibrate.model_forecasts`): one new
+    run's (``new_run``) and the mean curve's (``mean``, plus evaluation noise), each a
+    :class:`calibrate.Forecast` named ``<name> (new run)`` or ``<name> (mean curve)``; and the
+    fit's seed-spread note. ``extrapolation_sd``: links bent beyond the pilots' range."""
     import calibrate
 
-    settings = [r["setting"] for r in held]
-    pred = calibrate.predict(post, settings, steps=horizon, max_draws=draws, bands=False,
-                             n_eval=n_eval, extrapolation_sd=extrapolation_sd)  # fmt: skip
-    agents = tuple(pred.agents)
-    rng = np.random.default_rng(0)
-    out = []
-    for band in bands:
-        p = dataclasses.replace(pred, band=band)
-        finals = np.transpose(np.asarray(p.headline()[0], dtype=float), (0, 2, 1))  # (H, N, M)
-        if band == "mean":  # as the study stored it: the mean curve's final + evaluation noise
-            finals = rng.binomial(n_eval, np.clip(np.nan_to_num(finals, nan=0.5), 0, 1)) / n_eval
-        _, net = p.groups()
-        probs = np.stack([net[g] for g in fb.GROUPS], axis=1)
-        label = "new run" if band == "new_run" else "mean curve"
-        out.append(fb.Forecast(f"{name} ({label})", agents, finals, probs))
-    return out, pred.seed_spread
+    return calibrate.model_forecasts(
+        post, [r["setting"] for r in held], horizon=horizon, n_eval=n_eval, draws=draws,
+        name=name, bands=bands, extrapolation_sd=extrapolation_sd,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
