@@ -86,10 +86,13 @@ class Design:
     draws: int = 200
     seed_rule: str = (
         "seeds per setting n = max(2, ceil((1.96 sd / 0.1)^2)), sd the pooled sd between the "
-        "adaptive pilots' two seeds of a final competence (all agents): each setting's mean "
-        "final known to +-0.1 at 95 %; 20 settings x n seeds, so the 90 % coverage over "
-        "3 x 20 n finals has a 95 % half-width of 1.96 sqrt(0.09 / (60 n)) (0.055 at n = 2)"
+        "adaptive pilots' seeds of a final competence (all agents): each setting's mean final "
+        "known to +-0.1 at 95 %; capped at max_seeds by this session's time (each seed more "
+        "is 20 runs, ~15 min on 2 cores): the computed n and the cap are both reported. 20 "
+        "settings x n seeds: the 90 % coverage over 3 x 20 n finals has a 95 % half-width of "
+        "1.96 sqrt(0.09 / (60 n)) (0.055 at n = 2), before the agents' correlation within a run"
     )
+    max_seeds: int = 3
     power: str = (
         "regime accuracy against the best baseline (paired, McNemar) with discordant runs "
         "~20 % and a difference of 0.10: 80 % power at alpha 0.05 needs (1.96 sqrt(0.2) + "
@@ -173,7 +176,8 @@ def predict_phase(d: Design, runs: Path, out: Path) -> None:
     import calibrate
 
     adaptive = _pilot_records(runs, "adaptive")
-    n_seeds, sd = seeds_needed(adaptive)
+    n_needed, sd = seeds_needed(adaptive)
+    n_seeds = min(n_needed, d.max_seeds)
     seeds = d.heldout_seeds[:n_seeds] + list(range(100, 100 + max(0, n_seeds - 2)))
     settings = d.settings()
     cfg = d.demo("adaptive")
@@ -209,7 +213,7 @@ def predict_phase(d: Design, runs: Path, out: Path) -> None:
                             "n_eval": n_eval,
                             "forecasts": [_encode(f) for f in [rule, new, *base]]}  # fmt: skip
         return {"design": dataclasses.asdict(d), "seeds": seeds, "pilot_seed_sd": sd,
-                "targets": targets, "designs": out_fc}  # fmt: skip
+                "seeds_needed": n_needed, "targets": targets, "designs": out_fc}  # fmt: skip
 
     doc = calibrate.store_once(out / "predictions.json", make)
     print(f"predictions stored {doc['created']} ({len(doc['targets'])} runs)", flush=True)
@@ -297,7 +301,8 @@ def summary_phase(d: Design, runs: Path, out: Path) -> None:
     summary: dict[str, Any] = {
         "command": "python -m paper.demo_heldout --phase summary", "goals": d.goals,
         "primary": PRIMARY, "n_heldout_runs": len(held), "seeds": doc["seeds"],
-        "pilot_seed_sd": doc["pilot_seed_sd"], "by_design": {},
+        "pilot_seed_sd": doc["pilot_seed_sd"], "seeds_needed": doc.get("seeds_needed"),
+        "by_design": {},
         "observed_groups": {"package_rule": _count(held), "peak_rule": _count(peak)},
     }  # fmt: skip
     rows = []
@@ -414,7 +419,7 @@ def _figure(summary: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--phase", default="all",
                    choices=["pilots", "predict", "heldout", "summary", "all"])  # fmt: skip
     p.add_argument("--runs", default="runs/demo_heldout")
