@@ -21,6 +21,7 @@ from simulate.common import ConfigError, read_json_object, read_text, write_json
 
 from .._children import Bar, StageError, progress_of, run_command
 from .._pilots import label_runs, run_pilot_rounds, train_args_for
+from .._predict._knots import DEFAULT_EXTRAPOLATION_SD
 from .._study import Study, StudyInterrupted, python_m
 from ._config import DemoConfig, pilot_name
 
@@ -159,7 +160,7 @@ class _Demo:
         run_command(
             _py("calibrate", "predict", str(self.fit_dir()), *sets,
                 "--steps", str(self.cfg.budget_steps), "--draws", str(self.cfg.draws),
-                "--out", str(pred)),
+                "--extrapolation-sd", str(DEFAULT_EXTRAPOLATION_SD), "--out", str(pred)),
             self.logs / "report.log",
         )  # fmt: skip
         write_report(self.out, self.cfg, self.fit_dir())
