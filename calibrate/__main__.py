@@ -42,7 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fit", help="fit coupling parameters to competence logs")
     f.add_argument("inputs", nargs="+", help="CSV/Parquet tables, run folders, TensorBoard dirs")
     f.add_argument("--motif", default="C1", help="C1..C4, I1..I4, a comma list, or auto")
-    f.add_argument("--gate", default="AND", help="AND, OR (comma list allowed with --motif auto)")
+    f.add_argument(
+        "--gate",
+        default=None,
+        help="AND or OR (default AND; a comma list with a selection; --motif auto without "
+        "--gate tries both)",
+    )
     f.add_argument("--network", help="network spec JSON/YAML (instead of --motif)")
     f.add_argument("--agents", help="agent names for X,Y,Z of a preset, comma-separated")
     f.add_argument("--out", default="fit", help="output folder")
@@ -241,18 +246,29 @@ def _host_devices(chains: int) -> None:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from ._cli_inputs import dry_run, load
+    from ._cli_inputs import check_gates, dry_run
     from ._config import ConfigError
     from ._posterior import check_output_folder
 
     if args.dry_run:
         return dry_run(args)
+    check_gates(args)
     selecting = args.network is None and (args.motif == "auto" or "," in args.motif)
     for flag in ("dse_blocks", "dse_replicates"):
         if getattr(args, flag) and not selecting:
             name = "--" + flag.replace("_", "-")
             raise ConfigError(f"{name} needs a selection: --motif auto or a motif list")
     check_output_folder(args.out)  # before the work, not after it
+    from simulate import output_lock
+
+    with output_lock(args.out, command="calibrate fit"):  # a second fit into it is refused
+        return _fit_locked(args)
+
+
+def _fit_locked(args: argparse.Namespace) -> int:
+    """``fit`` after its checks, holding its ``--out`` (see :func:`_fit`)."""
+    from ._cli_inputs import check_horizon, load
+
     _host_devices(_config(args).chains)  # the config file's chains unless --chains
     import jax
 
@@ -262,6 +278,7 @@ def _fit(args: argparse.Namespace) -> int:
 
     data = load(args)
     cfg = _proposed_links(_config(args), args, data)
+    check_horizon(data, cfg)  # before any solve: steps of 1e15 asked 7 PiB
     if cfg.edge_weights:  # every run's weights readable, before any work
         from ._edge_weights import run_edge_weights
 
@@ -281,7 +298,7 @@ def _fit(args: argparse.Namespace) -> int:
     print(f"{len(data.runs)} run(s), agents {data.agents}, {len(data.table)} evaluations")
     motifs = args.motif.split(",")
     if args.network is None and (args.motif == "auto" or len(motifs) > 1):
-        gates = args.gate.split(",") if "," in args.gate or args.motif != "auto" else ("AND", "OR")
+        gates = args.gates
         sel = select(
             data,
             candidates(args.motif if args.motif == "auto" else motifs, gates),

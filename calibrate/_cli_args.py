@@ -9,6 +9,7 @@ from typing import Any
 from simulate import (
     PLOT_SUFFIXES,
     ConfigError,
+    OutputError,
     claim_file,
     claim_files,
     parse_number,
@@ -75,16 +76,22 @@ def recommend_out(path: str | Path) -> Path:
 
 def predict_outputs(args: Any) -> Path | None:
     """``predict --out`` and ``--plot`` checked before the work (the one overwrite rule:
-    a user's ``prediction.json`` or figure is replaced only with ``--overwrite``, and never
-    a folder of other files); returns the ``--out`` folder."""
+    an existing ``prediction.json`` or figure, predict's own included, is replaced only
+    with ``--overwrite``, and never a folder of other files); returns the ``--out`` folder."""
     if args.plot:
         claim_file(args.plot, overwrite=args.overwrite, what="--plot", suffixes=PLOT_SUFFIXES)
     if not args.out:
         return None
-    return claim_files(
+    out = claim_files(
         args.out,
         ["prediction.json"],
         command=PREDICT,
         into=(FIT, RECOMMEND),
         overwrite=args.overwrite,
     )
+    if (out / "prediction.json").exists() and not args.overwrite:  # as --plot: one rule
+        raise OutputError(
+            f"--out {str(out)!r} already holds a prediction.json (an earlier predict); it is "
+            "not replaced: choose another folder or pass --overwrite"
+        )
+    return out

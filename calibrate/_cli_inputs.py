@@ -6,11 +6,12 @@ Kept out of ``__main__`` so that the CLI module stays about the commands.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ._curve_data import CurveData
 from ._importers import KeyMapping
 
-__all__ = ["add_input_options", "dry_run", "load"]
+__all__ = ["add_input_options", "check_gates", "check_horizon", "dry_run", "load"]
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
@@ -89,3 +90,39 @@ def dry_run(args: argparse.Namespace) -> int:
         print(data.hyper[named].to_string())
     print(f"{len(data.hyper.columns)} covariate column(s); dry run: nothing fitted or written")
     return 0
+
+
+def check_gates(args: argparse.Namespace) -> None:
+    """``--gate``: each gate named is one the networks know (``XOR`` is refused, never
+    ignored); ``args.gates`` becomes the gates a selection tries (``--motif auto`` without
+    ``--gate``: AND and OR), ``args.gate`` the one gate of a single fit (default AND)."""
+    from simulate.spec import GATES
+
+    from ._config import ConfigError
+
+    text = args.gate if args.gate is not None else "AND"
+    gates = [g.strip().upper() for g in text.split(",")]
+    for g in gates:
+        if g not in GATES:
+            raise ConfigError(f"--gate {args.gate}: unknown gate {g!r}; use one of {GATES}")
+    if args.network is not None and args.gate is not None:
+        raise ConfigError(f"--gate {args.gate}: only for preset motifs; --network sets its own")
+    auto = args.network is None and args.motif == "auto" and args.gate is None
+    args.gates = ("AND", "OR") if auto else tuple(gates)
+    args.gate = gates[0] if len(gates) == 1 else text
+
+
+def check_horizon(data: Any, cfg: Any) -> None:
+    """Refuse data whose last step needs more solver steps of ``dt`` than any solve of
+    :func:`calibrate.predict` may take (its :data:`MAX_SOLVE_STEPS`), before any work."""
+    from ._config import ConfigError
+    from ._predict._checks import MAX_SOLVE_STEPS
+
+    last = float(data.table["step"].max())
+    n = last / float(cfg.dt)
+    if n > MAX_SOLVE_STEPS:
+        raise ConfigError(
+            f"the data's last step {last:.0f} needs {n:.3g} solver steps of dt {cfg.dt:g} "
+            f"(at most {MAX_SOLVE_STEPS:.0e}; about {n * 40 * len(data.agents):.3g} bytes "
+            "per draw): fit the runs' steps as logged (not in other units) or raise dt"
+        )

@@ -34,6 +34,10 @@ __all__ = [
 ]
 
 REQUIRED_COLUMNS = ("run", "step", "agent", "competence", "n_eval")
+#: Largest evaluation size a table may hold (binomial counts; 1e30 overflowed int64).
+MAX_N_EVAL = 1e9
+#: Largest training step a table may hold (integers exact in float64 and int64).
+MAX_STEP = 1e15
 #: Config fields that say where and as what a run trained, not what it trained.
 _NOT_CONDITION = frozenset({"seed", "name", "device", "threads"})
 _META_COLUMNS = {*REQUIRED_COLUMNS, "seed", "successes"}
@@ -99,6 +103,9 @@ def validate_table(df: pd.DataFrame, *, strict: bool = False, source: str = "dat
     bad = (step < 0) | (np.abs(step - np.round(step)) > 1e-9) | ~np.isfinite(step)
     if bad.any():
         raise DataError(f"{source}: step must be a non-negative integer ({_rows(df, bad)})")
+    bad = step > MAX_STEP  # past int64's exact range, and past any run
+    if bad.any():
+        raise DataError(f"{source}: step must be at most {MAX_STEP:.0e} ({_rows(df, bad)})")
     comp = df["competence"].to_numpy(dtype=float)
     bad = ~((comp >= 0) & (comp <= 1))
     if bad.any():
@@ -107,6 +114,9 @@ def validate_table(df: pd.DataFrame, *, strict: bool = False, source: str = "dat
     bad = ~(ne >= 1) | (np.abs(ne - np.round(ne)) > 1e-9)
     if bad.any():
         raise DataError(f"{source}: n_eval must be an integer >= 1 ({_rows(df, bad)})")
+    bad = ne > MAX_N_EVAL  # a binomial count of an int64 table (1e30 overflowed)
+    if bad.any():
+        raise DataError(f"{source}: n_eval must be at most {MAX_N_EVAL:.0e} ({_rows(df, bad)})")
     df["run"] = df["run"].astype(str)
     df["agent"] = df["agent"].astype(str)
     df["step"] = df["step"].round().astype(np.int64)

@@ -21,6 +21,7 @@ from ._config import ConfigError, FitConfig
 from ._covariates import with_products
 from ._curve_data import CurveData
 from ._density import batched_curves, batched_loglik, batched_run_params
+from ._fit_files import read_configs, read_latent, read_table
 from ._link_rows import LINKS_FILE, read_link_rows, write_link_rows
 from ._model import CurveModel
 from ._regulators import NO_NEW_RUN
@@ -382,11 +383,9 @@ def load_fit(fit_dir: str | Path) -> Posterior:
         spec = simulate.spec.NetworkSpec.from_dict(json.loads((d / "network.json").read_text()))
     except (ValueError, OSError) as err:
         raise ConfigError(f"{str(d)!r}: unreadable network.json ({err})") from None
-    import pandas as pd
-
-    data = CurveData.from_table(pd.read_parquet(d / "data.parquet"), source=str(d))
-    if (d / "run_configs.json").is_file():
-        configs = json.loads(simulate.read_text(d / "run_configs.json", what="run configs"))
+    data = CurveData.from_table(read_table(d), source=str(d))
+    configs = read_configs(d)
+    if configs is not None:
         data = dataclasses.replace(data, configs=configs)
     cm = build_model(data, spec, cfg)
     rows = read_link_rows(d)  # None: a fit saved before the records (derived from its data)
@@ -394,6 +393,5 @@ def load_fit(fit_dir: str | Path) -> Posterior:
         if [(r.param, r.covariate) for r in rows] != [(r.param, r.covariate) for r in cm.link_rows]:
             raise ConfigError(f"{str(d)!r}: links.json does not match the fit's hierarchy")
         cm = dataclasses.replace(cm, link_rows=rows)
-    with np.load(d / "latent.npz") as lat:
-        samples = {k: lat[k] for k in lat.files}
+    samples = read_latent(d)
     return Posterior(cm, samples, {}, {}, data=data)

@@ -68,6 +68,12 @@ _FLAGS = {  # CLI flag -> dotted config field
 }
 
 
+_HELP = {
+    "ckpt_every": "checkpoint period in steps (default 50); 0: no checkpoints, so a killed "
+    "run cannot resume (train says so when it starts)",
+}
+
+
 def _motif(data: dict[str, Any], value: str, args: argparse.Namespace) -> None:
     """``--motif``: a preset (``C1``, ``I1-OR``) or a network spec file, as simulate reads
     them (:func:`simulate.spec.resolve_spec`: an unknown name or a bad file fails here)."""
@@ -99,19 +105,30 @@ def _train_config(args: argparse.Namespace, stored: dict[str, Any] | None = None
         data = load_config(args.config).to_dict()
     else:
         data = copy.deepcopy(stored) if stored is not None else {}
+    flagged: dict[str, str] = {}  # dotted field -> the flag that sets it
     for flag, key in _FLAGS.items():
         v = getattr(args, flag, None)
         if v is None:
             continue
+        flagged[key] = f"--{flag.replace('_', '-')} {v}"
         if flag == "motif":
             _motif(data, v, args)
         else:
             set_dotted(data, key, v)
+    given: dict[str, str] = {}  # --set key -> its text: a key twice is refused, neither wins
     for item in args.set or []:
         if "=" not in item:
             raise ConfigError(f"--set expects key=value, got {item!r}")
         k, v = item.split("=", 1)
-        set_from_text(data, k.strip(), v)
+        k = k.strip()
+        if k in given:
+            raise ConfigError(
+                f"--set {k} is given twice ({k}={given[k]} and {k}={v}): give it once"
+            )
+        if k in flagged:
+            raise ConfigError(f"{flagged[k]} and --set {k}={v} both set {k}: give one of them")
+        given[k] = v
+        set_from_text(data, k, v)
     return _feedback(TrainConfig.from_dict(data), args)
 
 
@@ -218,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     for flag, key in _FLAGS.items():  # each flag typed as its config field
         kinds = typing.get_args(field_type(key)) or (field_type(key),)
         kind = next((k for k in (int, float) if k in kinds), str)
-        t.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)
+        extra = {"help": _HELP[flag]} if flag in _HELP else {}
+        t.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, **extra)
     s = sub.add_parser("sweep", help="seeds x grid, local process pool or Ray")
     s.add_argument("--config", required=True, help="SweepConfig .json/.yaml")
     s.add_argument("--backend", choices=["local", "ray"])
@@ -228,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     add_pretrain_parser(sub)
     f = sub.add_parser("figure", help="competence curves of runs, one panel per run")
     f.add_argument("runs", nargs="+")
-    f.add_argument("--out", required=True)
+    f.add_argument("--out", required=True, help="the figure (PNG, PDF, SVG...)")
+    f.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     f.add_argument("--strict", action="store_true", help="a torn last line is an error")
     args = p.parse_args(argv)
     with warnings.catch_warnings():
@@ -248,6 +267,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         cfg = _resume_config(args) if args.resume else _train_config(args)
         if cfg is not None:
             check_device(cfg.device)
+            if cfg.ckpt_every == 0:
+                print(
+                    "note: ckpt_every 0: no checkpoints are written, so a killed run "
+                    "cannot be resumed",
+                    file=sys.stderr,
+                )
         from ._train import train
 
         out = train(
@@ -277,9 +302,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0 if ok == len(res) else 1
     if args.cmd == "pretrain":
         return run_pretrain(args)
+    from simulate.common import PLOT_SUFFIXES, claim_file
+
     from ._competence_plot import competence_figure
 
-    check_writable(Path(args.out).parent, what="--out")
+    # the one output rule: a known figure type, never a folder, an existing file (a user's
+    # or a link to one) replaced only with --overwrite
+    claim_file(args.out, overwrite=args.overwrite, what="--out", suffixes=PLOT_SUFFIXES)
     print(competence_figure(args.runs, args.out, strict=args.strict))
     return 0
 

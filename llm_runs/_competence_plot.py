@@ -34,12 +34,13 @@ def competence_figure(
     """
     import matplotlib.pyplot as plt
 
+    from simulate.common import save_figure
+
     fig = competence_axes(runs, title=title, strict=strict)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    try:
+        return save_figure(fig, out, dpi=130)  # atomic: no half-written figure
+    finally:
+        plt.close(fig)
 
 
 def competence_axes(

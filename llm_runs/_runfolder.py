@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simulate import sibling
 from simulate.common import ConfigError, OutputError, check_writable
 
 from .config import TrainConfig
@@ -137,11 +138,34 @@ def _check_new(out: Path, found: list[str], overwrite: bool) -> None:
         )
 
 
+def _check_link(out: Path, overwrite: bool) -> None:
+    """A run folder given as a symbolic link: a dangling one is refused (nothing to
+    create), and ``--overwrite`` would replace the user's link, not the run it points to.
+
+    Raises:
+        OutputError: a dangling link, or a link with ``overwrite``.
+    """
+    if not out.is_symlink():
+        return
+    target = os.readlink(out)
+    if not out.exists():
+        raise OutputError(
+            f"--out {str(out)!r} is a symbolic link to {target!r}, which does not exist: "
+            "create the folder or give a new path"
+        )
+    if overwrite:
+        raise OutputError(
+            f"--out {str(out)!r} is a symbolic link (to {target!r}); --overwrite would replace "
+            "the link itself: give the folder it points to"
+        )
+
+
 def preflight(out: str | Path, *, resume: bool = False, overwrite: bool = False) -> None:
     """The checks of :func:`open_run_folder` (and :func:`check_resumable` when resuming),
     without creating or locking anything: a CLI fails on them before loading torch."""
     if resume and overwrite:
         raise OutputError("--resume and --overwrite exclude each other")
+    _check_link(Path(out), overwrite)
     out = check_writable(out)
     if resume:
         check_resumable(out)
@@ -175,6 +199,7 @@ def open_run_folder(
     """
     if resume and overwrite:
         raise OutputError("--resume and --overwrite exclude each other")
+    _check_link(Path(out), overwrite)
     out = check_writable(out)
     out.mkdir(parents=True, exist_ok=True)
     lock = RunLock(out).acquire()
@@ -186,7 +211,7 @@ def open_run_folder(
             _drop_stale_checkpoints(out)  # a writer killed mid-save left them; we hold the lock
             return lock, True
         _check_new(out, found, overwrite)
-        trash = out.parent / f".{out.name}.old-{os.getpid()}"
+        trash = sibling(out, f"old-{os.getpid()}")
         shutil.rmtree(trash, ignore_errors=True)
         os.replace(out, trash)  # the old run disappears as a whole
         old = lock

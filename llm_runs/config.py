@@ -121,7 +121,11 @@ class TrainConfig:
             "must be an int >= 0",
         )
         _check(
-            isinstance(self.seed, int) and not isinstance(self.seed, bool), "seed", "must be an int"
+            isinstance(self.seed, int)
+            and not isinstance(self.seed, bool)
+            and 0 <= self.seed < 2**32,
+            "seed",
+            "must be an int in [0, 2^32) (numpy's and torch's seed range)",
         )
         _check(_pos_int(self.pool_size), "pool_size", "must be a positive int")
         self.pool.validate("pool")

@@ -13,8 +13,10 @@ from . import common as common
 from . import spec as spec
 from ._argparse import ArgumentParser as ArgumentParser
 from ._collapse import COLLAPSE_RULE as COLLAPSE_RULE
+from ._collapse import PEAK_COLLAPSE_RULE as PEAK_COLLAPSE_RULE
 from ._collapse import Collapse as Collapse
 from ._collapse import fall_collapse as fall_collapse
+from ._collapse import peak_collapse as peak_collapse
 from ._errors import AgentmotifsError as AgentmotifsError
 from ._errors import ConfigError as ConfigError
 from ._errors import OutputError as OutputError
@@ -25,6 +27,7 @@ from ._io import read_json_object as read_json_object
 from ._io import read_structured as read_structured
 from ._io import read_text as read_text
 from ._io import save_figure as save_figure
+from ._io import sibling as sibling
 from ._io import write_json as write_json
 from ._io import write_text as write_text
 from ._lazy import lazy_exports
@@ -35,6 +38,7 @@ from ._outputs import claim_files as claim_files
 from ._outputs import claim_folder as claim_folder
 from ._outputs import folder_kind as folder_kind
 from ._outputs import mark_output as mark_output
+from ._outputs import output_lock as output_lock
 from ._param_names import check_param_value as check_param_value
 from ._param_names import parse_param_name as parse_param_name
 from ._regimes import REGIME_GROUPS as REGIME_GROUPS
@@ -52,6 +56,9 @@ from ._scores import crps_samples as crps_samples
 from ._scores import grid_log_score as grid_log_score
 from ._scores import interval_hit as interval_hit
 from ._scores import randomized_pit as randomized_pit
+from ._sizes import MAX_BYTES as MAX_BYTES
+from ._sizes import check_memory as check_memory
+from ._sizes import memory_limit as memory_limit
 from ._values import load_yaml as load_yaml
 from ._values import parse_int as parse_int
 from ._values import parse_number as parse_number

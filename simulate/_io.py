@@ -41,6 +41,7 @@ __all__ = [
     "read_structured",
     "read_text",
     "save_figure",
+    "sibling",
     "write_json",
     "write_text",
 ]
@@ -72,7 +73,7 @@ def write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` atomically (same-folder temporary file, fsync, rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=sibling(path, "").name, suffix=".tmp", dir=path.parent)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the mode a plain open would
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -123,6 +124,22 @@ def check_writable(path: str | Path, *, what: str = "--out") -> Path:
     return path
 
 
+_MAX_NAME = 255  # bytes of one path component on the file systems we meet
+
+
+def sibling(path: str | Path, tag: str) -> Path:
+    """A hidden working name beside ``path`` (``.NAME.TAG``): a temporary folder or the old
+    folder a swap moves away. A name too long for the file system (``.NAME.TAG`` over 255
+    bytes, as a 250-character ``--out`` is) is shortened to a hash of ``NAME``."""
+    path = Path(path)
+    name = f".{path.name}.{tag}"
+    if len(name.encode()) > _MAX_NAME - 12:  # room for mkdtemp's random suffix
+        import hashlib
+
+        name = f".{hashlib.sha1(path.name.encode()).hexdigest()[:16]}.{tag}"
+    return path.parent / name
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | Path, *, what: str = "--out") -> Iterator[Path]:
     """Build the folder ``path`` atomically: yield a temporary sibling, then swap it into place.
@@ -132,7 +149,7 @@ def atomic_dir(path: str | Path, *, what: str = "--out") -> Iterator[Path]:
     """
     path = check_writable(path, what=what)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=sibling(path, "tmp-").name, dir=path.parent))
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; give the mode mkdir would
     try:
         yield tmp
@@ -141,7 +158,7 @@ def atomic_dir(path: str | Path, *, what: str = "--out") -> Iterator[Path]:
         raise
     old = None
     if path.exists():
-        old = path.parent / f".{path.name}.old-{os.getpid()}"
+        old = sibling(path, f"old-{os.getpid()}")
         shutil.rmtree(old, ignore_errors=True)
         os.replace(path, old)
     os.replace(tmp, path)
@@ -218,7 +235,7 @@ def save_figure(fig: Any, path: str | Path, *, dpi: int = 110) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
+    tmp = sibling(path, f"tmp{os.getpid()}{path.suffix}")
     try:
         fig.savefig(tmp, dpi=dpi)
         os.replace(tmp, path)

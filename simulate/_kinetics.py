@@ -78,6 +78,10 @@ class Schedule(eqx.Module):
                 raise SpecError(f"schedule item {part!r}: cannot read level or time") from None
             if not (np.isfinite(level) and np.isfinite(t)) or level < 0:
                 raise SpecError(f"schedule item {part!r}: level must be >= 0 and time finite")
+            if t < 0:  # before any solve starts: the item would mean nothing
+                raise SpecError(
+                    f"schedule item {part!r}: time must be >= 0 (time 0 is the start of training)"
+                )
             times.append(t)
             levels.append(level)
         if not times:

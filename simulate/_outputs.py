@@ -12,6 +12,9 @@ user's own file is never replaced without the flag, and a folder of unrelated fi
   file that exists was written by this command (or ``overwrite``).
 * :func:`claim_file` (one file such as ``--plot fig.png``): a new file, or ``overwrite``.
 * :func:`mark_output`: record, after writing, which command wrote which files.
+* :func:`output_lock`: hold an output (a folder or file) for the whole command, so that a
+  second command into the same ``--out`` is refused while the first runs (two fits three
+  seconds apart into one folder lost the first).
 
 Every refusal is an :class:`~simulate.OutputError` (the CLIs print ``error: …``, exit 2),
 raised before any work. Folders written before markers existed are recognised by their
@@ -20,13 +23,16 @@ files (:func:`folder_kind`).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
-from collections.abc import Iterable
+import socket
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ._errors import OutputError
-from ._io import check_writable, write_json
+from ._io import check_writable, sibling, write_json
 
 __all__ = [
     "MARK_FILE",
@@ -36,6 +42,7 @@ __all__ = [
     "claim_folder",
     "folder_kind",
     "mark_output",
+    "output_lock",
 ]
 
 MARK_FILE = ".agentmotifs-output.json"
@@ -215,3 +222,46 @@ def mark_output(
     if made or ("made_by" not in data and not others):
         data["made_by"] = command
     write_json(folder / MARK_FILE, data)
+
+
+@contextlib.contextmanager
+def output_lock(path: str | Path, *, command: str, what: str = "--out") -> Iterator[Path]:
+    """Hold ``path`` (an output folder or file, which need not exist) for the whole command.
+
+    The lock is a hidden file beside the output (``.NAME.lock``, holding ``flock`` and the
+    holder's PID), so it survives the output being swapped into place as a whole and leaves
+    no file inside it; it is removed on exit (a killed command's lock file is stale and is
+    taken over: the kernel drops ``flock`` with the process).
+
+    Raises:
+        OutputError: Another process holds the lock (a second command into the same output).
+    """
+    path = Path(path)
+    lock = sibling(path.absolute(), "lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise OutputError(
+                f"{what} {str(path)!r} is in use by {holder} (lock {lock.name}); wait for it "
+                "to end or choose another output"
+            ) from None
+        try:  # the file we locked is still the lock's path (not unlinked by its holder)
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{command} pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)

@@ -4,6 +4,7 @@ log by default, or the mean curve with ``--band mean``; see :mod:`calibrate._new
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from typing import Any
@@ -51,28 +52,46 @@ def add_predict_parser(sub: Any) -> None:
     q.add_argument("--plot", default=None, help="figure of the predicted curves (PNG, PDF...)")
     q.add_argument("--out", default=None, help="folder for prediction.json")
     q.add_argument(
-        "--overwrite", action="store_true", help="replace an existing --plot or prediction.json"
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --plot or prediction.json (the one rule: a file that "
+        "exists is replaced only with --overwrite, whoever wrote it)",
     )
     q.add_argument("--seed", type=int, default=0)
 
 
 def predict_command(args: argparse.Namespace) -> int:
     """``calibrate predict``: forecast one setting from a saved fit (exit status)."""
+    from simulate import output_lock
+
+    from .._cli_args import parse_setting, predict_outputs
+
+    setting = parse_setting(args.set)
+    out = predict_outputs(args)  # before the work: writable, a known figure type, not a user's
+    with contextlib.ExitStack() as held:  # a second predict into the same outputs: refused
+        for path, what in ((out, "--out"), (args.plot, "--plot")):
+            if path is not None:
+                held.enter_context(output_lock(path, command="calibrate predict", what=what))
+        return _predict_locked(args, setting, out)
+
+
+def _predict_locked(args: argparse.Namespace, setting: dict[str, float], out: Any) -> int:
+    """``predict`` after its checks, holding its outputs (see :func:`predict_command`)."""
     import jax
 
     from simulate import jsonable, mark_output, write_json
 
-    from .._cli_args import check_train_fields, parse_setting, predict_outputs
+    from .._cli_args import check_train_fields
 
-    setting = parse_setting(args.set)
-    out = predict_outputs(args)  # before the work: writable, a known figure type, not a user's
     jax.config.update("jax_enable_x64", True)
     from .._posterior import load_fit
+    from ._checks import check_memory
     from ._core import _setting_matrix, predict
 
     post = load_fit(args.fit_dir)
     _setting_matrix(post, [setting])  # the fit's own checks (links, domains) first
     check_train_fields(setting)  # then the training config's: rl.staleness=2.5 is no lag
+    check_memory(post, steps=args.steps, draws=args.draws, band=args.band)  # before a solve
     pred = predict(
         post,
         [setting],

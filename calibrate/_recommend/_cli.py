@@ -71,9 +71,7 @@ def add_recommend_parser(sub: Any) -> None:
 
 def recommend_command(args: argparse.Namespace) -> int:
     """Run ``recommend`` (``--space``: rank a search space; else sweep one ``--param``)."""
-    import jax
-
-    from simulate import mark_output, write_json
+    from simulate import output_lock
 
     from .._config import ConfigError
 
@@ -88,7 +86,24 @@ def recommend_command(args: argparse.Namespace) -> int:
 
     grid = parse_grid(args.grid)  # before the work: "" is an error, not the default grid
     out = recommend_out(args.out or args.fit_dir)
+    with output_lock(out, command="calibrate recommend"):  # a second one into it: refused
+        return _recommend_grid(args, grid, out)
+
+
+def _recommend_grid(args: argparse.Namespace, grid: list[float] | None, out: Path) -> int:
+    """``recommend --param`` after its checks, holding its ``--out``."""
+    import jax
+
+    from simulate import mark_output, write_json
+
     jax.config.update("jax_enable_x64", True)
+    if args.steps is not None:  # a horizon no machine holds: refused before any solve
+        from .._posterior import load_fit
+        from .._predict._checks import check_memory
+
+        n = len(grid) if grid is not None else 15  # the default grid's 15 values
+        check_memory(load_fit(args.fit_dir), steps=args.steps, draws=100, band="mean",
+                     settings=n, advice="ask for a shorter --steps")  # fmt: skip
     from ._core import recommend_from_dir
 
     rec = recommend_from_dir(
@@ -122,21 +137,18 @@ def _write_best(rec: dict, out: Path, what: str) -> None:
 
 def _nonneg(text: str, name: str) -> float:
     """A finite number >= 0 from the command line (``1e-3`` as written)."""
+    from simulate import parse_number
+
     from .._config import ConfigError
 
-    try:
-        v = float(text)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number, got {text!r}") from None
+    v = parse_number(text, what=name)  # the toolkit's one number rule (1_0 is no number)
     if not (math.isfinite(v) and v >= 0):
         raise ConfigError(f"{name} must be a finite number >= 0, got {text!r}")
     return v
 
 
 def _recommend_space(args: argparse.Namespace) -> int:
-    import jax
-
-    from simulate import jsonable, mark_output, write_json
+    from simulate import output_lock
 
     from .._cli_args import recommend_out
     from .._config import ConfigError
@@ -150,6 +162,16 @@ def _recommend_space(args: argparse.Namespace) -> int:
         objective = check_objective(args.objective, "--objective")
         space = dataclasses.replace(space, objective=objective)
     out = recommend_out(args.out or args.fit_dir)
+    with output_lock(out, command="calibrate recommend"):  # a second one into it: refused
+        return _recommend_space_locked(args, space, out)
+
+
+def _recommend_space_locked(args: argparse.Namespace, space: Any, out: Path) -> int:
+    """``recommend --space`` after its checks, holding its ``--out``."""
+    import jax
+
+    from simulate import jsonable, mark_output, write_json
+
     jax.config.update("jax_enable_x64", True)
     from .._predict._knots import DEFAULT_EXTRAPOLATION_SD, check_sd
     from ._core import recommend_space_from_dir

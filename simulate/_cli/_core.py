@@ -19,6 +19,7 @@ from .._argparse import ArgumentParser
 from .._errors import AgentmotifsError
 from .._io import atomic_dir, jsonable
 from .._outputs import PLOT_SUFFIXES, claim_file, mark_output
+from .._sizes import check_memory
 from ..spec import FFL_SIGNS, GATES, SpecError, resolve_spec
 from ._phase import parse_param
 
@@ -113,6 +114,12 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
     if args.plot:
         claim_file(args.plot, overwrite=args.overwrite, what="--plot", suffixes=PLOT_SUFFIXES)
     spec = _network_spec(args)
+    check_memory(  # before any work: ~80 bytes per saved point and node (measured ~73)
+        f"--points {args.points}",
+        80.0 * args.points * len(spec.nodes),
+        detail=f"{float(args.points):.3g} points x {len(spec.nodes)} agents x 80 bytes",
+        advice="ask for fewer --points",
+    )
     params = dict(parse_param(p) for p in args.param)
     model = make_model(
         spec,

@@ -45,22 +45,60 @@ def parse_axis(text: str):
             raise ValueError
     except (ConfigError, ValueError):
         raise SpecError(f"axis {text!r}: LO and HI must be numbers, NUM an integer") from None
+    if num >= 1:  # before the grid's own array: 1e9 values are 8 GB already
+        _check_cells(f"axis {text!r}", num)
     scale = parts[3].lower() if len(parts) == 4 else "linear"
     return grid(name.strip(), lo, hi, num, scale)
 
 
+#: Memory one phase cell asks for (its trajectory in a chunk, features, aggregates;
+#: measured ~9.6 kB per cell for C1 at 200 points).
+CELL_BYTES = 10_000
+#: Memory of one saved point of one cell's trajectory while its chunk is solved (the
+#: states of up to ~10 nodes, the solver's stages and the features' copies).
+POINT_BYTES = 800
+
+
+def _check_cells(what: str, cells: int) -> None:
+    from .._sizes import check_memory
+
+    check_memory(
+        what,
+        float(cells) * CELL_BYTES,
+        detail=f"{float(cells):.3g} cells x {CELL_BYTES // 1000} kB",
+        advice="ask for fewer cells (a smaller NUM of --x/--y, fewer panels or --replicates)",
+    )
+
+
 def _cmd_phase(args: argparse.Namespace) -> int:
     from .._jaxsetup import enable_compilation_cache
-    from .._phase import check_out_folder, phase_diagram
+    from .._phase import check_out_folder, phase_diagram, resolve_panels
 
     check_out_folder(args.out, overwrite=args.overwrite)  # before any work
-    if not args.no_cache:
-        enable_compilation_cache()
     x = parse_axis(args.x)
     y = parse_axis(args.y) if args.y else None
+    if y is not None and y.name == x.name:
+        raise SpecError(
+            f"--x and --y both sweep {x.name}: a phase diagram needs two different parameters"
+        )
     motifs = [m.strip() for m in args.motif.split(",")] if args.motif else ["C1"]
     if args.network:
         motifs = [args.network]
+    noisy = args.method == "sde" or (args.method is None and args.sigma > 0)
+    cells = len(resolve_panels(motifs, args.gate)) * len(x.values)
+    cells *= (len(y.values) if y is not None else 1) * (args.replicates if noisy else 1)
+    _check_cells(f"{cells} cells (--x {args.x}" + (f", --y {args.y})" if y else ")"), cells)
+    from .._sizes import check_memory
+
+    per = max(args.points, args.steps)  # saved points (ode/sde) or map steps per cell
+    check_memory(
+        f"--points {args.points} / --steps {args.steps} with --chunk {args.chunk}",
+        float(min(args.chunk, cells)) * per * POINT_BYTES,
+        detail=f"{min(args.chunk, cells)} cells at once x {float(per):.3g} points",
+        advice="ask for fewer --points or --steps, or a smaller --chunk",
+    )
+    if not args.no_cache:
+        enable_compilation_cache()
     res = phase_diagram(
         motifs,
         args.gate,

@@ -33,6 +33,31 @@ def check_population_args(args: argparse.Namespace) -> None:
         raise ConfigError(f"--generations must be >= 1, got {args.generations}")
     if args.replicates < 1:
         raise ConfigError(f"--replicates must be >= 1, got {args.replicates}")
+    _check_sizes(args)
+
+
+def _check_sizes(args: argparse.Namespace) -> None:
+    """Refuse sizes whose arrays would not fit, before any work: the paths and their keys
+    (``replicates x (generations + 1)`` float64 and PRNG keys, ~24 bytes each), and for
+    Moran one generation's ``N`` uniforms per replicate."""
+    from .._sizes import check_memory
+
+    R, G = args.replicates, args.generations
+    paths = 24.0 * R * (G + 1)
+    check_memory(
+        f"--replicates {R} with --generations {G}",
+        paths,
+        detail=f"{float(R):.3g} replicates x {float(G + 1):.3g} generations x 24 bytes",
+        advice="ask for fewer --replicates or --generations",
+    )
+    if args.model == "moran":
+        for n in args.N:
+            check_memory(
+                f"--N {n} (moran, --replicates {R})",
+                paths + 8.0 * R * n,
+                detail=f"{float(R):.3g} replicates x {float(n):.3g} uniforms per generation",
+                advice="ask for a smaller --N or fewer --replicates",
+            )
 
 
 def population_summary(
