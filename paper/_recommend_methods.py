@@ -162,6 +162,13 @@ def environments(runs: Path, table: rb.RunTable) -> dict[str, int]:
     return out
 
 
+def tied_with_edge(check: dict[str, Any]) -> bool:
+    """Whether the best cell of ``check.json`` ties exactly with the best cell on the grid's
+    edge (its lead 0: the check took the first of equal cells in grid order, issue 71 §5)."""
+    lead = check.get("lead_over_best_edge_cell")
+    return lead is not None and float(lead["difference"]) == 0.0
+
+
 def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any) -> None:
     """Every method at every repetition → ``picks.json``, ``summary.json``, ``table.md``,
     ``recommend.png`` (the check must have passed)."""
@@ -199,6 +206,7 @@ def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any) -> None:
         "found_best_share": {m: r["zero_regret_share"] for m, r in s["regret"].items()},
         "steps_spent": s["steps_spent_mean"],
         "best_cell_interior": bool(check["best_cell_interior"]),
+        "best_cell_tied_with_edge": tied_with_edge(check),
         "best_is_pilot": bool(check["best_is_pilot"]),
         "right_wiring_share": {
             m: sum(p["setting"]["network.motif"] == best[2] for p in picks if p["method"] == m)
