@@ -31,40 +31,31 @@ def add_pilots_parser(sub: Any) -> None:
     """Add the ``pilots`` subcommand to the subparsers ``sub``."""
     p = sub.add_parser("pilots", help="pilot runs placed where the regime is uncertain")
     p.add_argument("--space", required=True, help="the pilot box: a search-space YAML/JSON")
-    p.add_argument("--budget", required=True, help="training steps of all pilots together")
-    p.add_argument("--pilot-steps", dest="pilot_steps", default="120", help="steps per pilot")
-    p.add_argument("--eval-every", dest="eval_every", default="10", help="steps between evals")
+    p.add_argument("--budget", type=int, required=True,
+                   help="training steps of all pilots together")  # fmt: skip
+    p.add_argument("--pilot-steps", dest="pilot_steps", type=int, default=100,
+                   help="steps per pilot (default 100)")  # fmt: skip
+    p.add_argument("--eval-every", dest="eval_every", type=int, default=10,
+                   help="steps between evaluations (default 10)")  # fmt: skip
     p.add_argument("--seeds", default="0,1", help="training seeds of every setting (0,1)")
-    p.add_argument("--initial", default="4", help="settings of round 0 (default 4)")
-    p.add_argument("--round-size", dest="round_size", default="2", help="settings per round")
-    p.add_argument("--candidates", default="256", help="settings each round forecasts")
-    p.add_argument("--draws", default="100", help="posterior draws per forecast")
-    p.add_argument("--extrapolation-sd", dest="extrapolation_sd", default="0.75",
-                   help="bend of the links beyond the pilots' range (default 0.75)")  # fmt: skip
+    p.add_argument("--initial", type=int, default=4, help="settings of round 0 (default 4)")
+    p.add_argument("--round-size", dest="round_size", type=int, default=2,
+                   help="settings per later round (default 2)")  # fmt: skip
+    p.add_argument("--candidates", type=int, default=256,
+                   help="settings each round forecasts (default 256)")  # fmt: skip
+    p.add_argument("--draws", type=int, default=100, help="posterior draws per forecast")
+    p.add_argument("--extrapolation-sd", dest="extrapolation_sd", type=float, default=0.5,
+                   help="bend of the links beyond the pilots' range (default 0.5)")  # fmt: skip
     p.add_argument("--motif", default="C1", help="network the pilots are wired as")
     p.add_argument("--gate", default="AND", help="gate of the last agent")
     p.add_argument("--task", default="math", help="task of every agent")
     p.add_argument("--preset", default="tiny", help="base model preset")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="FIELD=VALUE",
                    help="a training-config field every pilot shares (repeatable)")  # fmt: skip
-    p.add_argument("--workers", default="2", help="runs trained at once (one thread each)")
+    p.add_argument("--workers", type=int, default=2, help="runs trained at once (one thread each)")
     p.add_argument("--out", required=True, help="pilot folder")
     p.add_argument("--overwrite", action="store_true", help="restart a folder of another design")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-
-
-def _number(text: str, name: str, *, integer: bool) -> Any:
-    from simulate.common import ConfigError
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number, got {text!r}") from None
-    if integer:
-        if not v.is_integer():
-            raise ConfigError(f"{name} must be an integer, got {text!r}")
-        return int(v)
-    return v
 
 
 def run_pilots(
@@ -108,6 +99,7 @@ def run_pilots(
 def pilots_command(args: argparse.Namespace) -> int:
     """``python -m calibrate pilots``: exit 0, or 2 with one ``error:`` line (main's)."""
     from llm_runs.knobs import hierarchy_links
+    from simulate import parse_int
     from simulate.common import ConfigError
 
     from .._space import SearchSpace
@@ -116,23 +108,23 @@ def pilots_command(args: argparse.Namespace) -> int:
 
     space = SearchSpace.load(args.space)
     try:
-        seeds = [_number(s, "--seeds", integer=True) for s in str(args.seeds).split(",")]
+        seeds = [parse_int(t, what="--seeds") for t in str(args.seeds).split(",")]
     except ConfigError:
         msg = f"--seeds must be integers separated by commas, got {args.seeds!r}"
         raise ConfigError(msg) from None
     plan = PilotPlan(
         space=space,
-        budget=_number(args.budget, "--budget", integer=True),
-        pilot_steps=_number(args.pilot_steps, "--pilot-steps", integer=True),
+        budget=args.budget,
+        pilot_steps=args.pilot_steps,
         seeds=tuple(seeds),
-        initial=_number(args.initial, "--initial", integer=True),
-        round_size=_number(args.round_size, "--round-size", integer=True),
-        eval_every=_number(args.eval_every, "--eval-every", integer=True),
-        candidates=_number(args.candidates, "--candidates", integer=True),
-        draws=_number(args.draws, "--draws", integer=True),
-        extrapolation_sd=_number(args.extrapolation_sd, "--extrapolation-sd", integer=False),
+        initial=args.initial,
+        round_size=args.round_size,
+        eval_every=args.eval_every,
+        candidates=args.candidates,
+        draws=args.draws,
+        extrapolation_sd=args.extrapolation_sd,
     )
-    workers = _number(args.workers, "--workers", integer=True)
+    workers = args.workers
     if workers < 1:
         raise ConfigError(f"--workers must be an integer >= 1, got {args.workers!r}")
     out = Path(args.out)

@@ -26,6 +26,7 @@ import numpy as np
 
 from simulate.common import ConfigError, to_scale
 
+from .._predict._knots import DEFAULT_EXTRAPOLATION_SD
 from .._space import SearchSpace
 
 __all__ = [
@@ -77,7 +78,7 @@ class PilotPlan:
     candidates: int = 256
     min_distance: float = 0.15
     draws: int = 100
-    extrapolation_sd: float = 0.75
+    extrapolation_sd: float = DEFAULT_EXTRAPOLATION_SD
 
     def __post_init__(self) -> None:
         if not isinstance(self.space, SearchSpace):

@@ -39,6 +39,7 @@ def add_recommend_parser(sub: Any) -> None:
     r.add_argument("--top", type=int, default=5, help="with --space: candidates reported")
     r.add_argument(
         "--tie",
+        type=float,
         default=None,
         help="with --space: smallest objective difference "
         "that is not a tie (default 0.005; larger where the forecast is noisier)",
@@ -46,6 +47,7 @@ def add_recommend_parser(sub: Any) -> None:
     r.add_argument(
         "--extrapolation-sd",
         dest="extrapolation_sd",
+        type=float,
         default=None,
         help="with --space: bend of the links beyond the pilots' range "
         "(default 0.5, the fifth forecast test's choice; 0: straight)",
@@ -135,18 +137,6 @@ def _write_best(rec: dict, out: Path, what: str) -> None:
     )
 
 
-def _nonneg(text: str, name: str) -> float:
-    """A finite number >= 0 from the command line (``1e-3`` as written)."""
-    from simulate import parse_number
-
-    from .._config import ConfigError
-
-    v = parse_number(text, what=name)  # the toolkit's one number rule (1_0 is no number)
-    if not (math.isfinite(v) and v >= 0):
-        raise ConfigError(f"{name} must be a finite number >= 0, got {text!r}")
-    return v
-
-
 def _recommend_space(args: argparse.Namespace) -> int:
     from simulate import output_lock
 
@@ -161,6 +151,14 @@ def _recommend_space(args: argparse.Namespace) -> int:
     if args.objective is not None:  # a bad value: exit 2 with one error: line
         objective = check_objective(args.objective, "--objective")
         space = dataclasses.replace(space, objective=objective)
+    from .._predict._knots import DEFAULT_EXTRAPOLATION_SD, check_sd
+    from ._margin import TIE
+
+    args.tie = TIE if args.tie is None else args.tie
+    if not (math.isfinite(args.tie) and args.tie >= 0):
+        raise ConfigError(f"--tie must be a finite number >= 0, got {args.tie!r}")
+    sd = DEFAULT_EXTRAPOLATION_SD if args.extrapolation_sd is None else args.extrapolation_sd
+    args.extrapolation_sd = check_sd(sd)
     out = recommend_out(args.out or args.fit_dir)
     with output_lock(out, command="calibrate recommend"):  # a second one into it: refused
         return _recommend_space_locked(args, space, out)
@@ -173,15 +171,10 @@ def _recommend_space_locked(args: argparse.Namespace, space: Any, out: Path) -> 
     from simulate import jsonable, mark_output, write_json
 
     jax.config.update("jax_enable_x64", True)
-    from .._predict._knots import DEFAULT_EXTRAPOLATION_SD, check_sd
     from ._core import recommend_space_from_dir
     from ._explain import explain_lines
-    from ._margin import TIE
     from ._plot import plot_regime_map, space_table
 
-    tie = TIE if args.tie is None else _nonneg(args.tie, "--tie")
-    sd = DEFAULT_EXTRAPOLATION_SD if args.extrapolation_sd is None else check_sd(
-        _nonneg(args.extrapolation_sd, "--extrapolation-sd"))  # fmt: skip
     rec = recommend_space_from_dir(
         args.fit_dir,
         space,
@@ -189,8 +182,8 @@ def _recommend_space_locked(args: argparse.Namespace, space: Any, out: Path) -> 
         top=args.top,
         key=jax.random.key(args.seed),
         motif_weights=args.motif_weights or "best",
-        tie=tie,
-        extrapolation_sd=sd,
+        tie=args.tie,
+        extrapolation_sd=args.extrapolation_sd,
     )
     arrays = rec.pop("_arrays")
     path = write_json(out / "recommendation.json", rec)
