@@ -246,7 +246,43 @@ class CurveData:
             t = p.table.merge(p.hyper, left_on="run", right_index=True, how="left")
             tables.append(t)
         table = pd.concat(tables, ignore_index=True)
-        joined = cls.from_table(table, strict=strict, source="inputs")
         configs = {r: c for p in parts for r, c in p.configs.items()}
+        table = _config_defaults(table, set(configs))
+        joined = cls.from_table(table, strict=strict, source="inputs")
         regs = {r: c for p in parts for r, c in p.regulators.items()}
         return dataclasses.replace(joined, configs=configs, regulators=regs)
+
+
+def config_default(name: str) -> float | None:
+    """The value a training config holds for the dotted field ``name`` when it leaves the
+    field out: ``rl.lr_scale.ROLE`` is 1 (a role without a factor trains at ``rl.lr``),
+    another numeric field its :class:`llm_runs.config.TrainConfig` default; None for a
+    name that is no numeric config field."""
+    from llm_runs.config import TrainConfig
+    from llm_runs.knobs import knob
+
+    k = knob(name)
+    if k is not None and k.field == "rl.lr_scale.*":
+        return 1.0
+    value: Any = TrainConfig().to_dict()
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _config_defaults(table: pd.DataFrame, with_config: set[str]) -> pd.DataFrame:
+    """Fill a config column's missing values, in runs that have a training config, with the
+    field's default (issue 72 §2: ``rl.lr_scale`` ``{}`` in some runs and ``{X: 2}`` in
+    others left X's factor NaN, so the fit ignored X's doubled rate)."""
+    rows = table["run"].astype(str).isin(with_config).to_numpy()
+    if not rows.any():
+        return table
+    for col in [c for c in table.columns if c not in _META_COLUMNS and "." in str(c)]:
+        missing = rows & table[col].isna().to_numpy()
+        if missing.any() and (default := config_default(str(col))) is not None:
+            table.loc[missing, col] = default
+    return table

@@ -29,7 +29,8 @@ as ``True``, ``TRUE``)
   (``1e3`` and ``64.0`` are 1000 and 64; ``2.5``, ``inf`` and ``1_0`` are refused).
   Every CLI's integer options (``--steps``, ``--n-eval``, ``--points``, ``--replicates``)
   read their values with it, through :class:`simulate.ArgumentParser`.
-* :func:`load_yaml`: a whole YAML document with the same scalar rules.
+* :func:`load_yaml`: a whole YAML document with the same scalar rules; a mapping key
+  given twice is an error (YAML forbids it; PyYAML kept the second value without a word).
 """
 
 from __future__ import annotations
@@ -110,6 +111,23 @@ def _loader() -> type:
     def scalar(convert: Any) -> Any:
         return lambda loader, node: convert(loader.construct_scalar(node))
 
+    def mapping(loader: Any, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:  # a key twice: neither value silently wins
+            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                key_node, yaml.ScalarNode
+            ):
+                continue  # a merge (<<) may override; only plain keys are compared
+            key = loader.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicated key {key!r} (lines {seen[key]} and "
+                    f"{key_node.start_mark.line + 1})", key_node.start_mark,
+                )  # fmt: skip
+            seen[key] = key_node.start_mark.line + 1
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    Loader.construct_mapping = mapping  # pyright: ignore[reportAttributeAccessIssue]
     Loader.add_constructor("tag:yaml.org,2002:bool", scalar(lambda s: s.lower() == "true"))
     Loader.add_constructor("tag:yaml.org,2002:int", scalar(_int))
     Loader.add_constructor("tag:yaml.org,2002:float", scalar(_float))

@@ -42,6 +42,11 @@ def _setup(kind: str, t: Path) -> None:
         (t / "to_fig.png").symlink_to(t / "fig.png")
         (t / "dir").mkdir()
         (t / "dir" / "keep.txt").write_text("mine")
+    elif kind == "space_dup":
+        (t / "space.yaml").write_text(
+            "fields:\n  rl.lr: {low: 1e-3, high: 1e-2}\n  rl.lr: {low: 2e-2, high: 3e-2}\n"
+            "budget_steps: 100\n"
+        )
     elif kind == "pred_own":  # a folder predict wrote earlier
         from simulate import mark_output
 
@@ -139,6 +144,10 @@ CASES = [
     ("phase-x-and-y-one-parameter", "files",
      [*SIM, "phase", "--motif", "C1", "--x", "beta=0.5:5:3", "--y", "beta=1:2:3",
       "--out", "{t}/ph"], ["--x and --y both sweep beta"]),
+    # §2 a YAML key twice: neither range silently wins
+    ("recommend-space-duplicated-key", "space_dup",
+     [*CAL, "recommend", "{t}/nofit", "--space", "{t}/space.yaml"],
+     ["space.yaml", "duplicated key 'rl.lr'"]),
     # §5 one integer parser: integral numbers as written, a fraction refused
     ("predict-n-eval-2.5", "files",
      [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--n-eval", "2.5"],

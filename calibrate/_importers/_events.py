@@ -19,7 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .._curve_data import CurveData, DataError
+from .._curve_data import CurveData, DataError, DataWarning
 from ._mapping import KeyMapping, curves_from_scalars, scalar_frame
 
 __all__ = ["event_files", "is_event_input", "read_events", "text_summaries"]
@@ -64,6 +64,30 @@ def _accumulator(file: Path) -> Any:
         except Exception as err:  # DataLossError and the like, from a damaged file
             raise DataError(f"{file}: not a readable event file ({type(err).__name__})") from None
     return acc
+
+
+def torn_tail(file: Path) -> int:
+    """Bytes of a torn last record of an event file (0: every record is whole).
+
+    An event file is a sequence of TFRecords (8-byte length, 4-byte CRC, the data, a 4-byte
+    CRC); a writer killed mid-record leaves a tail that TensorBoard's reader skips without
+    a word (issue 72 §2), so its scalars would be dropped silently. A file without one
+    whole record is no event file, not a torn one (0).
+    """
+    try:
+        size = file.stat().st_size
+        with file.open("rb") as fh:
+            pos = 0
+            while pos < size:
+                head = fh.read(12)
+                n = int.from_bytes(head[:8], "little") if len(head) == 12 else size
+                if pos + 12 + n + 4 > size:
+                    return size - pos if pos > 0 else 0
+                fh.seek(n + 4, 1)
+                pos += 12 + n + 4
+    except OSError:
+        return 0
+    return 0
 
 
 def _tensor_tags(acc: Any, plugin: str) -> list[str]:
@@ -141,6 +165,11 @@ def read_events(
     rows: list[tuple[str, int, str, float]] = []
     config: dict[str, Any] = {}
     for f in files:
+        if torn := torn_tail(f):
+            msg = f"{f}: a torn last record ({torn} bytes: its writer was killed or still writes)"
+            if strict:
+                raise DataError(msg + "; run without --strict to read the whole records")
+            warnings.warn(msg + "; its values are dropped", DataWarning, stacklevel=2)
         acc = _accumulator(f)
         rows.extend((label, s, tag, v) for s, tag, v in _scalars(acc))
         text = _texts(acc).get("args")

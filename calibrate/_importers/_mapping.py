@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -23,13 +24,14 @@ import pandas as pd
 from simulate import parse_int
 from simulate.common import ConfigError
 
-from .._curve_data import CurveData, DataError
+from .._curve_data import CurveData, DataError, DataWarning
 
 __all__ = [
     "KeyMapping",
     "curves_from_scalars",
     "flat_numbers",
     "parse_number",
+    "report_unreadable",
     "scalar_frame",
 ]
 
@@ -246,10 +248,14 @@ def curves_from_scalars(
     """
     configs = configs or {}
     tables = []
+    lost = scalars.attrs.get("unreadable", [])
     for run, grp in scalars.groupby("run", sort=True):
         run = str(run)
         grp = grp.drop_duplicates(["step", "key"], keep="last")
         agents = mapping.resolve(grp["key"].unique(), source)
+        report_unreadable(
+            [x for x in lost if x[0] == run and x[2] in set(agents.values())], source, strict
+        )
         hyper = _covariates(configs.get(run, {}), mapping, source, seed_keys)
         for agent, key in sorted(agents.items()):
             sub = grp.loc[grp["key"] == key].sort_values("step", kind="stable")
@@ -277,9 +283,39 @@ def curves_from_scalars(
     return CurveData.from_table(df, strict=strict, source=source)
 
 
-def scalar_frame(rows: Iterable[tuple[str, int, str, float]], source: str) -> pd.DataFrame:
-    """A scalars table from ``(run, step, key, value)`` tuples (steps must be integers)."""
+def report_unreadable(
+    cells: Sequence[tuple[str, Any, str, Any]], source: str, strict: bool
+) -> None:
+    """Name the competence cells a reader could not read as numbers: a warning that counts
+    them and names each (key, step) and value, or, under ``strict``, an error.
+
+    Raises:
+        DataError: ``strict`` and any such cell.
+    """
+    if not cells:
+        return
+    shown = ", ".join(f"{k} at step {st} ({raw!r})" for _, st, k, raw in cells[:5])
+    more = f" and {len(cells) - 5} more" if len(cells) > 5 else ""
+    msg = f"{source}: {len(cells)} value(s) that are not finite numbers: {shown}{more}"
+    if strict:
+        raise DataError(msg + "; fix them or run without --strict to drop them")
+    warnings.warn(msg + "; dropped", DataWarning, stacklevel=3)
+
+
+def scalar_frame(
+    rows: Iterable[tuple[str, int, str, float]],
+    source: str,
+    unreadable: Iterable[tuple[str, Any, str, Any]] = (),
+) -> pd.DataFrame:
+    """A scalars table from ``(run, step, key, value)`` tuples (steps must be integers).
+
+    ``unreadable`` holds the cells a reader could not read as a number, ``(run, step, key,
+    raw)`` (a string ``"0.5"`` or a boolean in JSONL, ``abc``, ``55%`` or ``inf`` in a CSV):
+    :func:`curves_from_scalars` names each one of a competence key and drops it with a
+    warning, or refuses under ``strict`` (issue 72 §2: they were dropped without a word).
+    """
     df = pd.DataFrame(list(rows), columns=["run", "step", "key", "value"])
+    df.attrs["unreadable"] = [(str(r), st, str(k), raw) for r, st, k, raw in unreadable]
     if df.empty:
         raise DataError(f"{source}: no numeric values logged")
     step = pd.to_numeric(df["step"], errors="coerce").to_numpy(dtype=float)

@@ -175,7 +175,7 @@ def read_wandb_csv(
     df = df.loc[df[step_col].notna()]
     label = run or path.stem
     panel = step_col == "Step" and any(_PANEL.match(str(c)) for c in df.columns)
-    rows = []
+    rows, lost = [], []
     for col in df.columns:
         if col == step_col or str(col).endswith(("__MIN", "__MAX")) or col.startswith("Unnamed"):
             continue
@@ -183,6 +183,10 @@ def read_wandb_csv(
         r, key = (m.group("run"), m.group("key")) if m else (label, str(col))
         vals = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
         keep = np.isfinite(vals)  # an empty cell: the key was not logged at that step
+        raw = df[col].to_numpy()
+        written = df[col].notna().to_numpy() & ~keep  # abc, 55%, inf: not an empty cell
+        lost.extend((r, s, key, v) for s, v in zip(df[step_col].to_numpy()[written],
+                                                   raw[written], strict=True))  # fmt: skip
         rows.extend(
             zip(
                 [r] * int(keep.sum()),
@@ -198,5 +202,5 @@ def read_wandb_csv(
     configs = {r: cfg for r in {row[0] for row in rows}}
     source = str(path)
     return curves_from_scalars(
-        scalar_frame(rows, source), mapping, source=source, configs=configs, strict=strict
+        scalar_frame(rows, source, lost), mapping, source=source, configs=configs, strict=strict
     )

@@ -129,14 +129,16 @@ def read_verl(
     if not path.is_file():
         raise DataError(f"verl log not found: {path}")
     label = run or path.stem
-    rows = []
+    rows, lost = [], []
     for step, data in _lines(path, strict):
         for key, value in data.items():
             if value is None:
                 rows.append((label, step, key, math.nan))  # orjson writes NaN as null
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 rows.append((label, step, key, value))
-    scalars = scalar_frame(rows, str(path))
+            elif not isinstance(value, dict | list):  # "0.5", true: named if a competence
+                lost.append((label, step, key, value))
+    scalars = scalar_frame(rows, str(path), lost)
     cfg_file = Path(config) if config is not None else _hydra_config(path)
     if cfg_file is not None and not cfg_file.is_file():
         raise DataError(f"verl config not found: {cfg_file}")
