@@ -42,8 +42,6 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-
 #: What the issue asks of the adaptive design.
 GOALS = (
     "adaptive design: regime accuracy >= 0.90 and >= the best baseline + 0.10; 90 % coverage "
@@ -246,13 +244,18 @@ def _decode(e: dict[str, Any]) -> Any:
 
 
 def _committed(path: Path) -> bool:
-    """Whether ``path`` is committed in git as it is on disk."""
-    rel = path.resolve().relative_to(ROOT)
-    r = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", str(rel)],
-                       check=False)  # fmt: skip
-    t = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--error-unmatch", str(rel)],
-                       capture_output=True, check=False)  # fmt: skip
-    return r.returncode == 0 and t.returncode == 0
+    """Whether ``path`` is committed in its git checkout as it is on disk."""
+    where = str(path.resolve().parent)
+    top = subprocess.run(["git", "-C", where, "rev-parse", "--show-toplevel"],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    if top.returncode != 0:
+        return False
+    rel = str(path.resolve().relative_to(Path(top.stdout.strip()).resolve()))
+    tracked = subprocess.run(["git", "-C", top.stdout.strip(), "ls-files", "--error-unmatch",
+                              rel], capture_output=True, check=False)  # fmt: skip
+    same = subprocess.run(["git", "-C", top.stdout.strip(), "diff", "--quiet", "HEAD", "--", rel],
+                          check=False)  # fmt: skip
+    return tracked.returncode == 0 and same.returncode == 0
 
 
 def heldout_phase(d: Design, runs: Path, out: Path, *, workers: int) -> None:
