@@ -256,8 +256,8 @@ def _map_figure(out: Path, rec: dict[str, Any], runs: list[dict[str, Any]],
     ax.set_xscale("log")
     ax.set_xlabel("rl.lr")
     ax.set_ylabel("rl.staleness")
-    ax.set_title(f"regime map: risk contour at {level:g} (dashed), pilots by round")
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.25, 1.0))
+    ax.set_title(f"regime map (dashed: risk {level:g}); pilots by round", fontsize=10)
+    ax.legend(fontsize=6, loc="upper right", framealpha=0.85)
     fig.tight_layout()
     return save_figure(fig, out / "regime_map.png")
 
