@@ -41,8 +41,9 @@ def split_of(setting: Mapping[str, float], pilots: Sequence[Run], knobs: Sequenc
     else ``interpolation``."""
     for k in knobs:
         vals = [float(r["setting"][k]) for r in pilots]
-        v = float(setting[k])
-        if v < min(vals) * (1 - 1e-9) - 1e-12 or v > max(vals) * (1 + 1e-9) + 1e-12:
+        lo, hi, v = min(vals), max(vals), float(setting[k])
+        tol = 1e-9 * max(abs(lo), abs(hi)) + 1e-12  # a value written back from text
+        if v < lo - tol or v > hi + tol:
             return "extrapolation"
     return "interpolation"
 
@@ -59,6 +60,11 @@ def varying_knobs(runs: Sequence[Run], knobs: Sequence[str] | None) -> tuple[str
 
 
 def probe_count(runs: Sequence[Run], n_eval: int | None) -> int:
+    """``n_eval`` if given, else the median ``n_eval`` of the run records.
+
+    Raises:
+        ConfigError: Neither is there.
+    """
     if n_eval is not None:
         return int(n_eval)
     seen = [int(r["n_eval"]) for r in runs if r.get("n_eval")]

@@ -143,3 +143,22 @@ def test_a_user_folder_is_never_replaced(folder, capsys):
     assert main(argv) == 2
     assert (folder / "mine" / "notes.txt").read_text() == "keep"
     assert np.all([ln.startswith("error:") for ln in capsys.readouterr().err.splitlines()])
+
+
+@pytest.mark.slow
+def test_leave_one_setting_out_fits_the_model_in_every_fold(folder):
+    """``--loo`` with ``--fit-args``: one ``calibrate fit`` (a subprocess) per held-out
+    setting, on the other settings' runs only, each kept under ``fits/foldK``."""
+    runs = ["runs/p0", "runs/p2", "runs/h1"]
+    argv = ["evaluate", "--loo", *runs, "--fit-args", "--motif C1 --method laplace --samples 100",
+            "--prefix", "0", "--draws", "50", "--out", "loo_fit"]  # fmt: skip
+    assert main(argv) == 0
+    out = folder / "loo_fit"
+    s = json.loads((out / "summary.json").read_text())
+    assert len(s["folds"]) == 3 and s["methods"][0] == "motif model (new run)"
+    assert all((out / "fits" / f"fold{k}" / "summary.json").is_file() for k in range(3))
+    fitted = [json.loads((out / "fits" / f"fold{k}" / "run_configs.json").read_text())
+              for k in range(3)]  # fmt: skip
+    for k, held in enumerate(s["folds"]):
+        lrs = {c["rl"]["lr"] for c in fitted[k].values()}
+        assert held["setting"]["rl.lr"] not in lrs and len(lrs) == 2
