@@ -100,6 +100,12 @@ def check_gates(args: argparse.Namespace) -> None:
 
     from ._config import ConfigError
 
+    if args.network is None and not str(args.motif).strip(","):
+        raise ConfigError(
+            f"--motif {args.motif!r} is empty: give a preset (C1...I4), a comma list or auto"
+        )
+    if args.network is None and any(not m.strip() for m in str(args.motif).split(",")):
+        raise ConfigError(f"--motif {args.motif!r} has an empty item")
     text = args.gate if args.gate is not None else "AND"
     gates = [g.strip().upper() for g in text.split(",")]
     for g in gates:

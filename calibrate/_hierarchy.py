@@ -5,6 +5,7 @@ r"""The hierarchy of a fit (:class:`Hierarchy`: per-run random effects and hyper
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -115,6 +116,30 @@ def _sequence(value: Any, where: str) -> tuple[Any, ...]:
     return tuple(value)
 
 
+def _indexed(param: Any, targets: tuple[Any, ...], where: str) -> tuple[Any, tuple]:
+    """``rho[X]`` (as a fit's ``links.json`` and summaries name it) is param ``rho`` with
+    targets ``[X]``; with other ``targets`` given it is an error saying where they go."""
+    m = re.fullmatch(r"\s*(\w+)\[([^\]]+)\]\s*", param) if isinstance(param, str) else None
+    if m is None:
+        return param, targets
+    name, target = m.group(1), m.group(2).strip()
+    if targets and tuple(str(t) for t in targets) != (target,):
+        raise ConfigError(
+            f"{where}: param {param!r} names its target; write param {name!r} with "
+            f"targets {[str(t) for t in targets]}, or param {param!r} alone"
+        )
+    return name, (target,)
+
+
+def _default_transform(covariate: str) -> str:
+    """A link's transform when its record leaves it out: the knob schema's scale of the
+    covariate (``log1p`` for ``rl.staleness``, ``rl.kl_coef``), else ``log``."""
+    from llm_runs.knobs import knob
+
+    k = None if "*" in covariate else knob(covariate)
+    return k.scale if k is not None else "log"
+
+
 def _hierarchy(data: Any) -> Hierarchy:
     """A :class:`Hierarchy` from its parsed JSON (fields checked, one-line errors)."""
     h = _fields(data, Hierarchy, "hierarchy")
@@ -125,6 +150,9 @@ def _hierarchy(data: Any) -> Hierarchy:
         if missing:
             raise ConfigError(f"hierarchy.links[{i}] is missing {sorted(missing)}")
         targets = _sequence(lk.get("targets", ()), f"hierarchy.links[{i}].targets")
-        links.append(Link(**{**lk, "targets": targets}))
+        param, targets = _indexed(lk["param"], targets, f"hierarchy.links[{i}]")
+        if "transform" not in lk:  # the knob schema's scale: rl.staleness is log1p (lag 0)
+            lk["transform"] = _default_transform(str(lk["covariate"]))
+        links.append(Link(**{**lk, "param": param, "targets": targets}))
     re = _sequence(h.get("random_effects", ()), "hierarchy.random_effects")
     return Hierarchy(random_effects=re, links=tuple(links))

@@ -28,6 +28,7 @@ draw but one vanish.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,6 +52,7 @@ from ._watch_update import forecast_laplace as forecast_laplace
 from ._watch_update import prepare_laplace as prepare_laplace
 
 __all__ = [
+    "MIN_ESS",
     "UPDATES",
     "Forecast",
     "LaplaceWatch",
@@ -61,6 +63,7 @@ __all__ = [
     "prepare_laplace",
     "run_setting",
     "self_fit",
+    "tempered_weights",
 ]
 
 
@@ -270,9 +273,40 @@ def _forecast(wd: WatchDraws | LaplaceWatch, obs: pd.DataFrame, misfit: float) -
     ll = np.where(ok, ll, -np.inf)
     if not np.isfinite(ll).any():  # every solve failed: weights from the prior
         ll = np.zeros(ok.size)
-    w = np.exp(ll - ll.max())
-    w /= w.sum()
-    return summarize(wd, w, obs)
+    w, beta, ess1 = tempered_weights(ll)
+    fc = summarize(wd, w, obs)
+    return dataclasses.replace(fc, tempered=beta, ess_untempered=ess1) if beta < 1 else fc
+
+
+#: Fewest effective draws an interval is drawn from; below it the weights degenerated.
+MIN_ESS = 20.0
+
+
+def tempered_weights(ll: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Normalised weights ``exp(beta * ll)``: ``beta = 1`` unless that leaves fewer than
+    :data:`MIN_ESS` effective draws (or a quarter of the draws), when the largest ``beta``
+    that keeps them (bisection) is taken: one effective draw is no interval (issue 72 §2:
+    ``X 0.92 [0.92, 0.92] (ess 1)``), and a tempered update is a wider, honest one.
+
+    Returns:
+        The weights, ``beta`` and the effective number of draws at ``beta = 1``.
+    """
+
+    def weights(beta: float) -> tuple[np.ndarray, float]:
+        x = np.where(np.isfinite(ll), beta * ll, -np.inf)
+        w = np.exp(x - x.max())
+        w /= w.sum()
+        return w, float(1.0 / np.sum(w**2))
+
+    w, ess = weights(1.0)
+    need = min(MIN_ESS, np.isfinite(ll).sum() / 4)
+    if ess >= need:
+        return w, 1.0, ess
+    lo, hi = 0.0, 1.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if weights(mid)[1] >= need else (lo, mid)
+    return weights(lo)[0], lo, ess
 
 
 def self_fit(

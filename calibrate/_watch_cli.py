@@ -265,6 +265,7 @@ class _Watcher:
 
 def watch(args: argparse.Namespace) -> int:
     """Run ``calibrate watch``; the exit status (0, or 3 after an alert)."""
+    from llm_runs import writer_gone
     from llm_runs.runlog import is_terminal
 
     _check(args)
@@ -277,10 +278,17 @@ def watch(args: argparse.Namespace) -> int:
             if alerted:
                 return ALERT_STATUS
             if args.once:
+                if watcher.last_step is None:  # nothing to forecast from: say so, not exit 0
+                    raise DataError(f"{args.run} has no evaluations yet: nothing to forecast "
+                                    "(watch it without --once to wait for them)")  # fmt: skip
                 return 0
             if args.until_finished and is_terminal(status):
                 watcher.say(f"the run is {status}: stopping")
                 return 0
+            if args.until_finished and (gone := writer_gone(args.run)) is not None:
+                raise DataError(f"{args.run} is {status or 'not finished'} but {gone}: it "
+                                "will never finish; stopping (resume it with llm_runs train "
+                                "--resume)")  # fmt: skip
             time.sleep(args.poll)
     except KeyboardInterrupt:
         return 130

@@ -84,6 +84,8 @@ class Forecast:
     band_note: str = ""
     update: str = "weights"
     observed_collapse: tuple[str, ...] = ()
+    tempered: float = 1.0
+    ess_untempered: float | None = None
 
     @property
     def p_collapse(self) -> float:
@@ -103,6 +105,9 @@ class Forecast:
         n = self.network
         parts.append(f"P(collapse) {n['p_collapse']:.2f}  P(oscillation) {n['p_oscillating']:.2f}")
         parts.append(f"(ess {self.ess:.0f})")
+        if self.tempered < 1:
+            parts.append(f"weights degenerated (ess {self.ess_untempered or 0:.0f} at full "
+                         f"weight): tempered to {self.tempered:.2g}")  # fmt: skip
         if self.observed_collapse:
             parts.append(f"collapsed so far: {', '.join(self.observed_collapse)}")
         return "  ".join(parts)

@@ -33,6 +33,7 @@ from ._regime import observed_regime as observed_regime
 from ._runfolder import CKPT_FILE as CKPT_FILE
 from ._runfolder import LOCK_FILE as LOCK_FILE
 from ._runfolder import RunLock as RunLock
+from ._runfolder import writer_gone as writer_gone
 from .config import ConfigError as ConfigError
 from .config import SweepConfig as SweepConfig
 from .config import TrainConfig as TrainConfig

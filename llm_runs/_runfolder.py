@@ -126,16 +126,43 @@ def _contents(folder: Path) -> list[str]:
 
 
 def _check_new(out: Path, found: list[str], overwrite: bool) -> None:
+    is_run = any(m in found for m in _RUN_MARKERS)
+    if not overwrite and not is_run:  # advise only what would work: a user's folder stays
+        raise OutputError(
+            f"--out {str(out)!r} is a folder of other files ({', '.join(found[:4])}), not a "
+            "run folder; it is never replaced: choose a new or empty folder"
+        )
     if not overwrite:
         raise OutputError(
             f"run folder {str(out)!r} is not empty ({', '.join(found[:4])}); continue it "
             "with --resume, or replace it with --overwrite"
         )
-    if not any(m in found for m in _RUN_MARKERS):
+    if not is_run:
         raise OutputError(
             f"--overwrite: {str(out)!r} is not a run folder (no {MANIFEST_FILE}, "
             f"{COMPETENCE_FILE} or checkpoints/); refusing to delete it"
         )
+
+
+def writer_gone(folder: str | Path) -> str | None:
+    """Why the process writing the run in ``folder`` is gone (its ``run.lock`` is held by
+    nobody: the writer died without ending the run), or None while a writer holds it (or
+    the folder has no lock). Takes no lock: it tests one on a read-only descriptor."""
+    path = Path(folder) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return None  # held: the writer lives
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+    finally:
+        os.close(fd)
+    return f"its writer ({holder}) is no longer running" if holder else "no process writes it"
 
 
 def _check_link(out: Path, overwrite: bool) -> None:

@@ -137,6 +137,10 @@ def resolve_spec(
         spec = source
     else:
         text = str(source).strip()
+        if not text:  # Path("") is the current folder: say what was written
+            raise SpecError(
+                f"{what} is empty: give a preset ({', '.join(FFL_SIGNS)}) or a spec file"
+            )
         head, _, gate_part = text.partition("-")
         if isinstance(source, str) and head.upper() in FFL_SIGNS:
             spec = ffl_spec(head, gate_part or gate)

@@ -274,6 +274,11 @@ def solve_single(
         if steps is None:
             eta = float(model.eta)
             steps = round((t1 - t0) / eta)
+            if steps < 1:  # say what the user wrote: eta and the span, not a derived 0
+                raise SpecError(
+                    f"eta={eta:g} is longer than the span t1 - t0 = {t1 - t0:g}: the map "
+                    "takes no step; give a smaller eta or a longer span (--t1)"
+                )
         if int(steps) < 1:
             raise SpecError(f"the map needs >= 1 step, got steps={steps}")
         t0_arr = jnp.asarray(t0, opts.dtype if top else float)

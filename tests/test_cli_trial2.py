@@ -148,6 +148,18 @@ CASES = [
     ("recommend-space-duplicated-key", "space_dup",
      [*CAL, "recommend", "{t}/nofit", "--space", "{t}/space.yaml"],
      ["space.yaml", "duplicated key 'rl.lr'"]),
+    # §5 messages that name what the user wrote
+    ("simulate-motif-empty", "files", [*SIM, "trajectory", "--motif", ""],
+     ["--motif is empty"]),
+    ("train-motif-empty", "files", [*LLM, "train", "--out", "{t}/r", "--motif", ""],
+     ["--motif is empty"]),
+    ("fit-motif-empty", "csv", [*CAL, "fit", "{t}/ok.csv", "--motif", "", "--out", "{t}/f"],
+     ["--motif ''", "empty"]),
+    ("map-eta-longer-than-the-span", "files",
+     [*SIM, "trajectory", "--motif", "C1", "--method", "map", "--eta", "1e308"],
+     ["eta=1e+308", "t1 - t0"]),
+    ("train-out-user-folder-no-overwrite-advice", "links",
+     [*LLM, "train", "--out", "{t}/dir"], ["not a run folder", "never replaced"]),
     # §5 one integer parser: integral numbers as written, a fraction refused
     ("predict-n-eval-2.5", "files",
      [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--n-eval", "2.5"],

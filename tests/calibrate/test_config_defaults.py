@@ -46,3 +46,29 @@ def test_config_default(name, value):
     if name == "rl.lr":
         value = float(TrainConfig().rl.lr)
     assert config_default(name) == value
+
+
+def test_a_hierarchy_link_without_a_transform_takes_the_knob_schemas_scale():
+    """Issue 72 §5: ``rl.staleness`` without ``transform`` refused runs at lag 0 ("must be
+    a positive number in every run"); the knob schema says log1p."""
+    from calibrate._hierarchy import _hierarchy
+
+    h = _hierarchy({"links": [{"param": "delta", "covariate": "rl.staleness"},
+                              {"param": "rho", "covariate": "rl.lr"},
+                              {"param": "rho", "covariate": "coupling"}]})  # fmt: skip
+    assert [lk.transform for lk in h.links] == ["log1p", "log", "log"]
+    h = _hierarchy({"links": [{"param": "delta", "covariate": "rl.staleness",
+                               "transform": "linear"}]})  # fmt: skip
+    assert h.links[0].transform == "linear"  # as written
+
+
+def test_a_link_named_as_links_json_names_it_targets_its_node():
+    from calibrate._hierarchy import _hierarchy
+    from simulate import ConfigError
+
+    (lk,) = _hierarchy({"links": [{"param": "rho[X]", "covariate": "rl.lr"}]}).links
+    assert (lk.param, lk.targets) == ("rho", ("X",))
+    (lk,) = _hierarchy({"links": [{"param": "K[X->Y]", "covariate": "c"}]}).links
+    assert (lk.param, lk.targets) == ("K", ("X->Y",))
+    with pytest.raises(ConfigError, match=r"param 'rho\[X\]' names its target"):
+        _hierarchy({"links": [{"param": "rho[X]", "covariate": "rl.lr", "targets": ["Y"]}]})
