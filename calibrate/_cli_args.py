@@ -29,7 +29,10 @@ def parse_setting(items: list[str]) -> dict[str, float]:
         field, sep, value = item.partition("=")
         if not sep or not field.strip() or not value.strip():
             raise ConfigError(f"--set must look like FIELD=VALUE, got {item!r}")
-        setting[field.strip()] = parse_number(value, what=f"--set {field.strip()}")
+        name = field.strip()
+        if name in setting:  # neither value silently wins
+            raise ConfigError(f"--set {name} is given twice: give it once")
+        setting[name] = parse_number(value, what=f"--set {name}")
     return setting
 
 

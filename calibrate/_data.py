@@ -127,6 +127,29 @@ def read_tensorboard(
     return read_events(path, KeyMapping(dict(tags), n_eval=n_eval), run=run, strict=strict)
 
 
+def _check_table_columns(path: Path) -> None:
+    """A CSV that is neither a long table nor a W&B history: say both (issue 72 §5: a W&B
+    CSV without a step column was called "a long table" missing its columns).
+
+    Raises:
+        DataError: The CSV holds none of the long table's columns.
+    """
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return
+    from ._importers._tracking import WANDB_STEP_COLUMNS
+
+    try:
+        head = pd.read_csv(path, nrows=0).columns.tolist()
+    except Exception:
+        return  # read_table says what is wrong with it
+    if head and not set(REQUIRED_COLUMNS) & set(head):
+        raise DataError(
+            f"{path}: neither a long table (columns {list(REQUIRED_COLUMNS)}) nor a W&B "
+            f"history CSV (a step column: {', '.join(WANDB_STEP_COLUMNS)}); its columns: "
+            f"{head[:8]}"
+        )
+
+
 def load_inputs(
     inputs: Sequence[str | Path] | str | Path,
     *,
@@ -170,9 +193,13 @@ def load_inputs(
             return [read_run_folder(p, strict=strict)]
         if (kind := detect(p)) is not None:
             return [external(p, kind)]
+        if p.is_file() and p.suffix == ".jsonl":  # no table: read as verl's, which says why
+            return [external(p, "verl")]
         if not p.is_dir():
+            _check_table_columns(p)
             return [read_table(p, strict=strict)]
-        found = [d for d in sorted(p.iterdir()) if d.is_dir() or detect(d) is not None]
+        found = [d for d in sorted(p.iterdir())
+                 if d.is_dir() or detect(d) is not None or d.suffix == ".jsonl"]  # fmt: skip
         parts = [x for d in found if depth < 3 for x in collect(d, depth + 1)] if found else []
         if not parts and depth == 0:
             raise DataError(

@@ -42,6 +42,12 @@ def _setup(kind: str, t: Path) -> None:
         (t / "to_fig.png").symlink_to(t / "fig.png")
         (t / "dir").mkdir()
         (t / "dir" / "keep.txt").write_text("mine")
+    elif kind == "logs":
+        (t / "empty.jsonl").write_text("")
+        (t / "binary.jsonl").write_bytes(bytes(range(256)))
+        (t / "nostep.csv").write_text("acc,loss\n0.5,1\n0.6,2\n")
+        (t / "folder").mkdir()
+        (t / "folder" / "binary.jsonl").write_bytes(bytes(range(256)))
     elif kind == "space_dup":
         (t / "space.yaml").write_text(
             "fields:\n  rl.lr: {low: 1e-3, high: 1e-2}\n  rl.lr: {low: 2e-2, high: 3e-2}\n"
@@ -130,6 +136,9 @@ CASES = [
     ("train-set-twice", "files",
      [*LLM, "train", "--out", "{t}/r", "--set", "rl.lr=1e-3", "--set", "rl.lr=2e-3"],
      ["rl.lr", "given twice"]),
+    ("predict-set-twice", "files",
+     [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--set", "rl.lr=2e-3"],
+     ["--set rl.lr", "given twice"]),
     ("fit-agent-twice", "csv",
      [*CAL, "fit", "{t}/ok.csv", "--agent", "X=a", "--agent", "X=b", "--out", "{t}/f"],
      ["--agent X", "given twice"]),
@@ -160,6 +169,18 @@ CASES = [
      ["eta=1e+308", "t1 - t0"]),
     ("train-out-user-folder-no-overwrite-advice", "links",
      [*LLM, "train", "--out", "{t}/dir"], ["not a run folder", "never replaced"]),
+    ("fit-empty-verl-log", "logs",
+     [*CAL, "fit", "{t}/empty.jsonl", "--agent", "X=a", "--n-eval", "8", "--out", "{t}/f"],
+     ["empty.jsonl", "an empty verl log"]),
+    ("fit-binary-jsonl", "logs",
+     [*CAL, "fit", "{t}/binary.jsonl", "--agent", "X=a", "--n-eval", "8", "--out", "{t}/f"],
+     ["binary.jsonl", "not UTF-8 text"]),
+    ("fit-folder-of-a-binary-jsonl", "logs",
+     [*CAL, "fit", "{t}/folder", "--agent", "X=a", "--n-eval", "8", "--out", "{t}/f"],
+     ["folder/binary.jsonl", "not UTF-8 text"]),
+    ("fit-csv-without-a-step-column", "logs",
+     [*CAL, "fit", "{t}/nostep.csv", "--out", "{t}/f"],
+     ["nostep.csv", "neither a long table", "W&B"]),
     # §5 one integer parser: integral numbers as written, a fraction refused
     ("predict-n-eval-2.5", "files",
      [*CAL, "predict", "{t}/nofit", "--set", "rl.lr=1e-3", "--n-eval", "2.5"],

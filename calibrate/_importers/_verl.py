@@ -37,6 +37,8 @@ def is_verl_log(path: Path) -> bool:
     try:
         with path.open("rb") as fh:
             first = fh.readline()
+            while first and not first.strip():  # blank leading lines: the first record
+                first = fh.readline()
         obj = json.loads(first)
     except (OSError, ValueError):
         return False
@@ -72,7 +74,7 @@ def _lines(path: Path, strict: bool) -> list[tuple[int, dict]]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise DataError(f"{path}: not UTF-8") from None
+        raise DataError(f"{path}: not UTF-8 text (a binary file, not a verl JSONL log)") from None
     lines = text.split("\n")
     torn = bool(lines) and lines[-1] != ""
     out = []
@@ -130,7 +132,10 @@ def read_verl(
         raise DataError(f"verl log not found: {path}")
     label = run or path.stem
     rows, lost = [], []
-    for step, data in _lines(path, strict):
+    lines = _lines(path, strict)
+    if not lines:
+        raise DataError(f"{path}: an empty verl log (no records)")
+    for step, data in lines:
         for key, value in data.items():
             if value is None:
                 rows.append((label, step, key, math.nan))  # orjson writes NaN as null
