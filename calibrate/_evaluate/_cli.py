@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -142,6 +141,27 @@ def _model(args: argparse.Namespace, tmp: Path, knobs: Sequence[str], n_eval: in
     return forecast
 
 
+def _command(args: argparse.Namespace, knobs: Sequence[str], n_eval: int) -> str:
+    """The command line that repeats this evaluation (every default written out)."""
+    parts = ["python", "-m", "calibrate", "evaluate"]
+    for flag, runs in (("--pilots", args.pilots), ("--heldout", args.heldout), ("--loo", args.loo)):
+        parts += [flag, *map(str, runs)] if runs else []
+    if args.fit is not None:
+        parts += ["--fit", str(args.fit)]
+    elif args.fit_args is not None:
+        parts += ["--fit-args", args.fit_args]
+    else:
+        parts += ["--no-model"]
+    opts = {
+        "--knobs": ",".join(knobs), "--band": args.band, "--draws": args.draws,
+        "--prefix": args.prefix, "--n-eval": n_eval, "--extrapolation-sd": args.extrapolation_sd,
+        "--seed": args.seed, "--out": args.out,
+    }  # fmt: skip
+    for flag, value in opts.items():
+        parts += [flag, str(value)]
+    return " ".join(map(shlex.quote, parts))
+
+
 def evaluate_command(args: argparse.Namespace) -> int:
     """``calibrate evaluate`` (exit status; bad input raises an AgentmotifsError: exit 2)."""
     from simulate.common import atomic_dir, claim_folder, mark_output
@@ -165,8 +185,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
     n_eval = probe_count(every, args.n_eval)
     kw = {"knobs": knobs, "n_eval": n_eval, "draws": args.draws, "seed": args.seed,
           "prefix": args.prefix or None}  # fmt: skip
-    config = {"command": "python -m calibrate " + " ".join(map(shlex.quote, sys.argv[1:])),
-              "pilots": args.pilots, "heldout": args.heldout, "loo": args.loo, "fit": args.fit,
+    config = {"command": _command(args, knobs, n_eval), "pilots": args.pilots,
+              "heldout": args.heldout, "loo": args.loo, "fit": args.fit,
               "fit_args": args.fit_args, "band": args.band}  # fmt: skip
     with atomic_dir(out) as tmp:
         model = _model(args, tmp, knobs, n_eval)

@@ -83,6 +83,11 @@ def test_the_documented_example_runs(folder, capsys):
                                                "reliability.png"}  # fmt: skip
     s = json.loads((out / "summary.json").read_text())
     assert s["knobs"] == ["rl.lr"] and s["n_eval"] == 100
+    assert shlex.split(s["config"]["command"])[3:] == [
+        *argv[: argv.index("--out")], "--knobs", "rl.lr", "--band", "new_run", "--draws", "400",
+        "--prefix", "50", "--n-eval", "100", "--extrapolation-sd", "0.0", "--seed", "0",
+        "--out", argv[argv.index("--out") + 1],
+    ]  # fmt: skip
     assert s["splits"] == {"h0": "interpolation", "h1": "extrapolation"}
     assert s["methods"][0] == "motif model (new run)"
     assert {"nearest pilot", "GP over knobs", "GP classifier", "3-nn"} <= set(s["methods"])
