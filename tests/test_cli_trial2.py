@@ -325,3 +325,12 @@ def test_the_same_from_a_fresh_interpreter(tmp_path):
         lines = [x for x in res.stderr.splitlines() if x.strip()]
         assert res.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ckpt_every_0_is_documented_where_a_user_looks(forks, tmp_path):
+    """``--ckpt-every 0`` (no checkpoints: a killed run cannot resume) is said in the help;
+    train also says it when it starts (llm_runs/__main__.py)."""
+    res = forks.run([*LLM, "train", "--help"], cwd=tmp_path, timeout=120)
+    assert res.returncode == 0
+    text = " ".join(res.stdout.split())
+    assert "0: no checkpoints, so a killed run cannot resume" in text

@@ -206,18 +206,20 @@ def read_trl(
     read = sorted(
         ((*_read_state(f), i, f) for i, f in enumerate(states)), key=lambda t: (t[0], t[2])
     )
-    rows = []
+    rows, lost = [], []
     for _, history, _, _ in read:
         for entry in history:
             for key, value in entry.items():
-                if key in _SKIP or isinstance(value, bool):
+                if key in _SKIP:
                     continue
-                if isinstance(value, int | float) or value is None:
+                if isinstance(value, bool) or isinstance(value, str):  # named if a competence
+                    lost.append((label, entry["step"], key, value))
+                elif isinstance(value, int | float) or value is None:
                     rows.append(
                         (label, entry["step"], key, float("nan") if value is None else value)
                     )
     source = str(read[-1][3])
-    scalars = scalar_frame(rows, source)
+    scalars = scalar_frame(rows, source, lost)
     args, _ = _training_args(path, states)
     return curves_from_scalars(
         scalars, mapping, source=source, configs={label: args}, strict=strict

@@ -117,11 +117,12 @@ def test_predict_a_value_training_refuses_is_one_error_line(knob_fit, tmp_path):
     ("args", "words"),
     [
         (["--steps", "100000000"], ["shorter --steps"]),
+        (["--steps", "1000000"], ["--steps 1000000", "memory", "shorter --steps"]),
         (["--out", "/proc/x"], ["--out"]),
         (["--plot", "/proc/x.png"], ["--plot"]),
         (["--plot", "{t}/x.xyz"], ["--plot", ".xyz"]),
     ],
-    ids=["steps-1e8", "out-proc", "plot-proc", "plot-xyz"],
+    ids=["steps-1e8", "steps-1e6-24GB", "out-proc", "plot-proc", "plot-xyz"],
 )
 def test_predict_refuses_a_size_or_output_before_any_solve(knob_fit, tmp_path, args, words):
     """On a real fit (the trial's crashes came after the solve, or asked 52 GB): exit 2,
@@ -196,6 +197,18 @@ def test_a_link_on_a_covariate_constant_in_the_fit_warns_at_fit_time(knob_fit):
     assert len(const) == 1, caught  # the kl_coef link only; lr and staleness vary
     assert const[0].startswith("link delta ~ rl.kl_coef: rl.kl_coef = 0 in every run")
     assert "follows the prior alone" in const[0]
+
+
+def test_recommend_steps_no_machine_holds_is_refused_before_any_solve(knob_fit, tmp_path):
+    """Issue 72 §3: a horizon whose forecasts would not fit, named with its size."""
+    fit, _ = knob_fit
+    before = _snapshot(fit)
+    r = _run([*CAL, "recommend", str(fit), "--param", "rl.lr", "--steps", "1e6",
+              "--out", str(tmp_path / "rec")], tmp_path)  # fmt: skip
+    lines = [x for x in r.stderr.splitlines() if x.strip() and not x.startswith("warning:")]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+    assert lines[0].startswith("error: --steps 1000000 needs about") and "memory" in lines[0]
+    assert _snapshot(fit) == before and list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("grid", [None, "0,2,4"], ids=["default-grid", "grid-0-2-4"])

@@ -67,3 +67,17 @@ def test_a_torn_tensorboard_record_is_said_or_refused(tmp_path):
     assert len(torn.table) == len(whole.table) - 1
     with pytest.raises(cal.DataError, match="torn last record"):
         cal.read_events(tmp_path / "run", m, strict=True)
+
+
+def test_trl_strings_and_booleans_are_named(tmp_path):
+    out = tmp_path / "trl"
+    out.mkdir()
+    hist = [{"step": 0, "eval_acc": 0.5}, {"step": 10, "eval_acc": "0.6"},
+            {"step": 20, "eval_acc": False}, {"step": 30, "eval_acc": 0.7}]  # fmt: skip
+    (out / "trainer_state.json").write_text(json.dumps({"log_history": hist}))
+    m = cal.KeyMapping({"X": "eval_acc"}, n_eval=100)
+    with pytest.warns(cal.DataWarning, match=r"2 value\(s\).*eval_acc at step 10 \('0.6'\)"):
+        d = cal.read_trl(out, m)
+    assert d.table["step"].tolist() == [0, 30]
+    with pytest.raises(cal.DataError, match="not finite numbers"):
+        cal.read_trl(out, m, strict=True)
