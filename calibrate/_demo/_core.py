@@ -21,7 +21,7 @@ from simulate.common import ConfigError, read_json_object, read_text, write_json
 
 from .._children import Bar, StageError, progress_of, run_command
 from .._pilots import label_runs, run_pilot_rounds, train_args_for
-from .._predict._knots import DEFAULT_EXTRAPOLATION_SD
+from .._predict._defaults import DEFAULT_EXTRAPOLATION_SD
 from .._study import Study, StudyInterrupted, python_m
 from ._config import DemoConfig, pilot_name
 

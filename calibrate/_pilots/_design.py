@@ -26,7 +26,7 @@ import numpy as np
 
 from simulate.common import ConfigError, to_scale
 
-from .._predict._knots import DEFAULT_EXTRAPOLATION_SD
+from .._predict._defaults import DEFAULT_EXTRAPOLATION_SD
 from .._space import SearchSpace
 
 __all__ = [

@@ -26,14 +26,9 @@ import numpy as np
 
 from .._config import ConfigError
 from .._model import CurveModel
+from ._defaults import DEFAULT_EXTRAPOLATION_SD as DEFAULT_EXTRAPOLATION_SD
 
 __all__ = ["DEFAULT_EXTRAPOLATION_SD", "EDGE", "bend_links", "check_sd", "knot_matrix"]
-
-#: The bend that ``recommend``, ``pilots`` and the demo give the links beyond the pilots'
-#: range by default: the fifth forecast test chose 0.5 by the best pooled log score of
-#: final competence over 168 held-out runs of four earlier tests (ties within 0.005 going
-#: to the smaller bend; ``paper/results/forecast_round5/calibration.json``).
-DEFAULT_EXTRAPOLATION_SD = 0.5
 
 #: Distances beyond the range below this (on the link's scale) are rounding: no bend.
 EDGE = 1e-9

@@ -151,7 +151,8 @@ def _recommend_space(args: argparse.Namespace) -> int:
     if args.objective is not None:  # a bad value: exit 2 with one error: line
         objective = check_objective(args.objective, "--objective")
         space = dataclasses.replace(space, objective=objective)
-    from .._predict._knots import DEFAULT_EXTRAPOLATION_SD, check_sd
+    from .._predict._defaults import DEFAULT_EXTRAPOLATION_SD
+    from .._predict._knots import check_sd
     from ._margin import TIE
 
     args.tie = TIE if args.tie is None else args.tie

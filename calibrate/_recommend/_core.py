@@ -28,7 +28,6 @@ from .._new_run import band_note
 from .._objective import objective_index, objective_label
 from .._posterior import Posterior, load_fit
 from .._predict._core import predict
-from .._predict._knots import DEFAULT_EXTRAPOLATION_SD
 from .._space import SearchSpace
 from ._eval import evaluate, head_stats
 from ._eval import rank_candidates as rank_candidates
@@ -173,7 +172,7 @@ def recommend_space(
     key: jax.Array | None = None,
     motif_weights: str = "best",
     tie: float = TIE,
-    extrapolation_sd: float = DEFAULT_EXTRAPOLATION_SD,
+    extrapolation_sd: float = 0.0,
 ) -> dict[str, Any]:
     """Predict every candidate of a search space and rank them for the next run.
 
@@ -210,8 +209,9 @@ def recommend_space(
             units); a larger one when the forecasts' Monte Carlo noise is larger
             (:mod:`calibrate._recommend._margin`). Among the candidates tied with the best,
             the one with the largest stability margin is recommended.
-        extrapolation_sd: Bend of the links beyond the pilots' range (``predict``'s;
-            default :data:`calibrate._predict._knots.DEFAULT_EXTRAPOLATION_SD`).
+        extrapolation_sd: Bend of the links beyond the pilots' range (``predict``'s; 0,
+            straight, as :func:`calibrate.predict`; the command line's default is
+            :data:`calibrate._predict._defaults.DEFAULT_EXTRAPOLATION_SD`).
 
     Returns:
         A JSON-ready dict (``space``, ``motif_source``, ``ranked_by``, ``top``, ``best``,
