@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,10 @@ def evaluate_command(args: argparse.Namespace) -> int:
         return [run_record(f, given) | {"folder": str(f)} for f in folders]
 
     pilots, heldout, loo = read(args.pilots), read(args.heldout), read(args.loo)
+    for r in [*pilots, *heldout, *loo]:
+        if r["status"] not in ("finished", "diverged"):
+            print(f"warning: {r['folder']} is not finished (status {r['status']}): its last "
+                  "evaluation is scored as its final", file=sys.stderr)  # fmt: skip
     every = [*pilots, *heldout, *loo]
     knobs = varying_knobs(every, given)
     for r in every:

@@ -33,7 +33,9 @@ def run_record(folder: str | Path, knobs: Sequence[str] | None = None) -> dict[s
     manifest's training config, the config's defaults where it leaves one out; None: every
     knob of :data:`llm_runs.knobs.KNOBS` the config has a number for), regime group
     (:func:`simulate.classify_observed` at the run's probe count; a diverged run is a
-    collapse), final competences, curves and ``n_eval`` (the last evaluation's probes).
+    collapse), final competences, curves, ``n_eval`` (the last evaluation's probes) and
+    ``status`` (the manifest's: ``finished``, ``diverged``, or ``running`` for a run being
+    written or stopped early).
 
     Raises:
         ConfigError: A knob that is no field of the run's config, or a run whose curves cannot
@@ -76,4 +78,5 @@ def run_record(folder: str | Path, knobs: Sequence[str] | None = None) -> dict[s
         "final": {a: float(wide[a].dropna().iloc[-1]) for a in agents},
         "steps": [int(s) for s in wide.index],
         "curves": {a: [float(v) for v in wide[a]] for a in agents}, "n_eval": n_eval,
+        "status": log.status,
     }  # fmt: skip

@@ -167,3 +167,24 @@ def test_leave_one_setting_out_fits_the_model_in_every_fold(folder):
     for k, held in enumerate(s["folds"]):
         lrs = {c["rl"]["lr"] for c in fitted[k].values()}
         assert held["setting"]["rl.lr"] not in lrs and len(lrs) == 2
+
+
+def test_run_record_reads_the_setting_group_and_status(folder, capsys):
+    from llm_runs import runlog as rl
+    from llm_runs.config import TrainConfig
+
+    r = cal.run_record("runs/h1")
+    assert r["setting"]["rl.lr"] == 3e-3 and r["status"] == "finished" and r["n_eval"] == 100
+    default = TrainConfig.from_dict({}).to_dict()["rl"]["staleness"]
+    assert r["setting"]["rl.staleness"] == default  # left out of the config: its default
+    assert r["group"] in cal.FORECAST_GROUPS and set(r["final"]) == {"X", "Y", "Z"}
+    assert cal.run_record("runs/h1", ["rl.lr"])["setting"] == {"rl.lr": 3e-3}
+    with pytest.raises(cal.ConfigError, match=r"no numeric rl\.nope"):
+        cal.run_record("runs/h1", ["rl.nope"])
+    rl.update_manifest(folder / "runs" / "h1", status="running")  # stopped early
+    argv = ["evaluate", "--pilots", "runs/p0", "runs/p1", "runs/p2", "--heldout", "runs/h1",
+            "--no-model", "--prefix", "0", "--draws", "20", "--out", "partial"]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["warning: runs/h1 is not finished (status running): its last evaluation "
+                   "is scored as its final"]  # fmt: skip
