@@ -62,8 +62,8 @@ def test_initial_design_spans_the_box_on_each_knob_scale() -> None:
 
 
 def test_unit_coordinates_against_the_scales_by_hand() -> None:
-    u = unit_coords(_space(), [{"rl.lr": 2e-3, "rl.staleness": 5}, {"rl.lr": 8e-2,
-                                                                       "rl.staleness": 0}])  # fmt: skip
+    settings = [{"rl.lr": 2e-3, "rl.staleness": 5}, {"rl.lr": 8e-2, "rl.staleness": 0}]
+    u = unit_coords(_space(), settings)
     assert u[0, 0] == pytest.approx(math.log(2) / math.log(40))
     assert u[0, 1] == pytest.approx(math.log1p(5) / math.log1p(12))
     assert u[1, 0] == pytest.approx(1 + math.log(2) / math.log(40))  # beyond the box: > 1
