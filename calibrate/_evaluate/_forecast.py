@@ -69,6 +69,31 @@ class Forecast:
         """The same forecast under another name."""
         return dataclasses.replace(self, method=method)
 
+    def to_dict(self, decimals: int = 4) -> dict[str, Any]:
+        """A JSON-ready dict (samples rounded to ``decimals``, probabilities to 6), e.g. to
+        store forecasts before the runs they predict (:meth:`from_dict` reads it back)."""
+        return {"method": self.method, "agents": list(self.agents),
+                "samples": np.round(self.samples, decimals).tolist(),
+                "probs": np.round(self.probs, 6).tolist()}  # fmt: skip
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> Forecast:
+        """The forecast of :meth:`to_dict`'s dict.
+
+        Raises:
+            ValueError: Its arrays do not have the shapes of one forecast.
+        """
+        samples = np.asarray(d["samples"], dtype=float)
+        probs = np.asarray(d["probs"], dtype=float)
+        n = len(probs)
+        if probs.ndim != 2 or probs.shape[1] != len(FORECAST_GROUPS):
+            raise ValueError(f"probs must be (H, {len(FORECAST_GROUPS)}), got {probs.shape}")
+        if samples.size == 0:
+            samples = np.zeros((n, 0, 0))
+        if samples.ndim != 3 or samples.shape[:2] != (n, len(d["agents"])):
+            raise ValueError(f"samples must be (H, N, M) = ({n}, {len(d['agents'])}, M)")
+        return Forecast(str(d["method"]), tuple(d["agents"]), samples, probs)
+
     @staticmethod
     def concat(parts: Sequence[Forecast]) -> Forecast:
         """The forecasts of one method over several sets of runs, stacked in order.

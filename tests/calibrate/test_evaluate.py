@@ -151,3 +151,15 @@ def test_forecast_rows_and_concat():
     assert f.p_collapse().tolist() == [0.0, 1.0]
     with pytest.raises(ValueError):
         cal.Forecast.concat([f, f.named("other")])
+
+
+def test_a_forecast_round_trips_through_json():
+    import json
+
+    for f in (_oracle(HELD), cal.knn_groups(PILOTS, [r["setting"] for r in HELD], ("rl.lr",))):
+        back = cal.Forecast.from_dict(json.loads(json.dumps(f.to_dict())))
+        assert back.method == f.method and back.agents == f.agents
+        np.testing.assert_allclose(back.samples, f.samples, atol=1e-4)
+        np.testing.assert_allclose(back.probs, f.probs, atol=1e-6)  # rounded to 6 places
+    with pytest.raises(ValueError, match="probs"):
+        cal.Forecast.from_dict({"method": "x", "agents": [], "samples": [], "probs": [[1.0]]})
