@@ -117,7 +117,7 @@ def test_predict_a_value_training_refuses_is_one_error_line(knob_fit, tmp_path):
     ("args", "words"),
     [
         (["--steps", "100000000"], ["shorter --steps"]),
-        (["--steps", "1000000"], ["--steps 1000000", "memory", "shorter --steps"]),
+        (["--steps", "1000000", "--draws", "200"], ["--steps 1000000", "memory", "shorter"]),
         (["--out", "/proc/x"], ["--out"]),
         (["--plot", "/proc/x.png"], ["--plot"]),
         (["--plot", "{t}/x.xyz"], ["--plot", ".xyz"]),
