@@ -159,6 +159,14 @@ def _check_runs(pilots: Sequence[Run], heldout: Sequence[Run]) -> None:
         raise ConfigError(f"unknown regime group {bad[0]!r}: one of {', '.join(FORECAST_GROUPS)}")
 
 
+def _check_names(forecasts: Sequence[Forecast]) -> None:
+    names = [f.method for f in forecasts]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"two forecasts are named {twice[0]!r}: leave that baseline out "
+                          "(baselines=...) or rename the forecast (Forecast.named)")  # fmt: skip
+
+
 def _result(
     forecasts: list[Forecast], heldout: Sequence[Run], splits: list[str], n_pilots: int,
     knobs: tuple[str, ...], n_eval: int, rng: np.random.Generator, extra: dict[str, Any],
@@ -235,6 +243,7 @@ def evaluate_forecasts(
         pilots, heldout, knobs_, n_eval=n, draws=draws, prefix=prefix, baselines=baselines,
         rng=rng, seed=seed,
     )  # fmt: skip
+    _check_names(forecasts)
     splits = [split_of(r["setting"], pilots, knobs_) for r in heldout]
     return _result(forecasts, heldout, splits, len(pilots), knobs_, n, rng, {})
 
@@ -281,6 +290,7 @@ def evaluate_loo(
         fs = [got] if isinstance(got, Forecast) else list(got)
         fs += baseline_forecasts(pilots, held, knobs_, n_eval=n, draws=draws, prefix=prefix,
                                  baselines=baselines, rng=rng, seed=seed)  # fmt: skip
+        _check_names(fs)
         for f in fs:
             if f.probs.shape[0] != len(held):
                 raise ConfigError(f"{f.method}: {f.probs.shape[0]} rows for {len(held)} runs")

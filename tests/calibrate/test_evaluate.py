@@ -123,6 +123,12 @@ def test_an_oracle_model_scores_perfectly_beside_every_baseline():
 def test_model_rows_must_match_the_heldout_runs():
     with pytest.raises(cal.ConfigError, match="rows for 2 runs"):
         cal.evaluate_forecasts(PILOTS, HELD, _oracle(HELD[:1]), baselines=())
+    stored = cal.nearest_pilot(PILOTS, [r["setting"] for r in HELD], ("rl.lr",), n_eval=64,
+                               draws=50, rng=np.random.default_rng(0))  # fmt: skip
+    with pytest.raises(cal.ConfigError, match="two forecasts are named 'nearest pilot'"):
+        cal.evaluate_forecasts(PILOTS, HELD, stored, baselines=("nearest pilot",))
+    res = cal.evaluate_forecasts(PILOTS, HELD, stored, baselines=("3-nn",))
+    assert res["methods"] == ["nearest pilot", "3-nn"]
     with pytest.raises(cal.ConfigError, match="unknown baseline"):
         cal.evaluate_forecasts(PILOTS, HELD, baselines=("tpe",))
 
