@@ -48,8 +48,8 @@ class Prediction:
             spreads (:func:`~calibrate._predict._checks.pilot_distance`).
         collapse_floor: Per setting, the least network P(collapse) the pilots leave open
             (:func:`~calibrate._predict._checks.collapse_floor`; 0 inside their range):
-            :meth:`groups` lifts the network's P(collapse) to it and scales the other
-            groups down.
+            :meth:`groups` lifts the network's P(collapse) to it (times the share of draws
+            whose solve did not fail) and scales the other solved groups down.
         band: ``new_run`` or ``mean``: the headline forecast.
         new_final: One new run's logged final competence per draw ``(S, G, N)`` (None
             for ``band="mean"``).
@@ -123,11 +123,14 @@ class Prediction:
         per, net = self.regime_probs()
         gn = {g: net[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()}
         if self.collapse_floor and any(self.collapse_floor):
-            floor = np.asarray(self.collapse_floor, float)
-            c = gn["collapse"]
-            lifted = np.maximum(c, floor)
-            rest = np.where(1.0 - c > 0, (1.0 - lifted) / np.where(1.0 - c > 0, 1.0 - c, 1.0), 0)
-            gn = {g: lifted if g == "collapse" else v * rest for g, v in gn.items()}
+            # the floor applies to the draws that gave a forecast (a failed solve stays one)
+            c, failed = gn["collapse"], gn["failed"]
+            solved = 1.0 - failed
+            lifted = np.maximum(c, np.asarray(self.collapse_floor, float) * solved)
+            others = solved - c  # the solved draws' mass outside collapse
+            rest = np.where(others > 0, (solved - lifted) / np.where(others > 0, others, 1.0), 0)
+            gn = {g: lifted if g == "collapse" else v if g == "failed" else v * rest
+                  for g, v in gn.items()}  # fmt: skip
         return {g: per[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()}, gn
 
     def to_dict(self, curves: bool = True) -> dict[str, Any]:

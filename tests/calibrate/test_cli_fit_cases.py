@@ -78,8 +78,8 @@ def test_predict_far_outside_the_pilots_is_in_0_1_or_failed_and_says_so(
 ):
     fit, _ = knob_fit
     out = tmp_path / "pred"
-    r = _run([*CAL, "predict", str(fit), "--set", setting, "--draws", "50", "--out", str(out)],
-             tmp_path)  # fmt: skip
+    r = _run([*CAL, "predict", str(fit), "--set", setting, "--draws", "50", "--out", str(out),
+              "--extrapolation-sd", "0"], tmp_path)  # straight links: their failures  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     for pat in patterns:
         assert re.search(pat, r.stdout, re.M), (pat, r.stdout)
@@ -147,7 +147,8 @@ def test_recommend_space_never_ranks_a_failed_choice_first(knob_fit, tmp_path):
     space = tmp_path / "space.yaml"
     space.write_text("fields:\n  rl.lr: {choices: [3e-3, 10, 1e300]}\nbudget_steps: 290\n")
     rec = tmp_path / "rec"
-    argv = [*CAL, "recommend", str(fit), "--space", str(space), "--top", "3", "--draws", "50"]
+    argv = [*CAL, "recommend", str(fit), "--space", str(space), "--top", "3", "--draws", "50",
+            "--extrapolation-sd", "0"]  # straight links: their failures  # fmt: skip
     r = _run([*argv, "--out", str(rec)], tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     warned = [x for x in r.stderr.splitlines() if x.startswith("warning:")]

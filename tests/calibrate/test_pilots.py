@@ -200,3 +200,27 @@ def test_pilots_cli_refuses_bad_input_with_one_line(tmp_path: Path) -> None:
         assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), r.stderr
         assert needle in lines[0]
         assert not (tmp_path / "p").exists()
+
+
+def test_groups_lift_collapse_to_the_floor_among_the_solved_draws() -> None:
+    from calibrate._predict._prediction import Prediction
+    from simulate.common import REGIME_GROUPS
+
+    code = {g: int(c[0]) for g, c in REGIME_GROUPS.items()}
+    # setting 0: 3 converged, 1 collapse draws; setting 1: 2 converged, 2 failed (one agent)
+    codes = np.array([[[code["converged"]]] * 3 + [[code["collapse"]]],
+                      [[code["converged"]]] * 2 + [[code["failed"]]] * 2])  # (S, G, N)  # fmt: skip
+    pred = Prediction(
+        settings=({}, {}), reference={}, agents=("X",), t=np.arange(3.0), mean=None, bands=None,
+        final=np.zeros((2, 4, 1)), codes=codes, draw_index=np.arange(4),
+        collapse_floor=(0.5, 0.4),
+    )  # fmt: skip
+    _, net = pred.groups()
+    assert net["collapse"][0] == pytest.approx(0.5) and net["converged"][0] == pytest.approx(0.5)
+    # the failed half stays failed; the floor 0.4 of the solved half is 0.2
+    assert net["failed"][1] == pytest.approx(0.5) and net["collapse"][1] == pytest.approx(0.2)
+    assert net["converged"][1] == pytest.approx(0.3)
+    total = sum(net.values())
+    assert np.allclose(total, 1.0)
+    plain = Prediction(**{**pred.__dict__, "collapse_floor": ()})
+    assert plain.groups()[1]["collapse"][0] == pytest.approx(0.25)
