@@ -16,7 +16,7 @@ from typing import Any
 
 from llm_runs.knobs import hierarchy_links
 from simulate.common import ConfigError
-from simulate.spec import MOTIFS
+from simulate.spec import MOTIFS, ffl_spec
 
 from .._objective import check_objective
 from .._pilots import PilotPlan
@@ -147,6 +147,10 @@ class DemoConfig:
                     f"({4 * self.eval_every}) so that a regime can be judged, got {v!r}"
                 )
         check_objective(self.objective, "demo")
+        nodes = ffl_spec(self.motifs[0], self.gate).nodes  # every FFL preset's: X, Y, Z
+        if self.objective not in ("e2e", "last", *nodes):  # before any stage, not after the base
+            raise ConfigError(f"demo: objective must be 'e2e', 'last' or an agent of the motifs "
+                              f"({', '.join(nodes)}), got {self.objective!r}")  # fmt: skip
         if self.design == "adaptive":
             self.pilot_plan()  # the pilot design's own checks (a budget that covers round 0)
         if not (_pos(self.risk) and self.risk <= 1) or not (0 < self.target < 1):

@@ -40,6 +40,7 @@ def test_config_round_trips_json() -> None:
         ({"workers": 0}, "workers"),
         ({"seed": -1}, "seed"),
         ({"objective": ""}, "objective"),
+        ({"objective": "W"}, "an agent of the motifs"),
         ({"steps": 3}, "unknown field"),
         ({"design": "grid"}, "design"),
         ({"pilot_lr_box": [4e-2, 1e-3]}, "pilot_lr_box"),
