@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["REGIME_GROUPS", "REGIME_NAMES", "REGIME_SEVERITY", "Regime"]
+__all__ = ["REGIME_GROUPS", "REGIME_NAMES", "REGIME_SEVERITY", "Regime", "regime_group"]
 
 
 class Regime(enum.IntEnum):
@@ -46,3 +46,18 @@ REGIME_GROUPS: dict[str, tuple[int, ...]] = {
     "unsettled": (6,),
     "failed": (5,),
 }
+
+
+def regime_group(name: str) -> str:
+    """The group of :data:`REGIME_GROUPS` a regime name (:data:`REGIME_NAMES`) belongs to.
+
+    >>> regime_group("damped oscillation")
+    'oscillating'
+
+    Raises:
+        KeyError: A name that is no regime's.
+    """
+    code = next((c for c, n in REGIME_NAMES.items() if n == name), None)
+    if code is None:
+        raise KeyError(f"unknown regime name {name!r}; known: {sorted(REGIME_NAMES.values())}")
+    return next(g for g, codes in REGIME_GROUPS.items() if int(code) in codes)

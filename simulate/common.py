@@ -54,6 +54,7 @@ from ._regimes import REGIME_GROUPS as REGIME_GROUPS
 from ._regimes import REGIME_NAMES as REGIME_NAMES
 from ._regimes import REGIME_SEVERITY as REGIME_SEVERITY
 from ._regimes import Regime as Regime
+from ._regimes import regime_group as regime_group
 from ._scales import SCALE_ALIASES as SCALE_ALIASES
 from ._scales import SCALE_DOMAINS as SCALE_DOMAINS
 from ._scales import SCALES as SCALES
@@ -102,6 +103,7 @@ __all__ = [
     "read_json_object",
     "read_structured",
     "read_text",
+    "regime_group",
     "save_figure",
     "scale_name",
     "to_scale",

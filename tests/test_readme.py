@@ -42,6 +42,24 @@ TINY_TRAIN = [
 ]
 
 
+#: The train flags that TINY_TRAIN's fields replace (a flag and ``--set`` of its field together
+#: are refused as a conflict).
+TINY_FLAGS = ("--steps", "--eval-every")
+
+
+def _without_flags(argv: list[str], flags: tuple[str, ...]) -> list[str]:
+    """``argv`` without the options ``flags`` and their values (``--steps 100`` or ``=100``)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in flags:
+            skip = True
+        elif not any(a.startswith(f + "=") for f in flags):
+            out.append(a)
+    return out
+
+
 def _section(text: str, heading: str) -> str:
     m = re.search(rf"^## {re.escape(heading)}.*?$(.*?)(?=^## |\Z)", text, re.M | re.S)
     if m is None:
@@ -93,6 +111,7 @@ def _run_block(block: str, cwd: Path, forks: ForkRunner, cache: Path) -> None:
         assert argv[:2] == ["python", "-m"], argv
         argv = [sys.executable, *argv[1:]]
         if argv[2:4] == ["llm_runs", "train"]:
+            argv = _without_flags(argv, TINY_FLAGS)  # train refuses a flag and --set of one field
             argv += [a for kv in TINY_TRAIN for a in ("--set", kv)]
             argv += ["--set", f"model.base_cache={cache}", "--no-progress"]
         proc = forks.run(argv, cwd=cwd, timeout=900)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from simulate.common import REGIME_GROUPS, to_scale
+from simulate.common import REGIME_GROUPS, regime_group, to_scale
 
 __all__ = [
     "FORECAST_GROUPS",
@@ -117,12 +117,9 @@ def onehot_groups(labels: Sequence[str]) -> np.ndarray:
     return out
 
 
-def group_of(regime: str) -> str:
-    """simulate's regime name -> its group (as :meth:`calibrate.Prediction.groups`)."""
-    import simulate
-
-    code = {v: k for k, v in simulate.REGIME_NAMES.items()}[regime]
-    return next(g for g, codes in REGIME_GROUPS.items() if int(code) in codes)
+#: simulate's regime name -> its group (as :meth:`calibrate.Prediction.groups`): the one
+#: mapping, :func:`simulate.common.regime_group`.
+group_of = regime_group
 
 
 def _scale_of(knob: str) -> str:

@@ -153,9 +153,7 @@ def label_runs(runs: Sequence[PilotRun]) -> list[PilotRun]:
     agent, or a diverged run)."""
     from llm_runs import observed_regime
     from llm_runs.runlog import read_run
-    from simulate.common import peak_collapse
-
-    from .._predict._rule import group_of_regime
+    from simulate.common import peak_collapse, regime_group
 
     out = []
     for x in runs:
@@ -167,7 +165,7 @@ def label_runs(runs: Sequence[PilotRun]) -> list[PilotRun]:
             for a in comp.columns
             if comp[a].dropna().size >= 4
         )
-        group = group_of_regime(reg["regime"])
+        group = regime_group(reg["regime"])
         final = {str(a): float(comp[a].dropna().iloc[-1]) for a in comp.columns}
         out.append(x | {"regime": reg["regime"], "group": group, "final": final,
                         "collapse": group == "collapse", "collapse_peak": peak})  # fmt: skip

@@ -18,22 +18,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from simulate.common import REGIME_GROUPS, REGIME_NAMES, Regime
+from simulate.common import REGIME_GROUPS, regime_group
 
 from .._config import ConfigError
 from .._posterior import Posterior
 
-__all__ = ["group_of_regime", "observed_regime_probs"]
-
-#: Group of each regime name (:data:`simulate.common.REGIME_GROUPS`).
-_GROUP_OF = {
-    REGIME_NAMES[Regime(code)]: group for group, codes in REGIME_GROUPS.items() for code in codes
-}
-
-
-def group_of_regime(name: str) -> str:
-    """The regime group (``converged``, ``oscillating``, ``collapse``...) of a regime name."""
-    return _GROUP_OF.get(name, "failed")
+__all__ = ["observed_regime_probs"]
 
 
 def observed_regime_probs(
@@ -97,6 +87,6 @@ def observed_regime_probs(
             p = np.clip(cur + sdv * rng.standard_normal(sdv.size), 0.0, 1.0)
             y = rng.binomial(n, p) / n
             reg = simulate.classify_observed(t, y, float(np.median(n)), names=pred.agents)
-            probs[s, groups.index(group_of_regime(reg["regime"]))] += 1
+            probs[s, groups.index(regime_group(reg["regime"]))] += 1
         probs[s] /= max(len(cs), 1)
     return {g: probs[:, j] for j, g in enumerate(groups)}
