@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from simulate.common import lazy_exports
 
 if TYPE_CHECKING:
+    from ._archive import archive_runs as archive_runs
+    from ._archive import restore_runs as restore_runs
     from ._build import build_model as build_model
     from ._config import ConfigError as ConfigError
     from ._config import FitConfig as FitConfig
@@ -111,6 +113,8 @@ if TYPE_CHECKING:
     from ._synth import synthetic_curves as synthetic_curves
 
 _LAZY: dict[str, str] = {
+    "archive_runs": "._archive",
+    "restore_runs": "._archive",
     "ConfigError": "._config",
     "FitConfig": "._config",
     "Hierarchy": "._config",

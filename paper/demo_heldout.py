@@ -27,6 +27,8 @@ Design (fixed before any held-out run; ``<out>/design.json``):
 
 Usage: python -m paper.demo_heldout [--phase pilots|predict|heldout|summary|all]
        [--runs runs/demo_heldout] [--out paper/results/demo_heldout] [--quick]
+       python -m paper.demo_heldout --phase restore --runs NEW_FOLDER   # from runs.tar.gz
+       python -m paper.demo_heldout --phase summary --runs NEW_FOLDER   # the summary again
 """
 
 from __future__ import annotations
@@ -154,8 +156,10 @@ def _fit_of(runs: Path, name: str) -> Path:
 def _pilot_records(runs: Path, name: str) -> list[dict[str, Any]]:
     import calibrate
 
-    doc = json.loads((runs / name / "pilots" / "pilots.json").read_text())
-    return [calibrate.run_record(r["folder"], KNOBS) for r in doc["runs"]]
+    folder = runs / name / "pilots"
+    doc = json.loads((folder / "pilots.json").read_text())
+    # each run where --runs holds it (the stored path is where it trained)
+    return [calibrate.run_record(folder / Path(r["folder"]).name, KNOBS) for r in doc["runs"]]
 
 
 def seeds_needed(pilots: list[dict[str, Any]]) -> tuple[int, float]:
@@ -352,9 +356,12 @@ def summary_phase(d: Design, runs: Path, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import calibrate
+
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--phase", default="all",
-                   choices=["pilots", "predict", "heldout", "summary", "all"])  # fmt: skip
+                   choices=["pilots", "predict", "heldout", "summary", "all", "archive",
+                            "restore"])  # fmt: skip
     p.add_argument("--runs", default="runs/demo_heldout")
     p.add_argument("--out", default="paper/results/demo_heldout")
     p.add_argument("--quick", action="store_true", help="micro sizes (a test runs them)")
@@ -378,6 +385,10 @@ def main(argv: list[str] | None = None) -> int:
             predict_phase(d, runs, out)
         elif ph == "heldout":
             heldout_phase(d, runs, out, workers=args.workers)
+        elif ph == "archive":
+            calibrate.archive_runs(runs, out / "runs.tar.gz")
+        elif ph == "restore":
+            calibrate.restore_runs(out / "runs.tar.gz", runs)
         else:
             summary_phase(d, runs, out)
     return 0
