@@ -145,7 +145,9 @@ def test_recommend_space_never_ranks_a_failed_choice_first(knob_fit, tmp_path):
     its own mean, and best.yaml gets a value whose forecasts did not fail."""
     fit, _ = knob_fit
     space = tmp_path / "space.yaml"
-    space.write_text("fields:\n  rl.lr: {choices: [3e-3, 10, 1e300]}\nbudget_steps: 290\n")
+    # risk 1: beyond the pilots' range the collapse floor (not this test's subject) is > 0.1
+    space.write_text("fields:\n  rl.lr: {choices: [3e-3, 10, 1e300]}\nbudget_steps: 290\n"
+                     "risk: 1.0\n")  # fmt: skip
     rec = tmp_path / "rec"
     argv = [*CAL, "recommend", str(fit), "--space", str(space), "--top", "3", "--draws", "50",
             "--extrapolation-sd", "0"]  # straight links: their failures  # fmt: skip
