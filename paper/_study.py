@@ -124,6 +124,12 @@ def study_main(
         return _error(f"--workers must be >= 1, got {a.workers}")
     cfg = design(**quick) if a.quick else design()
     runs, out = Path(a.runs), Path(a.out)
+    for flag, path in (("--out", out), ("--runs", runs)):
+        if path.exists() and not path.is_dir():
+            return _error(f"{flag} {path} is a file: name a folder (new, or one this study made)")
+    if runs.is_dir() and not _study_runs(runs):
+        return _error(f"--runs {runs} holds files that are no study's runs; it is never written "
+                      "into: choose a new or empty folder")  # fmt: skip
     todo = phases if a.phase == "all" else [a.phase]
     if todo == [gated] and not (out / "predictions.json").is_file():
         return _error(
@@ -162,6 +168,21 @@ def study_main(
     return 0
 
 
+def _study_runs(runs: Path) -> bool:
+    """Whether a folder is empty or holds what a study writes there (its ``logs``, run
+    folders with a ``manifest.json``, ``configs``, an archive's restored runs)."""
+    ours = {"logs", "configs"}
+    marks = ("manifest.json", "run.lock", "competence.jsonl")  # a run, even one cut short
+    for entry in runs.iterdir():
+        if entry.name in ours or entry.name.startswith("."):
+            continue
+        if not entry.is_dir():
+            return False
+        if any(entry.iterdir()) and not any(any(entry.rglob(m)) for m in marks):
+            return False
+    return True
+
+
 def fit_pilots(inputs: list[str], fit_dir: Path, *, what: str) -> None:
     """``calibrate fit`` (C1, AND, Laplace) of the run folders ``inputs`` into ``fit_dir``,
     unless a posterior is already there.
@@ -169,6 +190,8 @@ def fit_pilots(inputs: list[str], fit_dir: Path, *, what: str) -> None:
     Raises:
         RuntimeError: The fit failed; the message names ``what``.
     """
+    if not inputs:
+        raise RuntimeError(f"no runs to fit for {what}: train them first (their phase)")
     args = ["--motif", "C1", "--gate", "AND", "--method", "laplace"]
     try:
         fit_runs(inputs, fit_dir, args=args, log=fit_dir.parent / "logs" / f"{fit_dir.name}.log")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli_contract import CAL, LLM, PNG, SIM, _env, _snapshot
+from tests.test_cli_contract import CAL, LLM, PNG, PY, ROOT, SIM, _env, _snapshot
 from tests.test_cli_contract import forks as forks  # the shared fork server fixture
 
 CSV_HEAD = "run,step,agent,competence,n_eval\n"
@@ -77,8 +77,16 @@ def _setup(kind: str, t: Path) -> None:
             (d / broken).write_bytes(b"not what it says")
 
 
+#: A study driver (every one shares paper/_study.py's command line).
+STUDY = [PY, str(ROOT / "paper" / "forecast_round5.py"), "--quick"]
+
 # (id, user's files, command, words the error line must hold)
 CASES = [
+    # §1/§3 study drivers: a folder of the user's files is never written into; --out a file
+    ("study-runs-a-users-folder", "files", [*STUDY, "--runs", "{t}", "--out", "{t}/res"],
+     ["--runs", "never written into"]),
+    ("study-out-a-file", "files", [*STUDY, "--runs", "{t}/r", "--out", "{t}/fig.png"],
+     ["--out", "is a file"]),
     # §3 sizes no machine can hold, refused before any work with the option and the size
     ("population-replicates-1e9", "files",
      [*SIM, "population", "--replicates", "1e9"], ["--replicates 1000000000", "memory"]),
@@ -334,3 +342,11 @@ def test_ckpt_every_0_is_documented_where_a_user_looks(forks, tmp_path):
     assert res.returncode == 0
     text = " ".join(res.stdout.split())
     assert "0: no checkpoints, so a killed run cannot resume" in text
+
+
+def test_a_study_fit_without_runs_says_so() -> None:
+    """A study's fit phase with no pilot runs fails with a message (not "fit done (0 s)")."""
+    from paper._study import fit_pilots
+
+    with pytest.raises(RuntimeError, match="no runs to fit for the pilots"):
+        fit_pilots([], Path("/nonexistent/fit"), what="the pilots")
