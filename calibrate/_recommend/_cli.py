@@ -172,9 +172,28 @@ def _recommend_space_locked(args: argparse.Namespace, space: Any, out: Path) -> 
     from simulate import jsonable, mark_output, write_json
 
     jax.config.update("jax_enable_x64", True)
+    from .._posterior import load_fit
+    from .._predict._checks import check_memory
     from ._core import recommend_space_from_dir
     from ._explain import explain_lines
+    from ._motif import MotifFits, is_selection_folder
     from ._plot import plot_regime_map, space_table
+
+    if is_selection_folder(args.fit_dir):  # the best fit's size stands for its motifs'
+        fits = MotifFits.load(args.fit_dir)
+        post = fits.get(fits.best)
+    else:
+        post = load_fit(args.fit_dir)
+    check_memory(
+        post,
+        steps=space.budget_steps,
+        draws=args.draws,
+        band="mean",
+        settings=2,
+        what="budget_steps",
+        advice="ask for a shorter budget_steps in the space",
+    )
+    # (two settings at a time, one per CPU device)
 
     rec = recommend_space_from_dir(
         args.fit_dir,

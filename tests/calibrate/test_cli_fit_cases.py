@@ -214,6 +214,20 @@ def test_recommend_steps_no_machine_holds_is_refused_before_any_solve(knob_fit, 
     assert _snapshot(fit) == before and list(tmp_path.iterdir()) == []
 
 
+def test_recommend_space_budget_no_machine_holds_is_refused_before_any_solve(knob_fit, tmp_path):
+    """Issue 72 §3: ``recommend --space`` with a ``budget_steps`` whose forecasts would not fit
+    (it ran out of memory inside XLA), named with its size before any solve."""
+    fit, _ = knob_fit
+    space = tmp_path / "space.yaml"
+    space.write_text("fields:\n  rl.lr: {low: 1.0e-4, high: 1.0e-3}\nbudget_steps: 1000000\n")
+    r = _run([*CAL, "recommend", str(fit), "--space", str(space), "--out", str(tmp_path / "rec")],
+             tmp_path)  # fmt: skip
+    lines = [x for x in r.stderr.splitlines() if x.strip() and not x.startswith("warning:")]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
+    assert lines[0].startswith("error: budget_steps 1000000 needs about") and "memory" in lines[0]
+    assert not (tmp_path / "rec").exists()
+
+
 @pytest.mark.parametrize("grid", [None, "0,2,4"], ids=["default-grid", "grid-0-2-4"])
 def test_recommend_staleness_with_lag_0_a_candidate(knob_fit, tmp_path, grid):
     """Issue 72 §3: ``recommend --param rl.staleness`` crashed (``ZeroDivisionError``)
