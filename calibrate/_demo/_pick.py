@@ -94,7 +94,7 @@ def tie_margin_lines(rec: dict[str, Any]) -> list[str]:
             lines.append(f"- **Tie**: {tie['n_tied']} candidates lie within {tie['tolerance']:.3g}"
                          f" of the best forecast objective (its noise): {alts}. The largest "
                          "stability margin won.")  # fmt: skip
-        else:
+        elif tie["tolerance"] > 0:
             lines.append(f"- No tie: every other candidate within risk is more than "
                          f"{tie['tolerance']:.3g} below the pick.")  # fmt: skip
     m = rec.get("margin")

@@ -32,7 +32,7 @@ from .._space import SearchSpace
 from ._eval import evaluate, head_stats
 from ._eval import rank_candidates as rank_candidates
 from ._explain import explain
-from ._margin import TIE, margins, tied_with_best
+from ._margin import margins, tied_with_best
 from ._motif import _NET, MotifFits, is_selection_folder, plan
 from ._pilots import base_pilot, next_run_config, pilot_values, space_config
 from ._seeds import seed_spread_note
@@ -171,7 +171,7 @@ def recommend_space(
     top: int = 5,
     key: jax.Array | None = None,
     motif_weights: str = "best",
-    tie: float = TIE,
+    tie: float | None = None,
     extrapolation_sd: float = 0.0,
 ) -> dict[str, Any]:
     """Predict every candidate of a search space and rank them for the next run.
@@ -206,9 +206,12 @@ def recommend_space(
         motif_weights: ``best`` or ``stacking`` (a selection without ``network.motif``
             in the space).
         tie: Smallest difference of forecast objectives that is not a tie (objective
-            units); a larger one when the forecasts' Monte Carlo noise is larger
-            (:mod:`calibrate._recommend._margin`). Among the candidates tied with the best,
-            the one with the largest stability margin is recommended.
+            units; the command line's default is
+            :data:`calibrate._recommend._margin.TIE`); a larger one where the forecasts'
+            Monte Carlo noise is larger (:mod:`calibrate._recommend._margin`). Among the
+            candidates tied with the best, the one with the largest stability margin is
+            recommended. None (the default here): no ties, the ranking's first is
+            recommended; its margin is reported either way.
         extrapolation_sd: Bend of the links beyond the pilots' range (``predict``'s; 0,
             straight, as :func:`calibrate.predict`; the command line's default is
             :data:`calibrate._predict._defaults.DEFAULT_EXTRAPOLATION_SD`).
@@ -263,7 +266,7 @@ def recommend_space(
     order = rank_candidates(mean, risk, space.risk)
     ok = (risk <= space.risk) & np.isfinite(mean)
     n_ok = int(np.sum(ok))
-    tied, tol = tied_with_best(ev, order, ok, tie)
+    tied, tol = tied_with_best(ev, order, ok, tie) if tie is not None else ([order[0]], 0.0)
 
     def risk_of(scan: list[dict[str, Any]]) -> np.ndarray:
         held_scan = [{k: v for k, v in c.items() if k in refs or k in parts} | held for c in scan]
@@ -331,9 +334,11 @@ def recommend_space(
             "tie": {
                 "tolerance": tol,
                 "n_tied": len(tied),
-                "rule": f"candidates within max({tie:g}, 2 Monte Carlo se of the difference) "
-                "of the best forecast objective, within the risk level, are a tie; the one "
-                "with the largest stability margin is recommended",
+                "rule": "no ties: the ranking's first is recommended"
+                if tie is None
+                else f"candidates within max({tie:g}, 2 Monte Carlo se of the difference) of the "
+                "best forecast objective, within the risk level, are a tie; the one with the "
+                "largest stability margin is recommended",
                 "candidates": [
                     {"setting": cands[i], "mean": float(mean[i]), "margin": marg[k]["score"]}
                     for k, i in enumerate(tied)

@@ -42,7 +42,7 @@ def space_table(rec: dict[str, Any]) -> list[str]:
         lines.append(f"tie: {tie['n_tied']} candidates within {tie['tolerance']:.3g} of the "
                      "best forecast objective (its noise); the largest stability margin "
                      "won")  # fmt: skip
-    elif tie:
+    elif tie and tie["tolerance"] > 0:
         lines.append(f"no tie: the next candidate within risk is more than "
                      f"{tie['tolerance']:.3g} below the best")  # fmt: skip
     if rec.get("margin"):
