@@ -175,12 +175,14 @@ def evaluate_command(args: argparse.Namespace) -> int:
     out = claim_folder(args.out, command=COMMAND, overwrite=args.overwrite)
     given = [k.strip() for k in args.knobs.split(",") if k.strip()] if args.knobs else None
 
+    from llm_runs.runlog import is_terminal
+
     def read(folders: list[str]) -> list[dict[str, Any]]:
         return [run_record(f, given) | {"folder": str(f)} for f in folders]
 
     pilots, heldout, loo = read(args.pilots), read(args.heldout), read(args.loo)
     for r in [*pilots, *heldout, *loo]:
-        if r["status"] not in ("finished", "diverged"):
+        if not is_terminal(r["status"]):  # the run log's one terminal-status check
             print(f"warning: {r['folder']} is not finished (status {r['status']}): its last "
                   "evaluation is scored as its final", file=sys.stderr)  # fmt: skip
     every = [*pilots, *heldout, *loo]
