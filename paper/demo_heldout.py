@@ -27,13 +27,11 @@ Design (fixed before any held-out run; ``<out>/design.json``):
 
 Usage: python -m paper.demo_heldout [--phase pilots|predict|heldout|summary|all]
        [--runs runs/demo_heldout] [--out paper/results/demo_heldout] [--quick]
-       python -m paper.demo_heldout --phase restore --runs NEW_FOLDER   # from runs.tar.gz
-       python -m paper.demo_heldout --phase summary --runs NEW_FOLDER   # the summary again
+       (again from the committed logs: --phase restore, then summary, --runs NEW_FOLDER)
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -210,9 +208,6 @@ def predict_phase(d: Design, runs: Path, out: Path) -> None:
                 extrapolation_sd=0.5, key=jax.random.key(0),
             )  # fmt: skip
             probs = np.stack([groups[g] for g in calibrate.FORECAST_GROUPS], axis=1)
-            floor = calibrate.predict(post, at, steps=float(cfg.budget_steps), max_draws=8,
-                                      bands=False, band="mean").collapse_floor  # fmt: skip
-            probs = _lift(probs, np.asarray(floor, float))
             rule = calibrate.Forecast(PRIMARY, new.agents, new.samples, probs)
             base = calibrate.baseline_forecasts(
                 pilots, [{"setting": s} for s in at], KNOBS, n_eval=n_eval, draws=400,
@@ -227,19 +222,6 @@ def predict_phase(d: Design, runs: Path, out: Path) -> None:
 
     doc = calibrate.store_once(out / "predictions.json", make)
     print(f"predictions stored {doc['created']} ({len(doc['targets'])} runs)", flush=True)
-
-
-def _lift(probs: np.ndarray, floor: np.ndarray) -> np.ndarray:
-    """P(collapse) lifted to the floor, the other groups scaled down (rows sum to 1)."""
-    import calibrate
-
-    j = list(calibrate.FORECAST_GROUPS).index("collapse")
-    c = probs[:, j]
-    lifted = np.maximum(c, floor)
-    rest = np.where(c < 1, (1 - lifted) / np.where(c < 1, 1 - c, 1), 0.0)
-    out = probs * rest[:, None]
-    out[:, j] = lifted
-    return out
 
 
 def _encode(f: Any) -> dict[str, Any]:
@@ -357,8 +339,9 @@ def summary_phase(d: Design, runs: Path, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     import calibrate
+    import simulate
 
-    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p = simulate.ArgumentParser(description=(__doc__ or "").splitlines()[0])  # one error: line
     p.add_argument("--phase", default="all",
                    choices=["pilots", "predict", "heldout", "summary", "all", "archive",
                             "restore"])  # fmt: skip
@@ -378,19 +361,23 @@ def main(argv: list[str] | None = None) -> int:
     else:
         stored.write_text(json.dumps(dataclasses.asdict(d), indent=2) + "\n")
     phases = ["pilots", "predict", "heldout", "summary"] if args.phase == "all" else [args.phase]
-    for ph in phases:
-        if ph == "pilots":
-            pilots_phase(d, runs)
-        elif ph == "predict":
-            predict_phase(d, runs, out)
-        elif ph == "heldout":
-            heldout_phase(d, runs, out, workers=args.workers)
-        elif ph == "archive":
-            calibrate.archive_runs(runs, out / "runs.tar.gz")
-        elif ph == "restore":
-            calibrate.restore_runs(out / "runs.tar.gz", runs)
-        else:
-            summary_phase(d, runs, out)
+    try:
+        for ph in phases:
+            if ph == "pilots":
+                pilots_phase(d, runs)
+            elif ph == "predict":
+                predict_phase(d, runs, out)
+            elif ph == "heldout":
+                heldout_phase(d, runs, out, workers=args.workers)
+            elif ph == "archive":
+                calibrate.archive_runs(runs, out / "runs.tar.gz")
+            elif ph == "restore":
+                calibrate.restore_runs(out / "runs.tar.gz", runs)
+            else:
+                summary_phase(d, runs, out)
+    except simulate.AgentmotifsError as err:  # bad input or a refused output: one line
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "collapse_floor",
     "extrapolation",
     "failed_draws",
+    "lift_collapse",
     "pilot_distance",
 ]
 
@@ -247,3 +248,16 @@ def check_memory(
         f"{n_steps:.3g} solver steps",
         advice=advice or f"ask for a shorter {what} or fewer --draws",
     )
+
+
+def lift_collapse(groups: dict[str, Any], floor: Any) -> dict[str, Any]:
+    """Group probabilities with P(collapse) lifted to ``floor`` (per setting, times the share
+    of draws whose solve did not fail: a failed solve stays one) and the other solved groups
+    scaled down, so they still sum to 1 (:func:`collapse_floor` gives the floor)."""
+    c, failed = np.asarray(groups["collapse"], float), np.asarray(groups["failed"], float)
+    solved = 1.0 - failed
+    lifted = np.maximum(c, np.asarray(floor, float) * solved)
+    others = solved - c  # the solved draws' mass outside collapse
+    rest = np.where(others > 0, (solved - lifted) / np.where(others > 0, others, 1.0), 0.0)
+    return {g: lifted if g == "collapse" else v if g == "failed" else v * rest
+            for g, v in groups.items()}  # fmt: skip

@@ -12,7 +12,7 @@ import numpy as np
 from simulate.common import REGIME_GROUPS as REGIME_GROUPS
 
 from .._new_run import band_note
-from ._checks import EXTRAPOLATION_FLAG
+from ._checks import EXTRAPOLATION_FLAG, lift_collapse
 from ._fast import BAND_LEVELS
 
 #: The bands a prediction can headline.
@@ -123,14 +123,7 @@ class Prediction:
         per, net = self.regime_probs()
         gn = {g: net[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()}
         if self.collapse_floor and any(self.collapse_floor):
-            # the floor applies to the draws that gave a forecast (a failed solve stays one)
-            c, failed = gn["collapse"], gn["failed"]
-            solved = 1.0 - failed
-            lifted = np.maximum(c, np.asarray(self.collapse_floor, float) * solved)
-            others = solved - c  # the solved draws' mass outside collapse
-            rest = np.where(others > 0, (solved - lifted) / np.where(others > 0, others, 1.0), 0)
-            gn = {g: lifted if g == "collapse" else v if g == "failed" else v * rest
-                  for g, v in gn.items()}  # fmt: skip
+            gn = lift_collapse(gn, self.collapse_floor)
         return {g: per[..., list(c)].sum(-1) for g, c in REGIME_GROUPS.items()}, gn
 
     def to_dict(self, curves: bool = True) -> dict[str, Any]:

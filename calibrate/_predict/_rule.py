@@ -51,7 +51,8 @@ def observed_regime_probs(
 
     Returns:
         Group name -> probabilities ``(S,)`` (they sum to 1 per setting; a draw whose solve
-        failed counts as ``failed``).
+        failed counts as ``failed``), P(collapse) lifted to the prediction's collapse floor
+        beyond the pilots' range, as :meth:`calibrate.Prediction.groups` does.
 
     Raises:
         ConfigError: ``steps`` or ``every`` not a positive integer, or fewer than 4
@@ -59,6 +60,7 @@ def observed_regime_probs(
     """
     import simulate
 
+    from ._checks import lift_collapse
     from ._core import predict
 
     if not (isinstance(steps, int) and isinstance(every, int) and steps > 0 and every > 0):
@@ -89,4 +91,5 @@ def observed_regime_probs(
             reg = simulate.classify_observed(t, y, float(np.median(n)), names=pred.agents)
             probs[s, groups.index(regime_group(reg["regime"]))] += 1
         probs[s] /= max(len(cs), 1)
-    return {g: probs[:, j] for j, g in enumerate(groups)}
+    out = {g: probs[:, j] for j, g in enumerate(groups)}
+    return lift_collapse(out, pred.collapse_floor) if any(pred.collapse_floor) else out
