@@ -55,7 +55,7 @@ demo: install
 # after the figures and names the Debian packages. PAPER_ARGS=--toy: small sizes.
 PAPER_ARGS ?=
 paper: install
-	$(BIN)/python paper/make_figures.py --pdf $(PAPER_ARGS)
+	$(BIN)/python -m paper.make_figures --pdf $(PAPER_ARGS)
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from llm_runs import CharTokenizer
 from llm_runs._tasks import Probe, Task
-from llm_runs._tokenizer import CharTokenizer
 
 _SPECIALS = ("<pad>", "<bos>", "<eos>")
 BOS = "<bos>"  # llm_runs' prompts start with it (``MultiAdapter.encode``); a special token here
@@ -116,7 +116,7 @@ def make_trainer(
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from llm_runs._arch import lora_targets
+    from llm_runs import lora_targets
 
     model = copy.deepcopy(base_model)
     for p in model.parameters():

@@ -4,7 +4,7 @@ Times ``calibrate.predict(post, settings, max_draws=200, n_points=200, band_poin
 dtype=...)`` on the benchmark's fit (``bench_predict.benchmark_fit``: 3 synthetic C1 runs,
 the link ``rho ~ rl.lr``) for ``--settings`` log-spaced learning rates, with JAX on two
 CPU devices. Each checkout runs in its own interpreter (this script in ``--worker`` mode,
-with the checkout first on ``sys.path``): one cold call (compile + run), then ``--reps``
+with the checkout first on ``PYTHONPATH``): one cold call (compile + run), then ``--reps``
 warm calls. With ``--against DIR`` (another checkout of this project, e.g. a ``git
 worktree`` at an earlier commit) both are timed in turn for ``--rounds`` rounds, and the
 ratio of the best warm times is printed with the agreement of the two forecasts on the
@@ -34,19 +34,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def worker(a: argparse.Namespace) -> None:
     """Time predict in the checkout ``a.worker`` and save the first settings' arrays."""
-    sys.path.insert(0, str(Path(a.worker) / "benchmarks"))
     import jax
 
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_num_cpu_devices", 2)
     import numpy as np
-    from bench_predict import benchmark_fit  # the checkout's own benchmarks/
 
     import calibrate as cal
 
     if Path(cal.__file__).resolve().parents[1] != Path(a.worker).resolve():
         raise SystemExit(f"error: imported calibrate from {cal.__file__}, not {a.worker}")
-    post = cal.load_fit(a.fit) if a.fit else benchmark_fit(200)
+    if a.fit:  # always with --against: the worker then needs none of this benchmarks/
+        post = cal.load_fit(a.fit)
+    else:  # this checkout alone
+        from bench_predict import benchmark_fit
+
+        post = benchmark_fit(200)
     settings = [{"rl.lr": float(v)} for v in np.geomspace(3e-5, 3e-3, a.settings)]
     times = []
     pred = None
@@ -132,7 +135,6 @@ def main() -> None:
 
 def _shared_fit(out: Path) -> Path:
     """The benchmark's fit made by this checkout, saved for every worker to load."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import jax
 
     jax.config.update("jax_enable_x64", True)

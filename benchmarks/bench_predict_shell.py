@@ -34,11 +34,10 @@ SETTING = "rl.lr=5e-4"
 def save_fit(folder: Path) -> None:
     """``bench_predict.benchmark_fit``, saved to ``folder`` (a new interpreter: its own JAX)."""
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
-        "from bench_predict import benchmark_fit; "
+        "from bench_predict import benchmark_fit; "  # -c: the working folder, benchmarks/
         f"benchmark_fit().save({str(folder)!r}, figure=False)"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT / "benchmarks")
 
 
 def call(checkout: Path, fit: Path, cache: Path) -> float:

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from ._archive import archive_runs as archive_runs
     from ._archive import restore_runs as restore_runs
     from ._build import build_model as build_model
+    from ._compare import ELPD_BAND as ELPD_BAND
+    from ._compare import compare_pointwise as compare_pointwise
+    from ._compare import identified_structure as identified_structure
     from ._config import ConfigError as ConfigError
     from ._config import FitConfig as FitConfig
     from ._config import Hierarchy as Hierarchy
@@ -75,6 +78,7 @@ if TYPE_CHECKING:
     from ._knobs import default_links as default_links
     from ._model import CurveModel as CurveModel
     from ._model import Layout as Layout
+    from ._network import resolve_network as resolve_network
     from ._new_run import crps_samples as crps_samples
     from ._pilots import PilotPlan as PilotPlan
     from ._pilots import initial_settings as initial_settings
@@ -177,6 +181,10 @@ _LAZY: dict[str, str] = {
     "CurveModel": "._model",
     "Layout": "._model",
     "build_model": "._build",
+    "ELPD_BAND": "._compare",
+    "compare_pointwise": "._compare",
+    "identified_structure": "._compare",
+    "resolve_network": "._network",
     "crps_samples": "._new_run",
     "Posterior": "._posterior",
     "load_fit": "._posterior",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._arch import lora_targets as lora_targets
     from ._base_model import BASE_PRESETS as BASE_PRESETS
     from ._base_model import Base as Base
     from ._base_model import build_model as build_model
@@ -57,6 +58,7 @@ _LAZY = {
     "Base": ("._base_model", "Base"),
     "BASE_PRESETS": ("._base_model", "BASE_PRESETS"),
     "build_model": ("._base_model", "build_model"),
+    "lora_targets": ("._arch", "lora_targets"),
     "MultiAdapter": ("._policy", "MultiAdapter"),
     "CharTokenizer": ("._tokenizer", "CharTokenizer"),
     "train_bpe": ("._tokenizer", "train_bpe"),

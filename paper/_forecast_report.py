@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _regime_report import _boundary
 
 import calibrate
 from calibrate import Forecast
+from paper._regime_report import _boundary
 from simulate.common import save_figure, write_json, write_text
 
 __all__ = ["boundary_error", "score_all", "score_forecast", "write_outputs"]

@@ -8,10 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import _forecast_baselines as fb
 import numpy as np
-from _forecast_report import score_forecast, write_outputs
-from _forecast_study import (
+
+from calibrate import load_fit
+from paper import _forecast_baselines as fb
+from paper._forecast_report import score_forecast, write_outputs
+from paper._forecast_study import (
     _decode,
     _encode,
     _per_run,
@@ -19,12 +21,10 @@ from _forecast_study import (
     observe,
     split_scores,
 )
-from _regime_report import modal, wilson
-from _study import store_once
-from _testbed_analysis import archive_runs
-from forecast_scores import model_forecasts, refit
-
-from calibrate import load_fit
+from paper._regime_report import modal, wilson
+from paper._study import store_once
+from paper._study_runs import archive_runs
+from paper.forecast_scores import model_forecasts, refit
 from simulate.common import write_json
 
 __all__ = [
@@ -173,10 +173,9 @@ def rule_groups(
     the model's smooth curves: each draw's curve at the evaluation steps (links bent by
     ``sd``), offset by the fit's seed spread per agent (one offset per run), clipped to
     [0, 1], logged as ``k / n_eval`` with ``k`` binomial (a fit without random effects)."""
-    from _regime_report import group_of
-
     import calibrate
     import simulate
+    from paper._regime_report import group_of
 
     gaps = steps // every  # evaluations after the first
     m = -(-7 // gaps)  # points per gap, so that predict gets its >= 8 points
@@ -218,7 +217,7 @@ def posthoc_phase(cfg: Any, runs: Path, out: Path) -> None:
     post = load_fit(out / "fit")
     doc: dict[str, Any] = {
         "note": "post hoc: computed after both tests' runs were seen",
-        "command": "python paper/forecast_round2.py --phase posthoc",
+        "command": "python -m paper.forecast_round2 --phase posthoc",
     }
     for name, held in (("first_study", held1), ("round2", held2)):
         settings: list[dict[str, Any]] = []

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _forecast_report import score_forecast
-from _forecast_round2 import TIE, _source, prediction_doc
-from _forecast_study import _per_run
-from _study import store_once
-from forecast_scores import model_forecasts, refit
 
 from calibrate import load_fit
+from paper._forecast_report import score_forecast
+from paper._forecast_round2 import TIE, _source, prediction_doc
+from paper._forecast_study import _per_run
+from paper._study import store_once
+from paper.forecast_scores import model_forecasts, refit
 
 __all__ = ["calibrate_phase", "choose", "predict_phase"]
 

@@ -7,16 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-import _forecast_baselines as fb
 import numpy as np
-from _forecast_report import score_all, write_outputs
-from _regime_report import group_of, probe_size
-from _study import store_once
-from _testbed_analysis import archive_runs
 
 import simulate
 from calibrate import fit_runs, load_fit
 from llm_runs.knobs import hierarchy_links
+from paper import _forecast_baselines as fb
+from paper._forecast_report import score_all, write_outputs
+from paper._regime_report import group_of, probe_size
+from paper._study import store_once
+from paper._study_runs import archive_runs
 from simulate.common import write_json
 
 __all__ = ["fit_phase", "observe", "predict_phase", "split_scores", "summary_phase"]
@@ -31,7 +31,7 @@ def _knobs(cfg: Any) -> tuple[str, ...]:
 
 
 def _folders(cfg: Any, runs: Path, phase: str) -> list[tuple[Path, tuple[int, int, int]]]:
-    from forecast_study import run_name
+    from paper._forecast_design import run_name
 
     return [(runs / run_name(*j), cfg.cell_of(j)) for j in cfg.jobs(phase)]
 
@@ -91,7 +91,7 @@ def _decode(d: dict[str, Any]) -> fb.Forecast:
 def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
     """Every held-out setting's forecasts — the motif model's (one new run, mean curve) and
     the baselines fitted on the pilots — stored once in ``predictions.json``."""
-    from forecast_scores import model_forecasts
+    from paper.forecast_scores import model_forecasts
 
     def make() -> dict[str, Any]:
         fit = out / "fit"
@@ -182,5 +182,5 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> None:
     scores["model_seed_spread"] = preds["model_seed_spread"]
     scores["predictions_created"] = preds["created"]
     config = dict(json.loads((out / "config.json").read_text()))
-    config["command"] = "python paper/forecast_study.py"
+    config["command"] = "python -m paper.forecast_study"
     write_outputs(out, config, scores, [*stored, sig], held, splits=splits)

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _hypotheses_metrics import (
+
+from paper._hypotheses_metrics import (
     ALPHA,
     bootstrap_ci,
     dip,
@@ -26,10 +27,9 @@ from _hypotheses_metrics import (
     recovery,
     steps_to_recover,
 )
-from _hypotheses_predict import OSCILLATING
-from _pool_analysis import run_curves
-from _regime_report import wilson
-
+from paper._hypotheses_predict import OSCILLATING
+from paper._regime_report import wilson
+from paper._study_runs import run_curves
 from simulate.common import write_json, write_text
 
 #: hypothesis -> (condition, measure, focus, compared): the statistic is the mean over tasks of
@@ -43,7 +43,7 @@ KEYS: dict[str, tuple[str, str, str, list[str] | None]] = {
 
 def collect(cfg: Any, runs: Path) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
     """Finished test runs by ``(condition, task, motif)``, seeds in order."""
-    from hypotheses_study import run_name as study_run_name
+    from paper._hypotheses_design import run_name as study_run_name
 
     run_name = getattr(cfg, "run_name", study_run_name)  # a design may name its own runs
     out: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -193,7 +193,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
             (c.get("created", "") for rs in groups.values() for c in rs), default=None
         ),
         "design": {"steps": cfg.steps, "tasks": cfg.tasks, "seeds": len(cfg.seeds)},
-        "command": "python paper/hypotheses_study.py",
+        "command": "python -m paper.hypotheses_study",
     }
     write_json(out / "summary.json", summary)
     write_json(
@@ -215,7 +215,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         },
     )
     write_text(out / "table.md", _table(summary, pred))
-    from _hypotheses_figure import hypotheses_figure
+    from paper._hypotheses_figure import hypotheses_figure
 
     hypotheses_figure(summary, cfg, out / "hypotheses.png")
     return summary

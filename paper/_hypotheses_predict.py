@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _hypotheses_metrics import dip, recovery
-from _study import fit_pilots, simulator_params, store_once
+
+from paper._hypotheses_metrics import dip, recovery
+from paper._study import fit_pilots, simulator_params, store_once
 
 N_DRAWS = 200
 DELAY_STAGES = 4
@@ -131,7 +132,7 @@ def _predict_all(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from hypotheses_study import run_name
+    from paper._hypotheses_design import run_name
 
     doc: dict[str, Any] = {"tasks": {}}
     for task in cfg.tasks:

@@ -22,11 +22,11 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-from _pool_compare import step_seconds
-from _recommend_summary import cluster_bootstrap
-from _regime_report import wilson
-from _study import fit_pilots, simulator_params, store_once
 
+from paper._recommend_summary import cluster_bootstrap
+from paper._regime_report import wilson
+from paper._study import fit_pilots, simulator_params, store_once
+from paper._study_runs import run_curves
 from simulate.common import write_json, write_text
 
 Z95 = NormalDist().inv_cdf(0.975)
@@ -34,42 +34,9 @@ Z95 = NormalDist().inv_cdf(0.975)
 TARGET = 0.5  # end-to-end accuracy target of "steps to target" (all runs start near 0.36)
 
 
-def run_curves(path: Path) -> dict[str, Any] | None:
-    """Per-run arrays: ``steps`` (T,), ``comp`` (T, roles), ``e2e`` (T,), status, seconds;
-    None for a run still training."""
-    from llm_runs import observed_regime
-    from llm_runs.runlog import is_terminal, read_run
-
-    log = read_run(path)
-    if not is_terminal(log.status):
-        return None
-    roles = log.manifest["agents"]
-    steps = sorted({r["step"] for r in log.e2e_rows})
-    comp = np.array(
-        [[next(r["competence"] for r in log.agent_rows if r["step"] == s and r["agent"] == a)
-          for a in roles] for s in steps]
-    )  # fmt: skip
-    e2e = np.array([next(r["accuracy"] for r in log.e2e_rows if r["step"] == s) for s in steps])
-    timing = path / "timing.json"
-    label = observed_regime(log)["regime"]
-    return {
-        "path": str(path),
-        "steps": np.array(steps),
-        "comp": comp,
-        "e2e": e2e,
-        "roles": roles,
-        "status": log.status,
-        "collapsed": label == "collapse",
-        "regime": label,
-        "seconds": json.loads(timing.read_text())["seconds"] if timing.is_file() else None,
-        "step_seconds": step_seconds(path, int(log.manifest["config"]["steps"])),
-        "n_probe": log.manifest["config"]["task"]["n_probe"],
-    }
-
-
 def group_runs(cfg: Any, runs: Path) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
     """Every finished run of the design, by ``(setting, method, K)`` (seeds in order)."""
-    from pool_study import run_name as study_run_name
+    from paper._pool_design import run_name as study_run_name
 
     run_name = getattr(cfg, "run_name", study_run_name)  # a design may name its own runs
     phases = cfg.training_phases() if hasattr(cfg, "training_phases") else ("single", "pool")
@@ -284,7 +251,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         "collapse_rate_by_method": collapse,
         "methods": methods,
         "predictions_created": None if pred is None else pred["created"],
-        "command": getattr(cfg, "command", "python paper/pool_study.py"),
+        "command": getattr(cfg, "command", "python -m paper.pool_study"),
     }
     write_json(out / "summary.json", summary)
     write_json(out / "runs.json", {
@@ -297,7 +264,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
         for (setting, method, k), group in groups.items()
     })  # fmt: skip
     write_text(out / "table.md", _table(summary))
-    from _pool_figure import pool_figure
+    from paper._pool_figure import pool_figure
 
     pool_figure(summary, out / "pool.png")
     return summary

@@ -21,8 +21,6 @@ Rules (stated with the design, before the pool runs):
 from __future__ import annotations
 
 import functools
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -175,7 +173,7 @@ def adapter_params(preset: str, r: int, targets: tuple[str, ...] | None = None) 
 
     from peft import LoraConfig, get_peft_model
 
-    from llm_runs._arch import build_model, lora_targets
+    from llm_runs import build_model, lora_targets
 
     model = build_model(preset, vocab=64)
     default, fan = lora_targets(model)
@@ -187,20 +185,9 @@ def adapter_params(preset: str, r: int, targets: tuple[str, ...] | None = None) 
     return int(sum(p.numel() for n, p in peft_model.named_parameters() if "lora_" in n))
 
 
-def step_seconds(run: Path, steps: int) -> float | None:
-    """Wall seconds per step of a finished run: its ``timing.json`` seconds over the steps
-    its last process trained (a resumed run's timing covers only those); None without one."""
-    path = Path(run) / "timing.json"
-    if not path.is_file():
-        return None
-    t = json.loads(path.read_text())
-    done = steps - int(t.get("start_step") or 0)
-    return float(t["seconds"]) / done if done > 0 else None
-
-
 def compute_cost(methods: dict[str, dict[str, Any]], cfg: Any, roles: int = 3) -> dict[str, Any]:
     """Per setting and cell: adapter memory (MB, float32) and wall seconds per step (the
-    cell's ``s_per_step_mean``: :func:`step_seconds` of its runs, averaged)."""
+    cell's ``s_per_step_mean``: :func:`paper._study_runs.step_seconds` of its runs, averaged)."""
     per_member = adapter_params(cfg.preset, 8)
     doc: dict[str, Any] = {"adapter_params_per_member": per_member, "cells": {}}
     for setting, ms in methods.items():

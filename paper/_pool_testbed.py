@@ -9,17 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _pool_analysis import make_predictions, run_curves, summarise
-from _pool_compare import (
+
+from paper._pool_analysis import make_predictions, summarise
+from paper._pool_compare import (
     compute_cost,
     design_power,
     k1_vs_k8,
     prediction_checks,
     tradeoff_figure,
 )
-from _study import store_once
-from _testbed_analysis import archive_runs
-
+from paper._study import store_once
+from paper._study_runs import archive_runs, run_curves
 from simulate.common import write_json, write_text
 
 

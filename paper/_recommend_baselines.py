@@ -29,22 +29,23 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-import _recommend_knobs as rk
 import numpy as np
-from _recommend_extrapolate import curve_extrapolation as curve_extrapolation
-from _recommend_extrapolate import fit_sigmoid as fit_sigmoid
-from _recommend_extrapolate import sigmoid as sigmoid
-from _recommend_table import UNSTABLE_GROUPS as UNSTABLE_GROUPS
-from _recommend_table import BenchmarkError as BenchmarkError
-from _recommend_table import BudgetError as BudgetError
-from _recommend_table import Curve as Curve
-from _recommend_table import Ledger as Ledger
-from _recommend_table import Pick as Pick
-from _recommend_table import RunTable as RunTable
-from _recommend_table import Setting as Setting
-from _recommend_table import Trial as Trial
-from _recommend_table import best_setting as best_setting
-from _recommend_table import regime_group as regime_group
+
+from paper import _recommend_knobs as rk
+from paper._recommend_extrapolate import curve_extrapolation as curve_extrapolation
+from paper._recommend_extrapolate import fit_sigmoid as fit_sigmoid
+from paper._recommend_extrapolate import sigmoid as sigmoid
+from paper._recommend_table import UNSTABLE_GROUPS as UNSTABLE_GROUPS
+from paper._recommend_table import BenchmarkError as BenchmarkError
+from paper._recommend_table import BudgetError as BudgetError
+from paper._recommend_table import Curve as Curve
+from paper._recommend_table import Ledger as Ledger
+from paper._recommend_table import Pick as Pick
+from paper._recommend_table import RunTable as RunTable
+from paper._recommend_table import Setting as Setting
+from paper._recommend_table import Trial as Trial
+from paper._recommend_table import best_setting as best_setting
+from paper._recommend_table import regime_group as regime_group
 
 __all__ = [
     "BASELINES",

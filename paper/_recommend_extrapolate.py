@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from _recommend_table import BenchmarkError, BudgetError, Ledger, Pick, RunTable, Setting
-from _recommend_table import best_setting as best_setting
-
 import calibrate
 from calibrate import sigmoid_curve as sigmoid  # ScaleRL's R(n); calibrate's, issue 71
+from paper._recommend_table import BenchmarkError, BudgetError, Ledger, Pick, RunTable, Setting
+from paper._recommend_table import best_setting as best_setting
 
 __all__ = ["curve_extrapolation", "fit_sigmoid", "sigmoid"]
 

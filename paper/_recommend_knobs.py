@@ -49,12 +49,17 @@ def cast(knobs: Sequence[Knob], setting: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _dotted(data: Any, key: str) -> Any:
+    """``data["a"]["b"]`` for the key ``a.b``; None where a part is missing."""
+    for part in key.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
 def read(knobs: Sequence[Knob], config: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """The setting of a run from its config (a manifest's ``config``); None when a knob's
     field is missing."""
-    from calibrate._recommend._pilots import dotted
-
-    vals = [dotted(config, path) for path, _ in knobs]
+    vals = [_dotted(config, path) for path, _ in knobs]
     return None if any(v is None for v in vals) else cast(knobs, vals)
 
 

@@ -31,14 +31,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import _recommend_baselines as rb
-import _recommend_knobs as rk
-import _recommend_summary as summ
 import yaml
 
 import simulate
 from calibrate import StageError, fit_runs, run_command
 from llm_runs.knobs import hierarchy_links
+from paper import _recommend_baselines as rb
+from paper import _recommend_knobs as rk
+from paper import _recommend_summary as summ
 
 MOTIF = "motif model"
 MOTIF2 = "motif model (2 rounds)"
@@ -218,7 +218,7 @@ def methods_phase(cfg: Any, runs: Path, out: Path, run_name: Any) -> None:
         "training_environments": environments(runs, table),
         "with_truth_noise": summ.truth_bootstrap(picks, table, METHODS, against="motif model"),
         "wall_s": round(time.time() - t0, 1),
-        "command": "python paper/recommend_study.py --phase methods",
+        "command": "python -m paper.recommend_study --phase methods",
     }
     simulate.write_json(out / "summary.json", s)
     simulate.write_text(out / "table.md", summ.table_md(s))

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _pool_analysis import run_curves
-from _study import store_once
-from _testbed_analysis import archive_runs
+
+from paper._study import store_once
+from paper._study_runs import archive_runs, run_curves
 
 __all__ = [
     "best_cell_check",
@@ -28,7 +28,7 @@ def cell_finals(
 ) -> tuple[dict[tuple[int, int, int], list[float]], int]:
     """Every finished run's final end-to-end accuracy, by cell; and how many runs of the
     design (only those at the design's ``seeds`` if ``base_only``) have not finished."""
-    from recommend_study import run_name
+    from paper._recommend_design import run_name
 
     finals: dict[tuple[int, int, int], list[float]] = {}
     missing = 0
@@ -121,8 +121,8 @@ def check_phase(cfg: Any, runs: Path, out: Path) -> None:
 
 def methods_phase(cfg: Any, runs: Path, out: Path) -> None:
     """Every method on the trained cells (:func:`_recommend_methods.methods_phase`)."""
-    from _recommend_methods import methods_phase as run_methods
-    from recommend_study import run_name
+    from paper._recommend_design import run_name
+    from paper._recommend_methods import methods_phase as run_methods
 
     run_methods(cfg, runs, out, run_name)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _study import now
 
+from paper._study import now
 from simulate import jsonable, save_figure
 
 __all__ = [

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-from _recommend_knobs import LR_STALENESS, Knob, cast
-from _recommend_knobs import read as read_setting
 
+from paper._recommend_knobs import LR_STALENESS, Knob, cast
+from paper._recommend_knobs import read as read_setting
 from simulate import AgentmotifsError
 
 #: A grid setting: its knobs' values in order (by default (``rl.lr``, ``rl.staleness``)).

@@ -11,7 +11,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from _regime_report import COLORS
 from matplotlib.patches import Patch, Rectangle
 
 AGENT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c")
@@ -78,3 +77,12 @@ def figure(path: Path, cfg: Any, preds: dict, obs: dict, base: dict, cell_obs: d
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+COLORS = {
+    "converged": "#4c9f70",
+    "oscillating": "#e8a33d",
+    "collapse": "#c8453b",
+    "unsettled": "#9a9a9a",
+    "failed": "#333333",
+}

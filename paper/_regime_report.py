@@ -28,13 +28,6 @@ HEADLINE = (
     "baseline_boundary_error_decades",
     "regimes_observed",
 )
-COLORS = {
-    "converged": "#4c9f70",
-    "oscillating": "#e8a33d",
-    "collapse": "#c8453b",
-    "unsettled": "#9a9a9a",
-    "failed": "#333333",
-}
 
 
 def modal(labels: list[str]) -> str:
@@ -224,11 +217,11 @@ def analyse(cfg: Any, runs: Path, out: Path, preds: dict, times: dict, run_name:
         "predictions_before_heldout_runs": pre,
         "wall_s": {k: round(v, 1) for k, v in times.items()}
         | {"total": round(sum(times.values()), 1)},
-        "command": "python paper/regime_map.py",
+        "command": "python -m paper.regime_map",
     }
     simulate.write_json(out / "summary.json", summary)
     _table(out / "table.md", cfg, rows, base, obs, summary, run_name)
-    from _regime_figure import figure
+    from paper._regime_figure import figure
 
     figure(out / "regime_map.png", cfg, preds, obs, base, cell_obs, run_name)
     return summary

@@ -19,7 +19,7 @@ import numpy as np
 
 
 def _group(name: str) -> str:
-    from _regime_report import group_of
+    from paper._regime_report import group_of
 
     return group_of(name)
 
@@ -44,7 +44,7 @@ def run_name(cfg: _Grid, cell: tuple[int, int], seed: int) -> str:
 
 def regime_map(root: Path, new: dict[str, str]) -> dict[str, Any]:
     """The regime map's summary numbers under ``new`` labels (run name -> regime name)."""
-    import _regime_report as report
+    from paper import _regime_report as report
 
     cfg = _Grid(json.loads((root / "regime_map" / "config.json").read_text())["design"])
     obs = json.loads((root / "regime_map" / "observed.json").read_text())
@@ -96,7 +96,7 @@ def regime_map(root: Path, new: dict[str, str]) -> dict[str, Any]:
 
 def pool(runs: list[dict[str, Any]], new: dict[str, str]) -> dict[str, Any]:
     """Collapsed runs per pool setting and method: committed rule vs the new label."""
-    from _pool_analysis import method_label
+    from paper._pool_analysis import method_label
 
     out: dict[str, dict[str, Any]] = {}
     for r in runs:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _watch_data import hypotheses_runs, pool_runs, regime_map_runs
+
+from paper._watch_data import hypotheses_runs, pool_runs, regime_map_runs
 
 REFERENCE_FALL = 0.5
 REFERENCE_FLOOR = 0.1

@@ -6,53 +6,17 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _pool_analysis import run_curves
 
 from calibrate import fit_runs
-from llm_runs.runlog import is_terminal
+from paper._study_runs import archive_runs, run_curves
 from simulate.common import write_json, write_text
 
 #: Per-agent series of the curve distance (types): A_Y, A_Z and end-to-end accuracy.
 CURVE_ROLES = ("Y", "Z")
-
-#: What the archive keeps of a finished run (its log; no checkpoints).
-ARCHIVED = ("manifest.json", "competence.jsonl", "timing.json")
-
-
-def archive_runs(runs: Path, out: Path) -> int:
-    """Copy the logs of every finished or diverged run of ``runs`` into ``out/runs`` (the
-    committed record, from which a later session restores them); returns how many."""
-    n = 0
-    for man in sorted(runs.glob("*/manifest.json")):
-        if not is_terminal(json.loads(man.read_text()).get("status")):
-            continue
-        dst = out / "runs" / man.parent.name
-        dst.mkdir(parents=True, exist_ok=True)
-        for f in ARCHIVED:
-            if (man.parent / f).is_file():
-                shutil.copy2(man.parent / f, dst / f)
-        n += 1
-    return n
-
-
-def restore_phase(cfg: Any, runs: Path, out: Path) -> None:
-    """Copy archived finished runs (``out/runs``) into ``runs`` where a run is missing, so
-    that a new checkout or session trains only what is left."""
-    n = 0
-    for src in sorted((out / "runs").glob("*/manifest.json")):
-        dst = runs / src.parent.name
-        if not (dst / "manifest.json").exists():
-            dst.mkdir(parents=True, exist_ok=True)
-            for f in ARCHIVED:
-                if (src.parent / f).is_file():
-                    shutil.copy2(src.parent / f, dst / f)
-            n += 1
-    print(f"  restored {n} finished runs from {out / 'runs'}")
 
 
 def t_interval(values: Any) -> list[float | None]:
@@ -84,7 +48,7 @@ def rise(c: dict[str, Any], i: int) -> float:
 
 def _curves(cfg: Any, runs: Path, phase: str) -> dict[tuple, dict[str, Any]]:
     """Finished runs of a phase by job (runs still training or missing are left out)."""
-    from testbed_study import run_name
+    from paper._testbed_design import run_name
 
     out = {}
     for job in cfg.jobs(phase):
@@ -152,7 +116,7 @@ def power_phase(cfg: Any, runs: Path, out: Path) -> None:
 def edge_effects(cfg: Any, runs: Path) -> dict[str, Any]:
     """Per edge and mechanism: act - rep, act - cut, rep - cut of the target's area and
     steps to ``level``, paired by seed."""
-    from testbed_study import canonical
+    from paper._testbed_design import canonical
 
     curves = _curves(cfg, runs, "edges")
     t, lr = cfg.edge_task, cfg.lr
@@ -287,7 +251,7 @@ def fit_wiring(
     """``calibrate fit --motif auto`` of every wiring set whose runs have all finished, into
     ``out/wiring/<set>`` (``extra``: more ``calibrate fit`` options, e.g. ``--pipeline``;
     ``logs``: the fits' log folder, default ``runs/logs``)."""
-    from testbed_study import run_name
+    from paper._testbed_design import run_name
 
     links = write_json(out / "wiring_links.json", {"links": [
         {"param": p, "covariate": "rl.lr"} for p in ("rho", "delta")]})  # fmt: skip
@@ -311,7 +275,7 @@ def fit_wiring(
 def wiring_identification(cfg: Any, out: Path) -> dict[str, Any]:
     """Per wiring set: the true type's rank, whether it is indistinguishable from the best,
     the identified signs and whether each is correct (``_wiring_read``)."""
-    from _wiring_read import identification_summary, set_identification
+    from paper._wiring_read import identification_summary, set_identification
 
     sets = {}
     for name in _wiring_sets(cfg):
@@ -336,8 +300,8 @@ def missing_runs(cfg: Any, runs: Path) -> dict[str, int]:
 
 def summarise(cfg: Any, runs: Path, out: Path) -> None:
     """Write ``summary.json``, ``table.md`` and ``testbed.png`` from the finished runs."""
-    from _testbed_onset import y_onsets
-    from _testbed_report import figure, table
+    from paper._testbed_onset import y_onsets
+    from paper._testbed_report import figure, table
 
     power = out / "power.json"
     summary: dict[str, Any] = {
@@ -348,7 +312,7 @@ def summarise(cfg: Any, runs: Path, out: Path) -> None:
         "wiring_identification": wiring_identification(cfg, out),
         "y_onset": y_onsets(_curves(cfg, runs, "wiring")),
         "missing_runs": missing_runs(cfg, runs),
-        "command": "python paper/testbed_study.py",
+        "command": "python -m paper.testbed_study",
     }
     summary["archived_runs"] = archive_runs(runs, out)
     write_json(out / "summary.json", summary)

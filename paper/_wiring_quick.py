@@ -48,10 +48,10 @@ def quick_testbed(folder: Path) -> tuple[Path, tuple[str, ...]]:
     of the reduced fit sizes."""
     import jax
     import numpy as np
-    from _testbed_analysis import fit_wiring
-    from testbed_study import StudyConfig, run_name
 
     import calibrate as cal
+    from paper._testbed_analysis import fit_wiring
+    from paper._testbed_design import StudyConfig, run_name
     from simulate.common import write_json
 
     cfg = StudyConfig(**QUICK_DESIGN)

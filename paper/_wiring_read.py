@@ -74,9 +74,7 @@ def readback_summary(
             the path of their ``summary.json`` (None or a missing file: quoted as None).
         extend: Keys to add to the summary, from the summary (None: none).
     """
-    from _testbed_analysis import archive_runs
-    from wiring_weights import table
-
+    from paper._study_runs import archive_runs
     from simulate.common import write_json, write_text
 
     print(f"  archived {archive_runs(runs, out)} finished runs into {out / 'runs'}")
@@ -101,3 +99,20 @@ def readback_summary(
     write_json(out / "summary.json", summary)
     write_text(out / "table.md", table(summary))
     return summary
+
+
+def table(s: dict[str, Any]) -> str:
+    """Markdown: one row per set, then the goal's three measures."""
+    w = s["wiring_identification"]
+    lines = ["| set | true | rank | indistinguishable | identified | all right |",
+             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for name, v in w["sets"].items():
+        ident = ", ".join(f"{e} {sg}" for e, sg in v["identified"].items()) or "none"
+        lines.append(f"| {name} | {v['true']} | {v['rank']} | {v['in_indistinguishable']} | "
+                     f"{ident} | {all(v['identified_correct'].values())} |")  # fmt: skip
+    lines += ["", f"truth first or indistinguishable in every set: "
+              f"{w['truth_first_or_indistinguishable']}; no wrong sign: {w['no_wrong_sign']}; "
+              f"share of sets with >= 2 signs: {w['share_two_signs']}"]  # fmt: skip
+    if s["missing_sets"]:
+        lines.append(f"not fitted yet: {', '.join(s['missing_sets'])}")
+    return "\n".join(lines) + "\n"

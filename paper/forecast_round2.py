@@ -33,7 +33,7 @@ until ``predictions.json`` exists), ``summary``; then ``posthoc``, a reading aft
 (not part of the design): the model's regime forecast labelled by the rule the runs are
 labelled with (``posthoc.json``).
 
-Usage: python paper/forecast_round2.py
+Usage: python -m paper.forecast_round2
        [--phase restore|calibrate|predict|heldout|summary|posthoc|all]
        [--runs runs/forecast_round2] [--out paper/results/forecast_round2] [--workers 2]
 """
@@ -42,16 +42,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import sys
 from pathlib import Path
 from typing import ClassVar
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._forecast_design import ForecastDesign, Job, run_name
+from paper._study import study_main
 
-from _study import study_main  # noqa: E402
-from forecast_study import ForecastDesign, Job, run_name  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 #: The pilots' range of each knob in the first study (its pilots' lowest and highest values).
 PILOT_RANGE = {"rl.lr": [4e-3, 2.5e-2], "rl.staleness": [0, 4], "rl.lr_scale.X": [0.15, 0.3]}
@@ -74,7 +71,7 @@ class Round2Design(ForecastDesign):
     sd_grid: list[float] = dataclasses.field(
         default_factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0]
     )
-    COMMAND: ClassVar[str] = "python paper/forecast_round2.py"
+    COMMAND: ClassVar[str] = "python -m paper.forecast_round2"
     power: str = (
         "runs from the precision of 90 % coverage, the score the first study failed: its "
         "95 % half-width 1.96 sqrt(0.9 * 0.1 / n) <= 0.06 needs n >= 96 final competences, "
@@ -134,11 +131,11 @@ QUICK = {"seeds": [5], "lrs": [2e-3, 8e-3], "staleness": [1], "third_values": [0
 
 #: The phases that are not training, and their functions (the third test uses them too).
 STEPS = {
-    "restore": "_testbed_analysis:restore_phase",
-    "calibrate": "_forecast_round2:calibrate_phase",
-    "predict": "_forecast_round2:predict_phase",
-    "summary": "_forecast_round2:summary_phase",
-    "posthoc": "_forecast_round2:posthoc_phase",
+    "restore": "paper._study_runs:restore_phase",
+    "calibrate": "paper._forecast_round2:calibrate_phase",
+    "predict": "paper._forecast_round2:predict_phase",
+    "summary": "paper._forecast_round2:summary_phase",
+    "posthoc": "paper._forecast_round2:posthoc_phase",
 }
 
 

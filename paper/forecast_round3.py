@@ -15,24 +15,21 @@ run)``: the bent links' new-run finals with regime probabilities from ``draws`` 
 runs per setting (seed spread, binomial noise at the probes' count) labelled by
 :func:`simulate.classify_observed`.
 
-Usage: python paper/forecast_round3.py [--phase restore|calibrate|predict|heldout|summary|all]
+Usage: python -m paper.forecast_round3 [--phase restore|calibrate|predict|heldout|summary|all]
        [--runs runs/forecast_round3] [--out paper/results/forecast_round3] [--workers 2]
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import ClassVar
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
+from paper.forecast_round2 import QUICK as QUICK2
+from paper.forecast_round2 import STEPS, Round2Design, run_name
 
-from _study import study_main  # noqa: E402
-from forecast_round2 import QUICK as QUICK2  # noqa: E402
-from forecast_round2 import STEPS, Round2Design, run_name  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclasses.dataclass
@@ -45,7 +42,7 @@ class Round3Design(Round2Design):
     staleness: list[int] = dataclasses.field(default_factory=lambda: [0, 2, 8])
     third_values: list[float] = dataclasses.field(default_factory=lambda: [0.1, 0.25])
     rule_labels: bool = True
-    COMMAND: ClassVar[str] = "python paper/forecast_round3.py"
+    COMMAND: ClassVar[str] = "python -m paper.forecast_round3"
     power: str = (
         "runs from the paired comparison this test is for, the runs' rule labels against "
         "classify's on the same runs (McNemar): with discordant pairs at ~25 % of runs (the "

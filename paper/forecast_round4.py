@@ -22,25 +22,22 @@ the runs' rule labels of the third), with:
   new-run forecast (so the links are compared on runs neither has seen);
 - new settings and seeds (6, 7) none of the earlier tests used; counts from ``power``.
 
-Usage: python paper/forecast_round4.py [--phase restore|calibrate|predict|heldout|summary|all]
+Usage: python -m paper.forecast_round4 [--phase restore|calibrate|predict|heldout|summary|all]
        [--runs runs/forecast_round4] [--out paper/results/forecast_round4] [--workers 2]
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
+from paper.forecast_round2 import STEPS, run_name
+from paper.forecast_round3 import QUICK as QUICK3
+from paper.forecast_round3 import Round3Design
 
-from _study import study_main  # noqa: E402
-from forecast_round2 import STEPS, run_name  # noqa: E402
-from forecast_round3 import QUICK as QUICK3  # noqa: E402
-from forecast_round3 import Round3Design  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 #: ``delta[X]`` linked to X's learning-rate scale, as the first study links ``rho[X]``.
 DELTA_X = {"param": "delta", "covariate": "rl.lr_scale.X", "targets": ["X"], "transform": "log"}
@@ -63,7 +60,7 @@ class Round4Design(Round3Design):
         ]
     )
     sd_grid: list[float] = dataclasses.field(default_factory=lambda: [0.0, 0.5, 0.75, 1.0])
-    COMMAND: ClassVar[str] = "python paper/forecast_round4.py"
+    COMMAND: ClassVar[str] = "python -m paper.forecast_round4"
     power: str = (
         "runs from the precision of 90 % coverage, as the second test's: a 95 % half-width "
         "<= 0.05 needs >= 139 final competences, so 47 runs; 24 settings x 2 seeds = 48 (144 "
@@ -87,8 +84,8 @@ QUICK = {**QUICK3, "seeds": [7], "lrs": [2.5e-3, 5e-3], "calibration_sets": ["@o
 #: Round 2's phases, with this test's calibration and forecasts.
 STEPS4 = {
     **{k: v for k, v in STEPS.items() if k != "posthoc"},
-    "calibrate": "_forecast_round4:calibrate_phase",
-    "predict": "_forecast_round4:predict_phase",
+    "calibrate": "paper._forecast_round4:calibrate_phase",
+    "predict": "paper._forecast_round4:predict_phase",
 }
 
 

@@ -26,25 +26,22 @@ Design (fixed before any run of this test; ``<out>/config.json``): the fourth te
   product matters); all stored in ``predictions.json`` before the first run;
 - new settings and seeds (8, 9) none of the earlier tests used; counts from ``power``.
 
-Usage: python paper/forecast_round5.py [--phase restore|calibrate|predict|heldout|summary|all]
+Usage: python -m paper.forecast_round5 [--phase restore|calibrate|predict|heldout|summary|all]
        [--runs runs/forecast_round5] [--out paper/results/forecast_round5] [--workers 2]
 """
 
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
+from paper.forecast_round2 import STEPS, run_name
+from paper.forecast_round4 import QUICK as QUICK4
+from paper.forecast_round4 import Round4Design
 
-from _study import study_main  # noqa: E402
-from forecast_round2 import STEPS, run_name  # noqa: E402
-from forecast_round4 import QUICK as QUICK4  # noqa: E402
-from forecast_round4 import Round4Design  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _own_links() -> list[dict[str, Any]]:
@@ -83,7 +80,7 @@ class Round5Design(Round4Design):
         "the best baseline's; on the extrapolation split the best on every score. The GP "
         "classifier given X's own lr is reported beside them, not counted in the goal"
     )
-    COMMAND: ClassVar[str] = "python paper/forecast_round5.py"
+    COMMAND: ClassVar[str] = "python -m paper.forecast_round5"
     power: str = (
         "48 runs, as the fourth test: the 90 % coverage's 95 % half-width 0.049 over 144 "
         "finals; for regime accuracy against the best baseline (paired, McNemar), with "
@@ -108,8 +105,8 @@ QUICK = {**QUICK4, "seeds": [8], "lrs": [2e-3, 6e-3],
 #: Round 2's phases, with this test's calibration and forecasts.
 STEPS5 = {
     **{k: v for k, v in STEPS.items() if k != "posthoc"},
-    "calibrate": "_forecast_round5:calibrate_phase",
-    "predict": "_forecast_round5:predict_phase",
+    "calibrate": "paper._forecast_round5:calibrate_phase",
+    "predict": "paper._forecast_round5:predict_phase",
 }
 
 

@@ -26,7 +26,7 @@ predict-first forecasts of a new testbed are issue 31 §4's experiment.
 Results: ``<out>/`` config.json (written first), scores.json (every run's scores),
 summary.json, table.md, forecast_scores.png.
 
-Usage: python paper/forecast_scores.py [--source paper/results/regime_map]
+Usage: python -m paper.forecast_scores [--source paper/results/regime_map]
        [--out paper/results/forecast_oldmap] [--draws 400] [--prefix 50] [--seed 0]
 """
 
@@ -40,16 +40,14 @@ from typing import Any
 
 import numpy as np
 
+import simulate
+from calibrate import group_of
+from paper import _forecast_baselines as fb
+from paper._forecast_report import score_all, write_outputs
+from paper._study import now
+from simulate.common import write_json
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
-
-import _forecast_baselines as fb  # noqa: E402
-from _forecast_report import score_all, write_outputs  # noqa: E402
-from _regime_report import group_of  # noqa: E402
-from _study import now  # noqa: E402
-
-import simulate  # noqa: E402
-from simulate.common import write_json  # noqa: E402
 
 KNOBS = ("rl.lr", "rl.staleness")
 
@@ -144,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--draws must be >= 10 and --prefix >= 1")
     config = {"source": str(source), "draws": a.draws, "prefix": a.prefix, "seed": a.seed,
               "knobs": list(KNOBS), "created": now(),
-              "command": "python paper/forecast_scores.py" + "".join(
+              "command": "python -m paper.forecast_scores" + "".join(
                   f" {x}" for x in (argv if argv is not None else sys.argv[1:]))}  # fmt: skip
     if out.exists() and not (out / "config.json").is_file() and any(out.iterdir()):
         ap.error(f"--out {out} holds files this command did not write; choose a new folder")

@@ -44,7 +44,7 @@ Phases (each resumable; a finished run is never retrained): ``restore`` (finishe
 the committed archive ``out/runs``), ``power``, ``choose``, ``predict``, ``runs``,
 ``summary`` (``summary.json``, ``table.md``, ``hypotheses.png``; runs archived).
 
-Usage: python paper/hypotheses_testbed.py
+Usage: python -m paper.hypotheses_testbed
        [--phase restore|power|choose|predict|runs|summary|all]
        [--runs runs/hypotheses_testbed] [--out paper/results/hypotheses]
        [--workers 2] [--code DIR] [--quick]
@@ -54,16 +54,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._hypotheses_design import MOTIFS, run_name, study_jobs, task_spec
+from paper._study import study_main
 
-from _study import study_main  # noqa: E402
-from hypotheses_study import MOTIFS, run_name, study_jobs, task_spec  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 Job = tuple[str, str, str, int]  # (condition, task, motif, seed)
 
@@ -187,11 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         default_runs="runs/hypotheses_testbed",
         default_out="paper/results/hypotheses",
         steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "power": "_hyp_testbed:power_phase",
-            "choose": "_hyp_testbed:choose_phase",
-            "predict": "_hyp_testbed:predict_phase",
-            "summary": "_hyp_testbed:summary_phase",
+            "restore": "paper._study_runs:restore_phase",
+            "power": "paper._hypotheses_testbed:power_phase",
+            "choose": "paper._hypotheses_testbed:choose_phase",
+            "predict": "paper._hypotheses_testbed:predict_phase",
+            "summary": "paper._hypotheses_testbed:summary_phase",
         },
     )
 

@@ -3,8 +3,8 @@
 Trains two runs that differ only in the motif (same task, seed, base, mechanism), unless
 their run folders already hold a finished log, then draws one panel per run::
 
-    python paper/llm_c1_vs_i1.py                 # runs/c1_math, runs/i1_math -> PNG
-    python paper/llm_c1_vs_i1.py --steps 400 --out paper/figures/llm_c1_vs_i1.png
+    python -m paper.llm_c1_vs_i1                 # runs/c1_math, runs/i1_math -> PNG
+    python -m paper.llm_c1_vs_i1 --steps 400 --out paper/figures/llm_c1_vs_i1.png
 """
 
 from __future__ import annotations

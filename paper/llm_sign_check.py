@@ -5,10 +5,10 @@ Y -> Z edge (simulate's presets: C1 = X->Y +, X->Z +, Y->Z +; I1 the same with Y
 the same task, seeds, base, mechanisms and learning rates, then fits calibrate's
 competence kinetics to each run set and compares candidate motifs by PSIS-LOO::
 
-    python paper/llm_sign_check.py                         # 2 seeds x {C1, I1}, C1 vs I1 fits
-    python paper/llm_sign_check.py --candidates auto       # + all 16 FFL presets (slow)
-    python paper/llm_sign_check.py --fit-only              # reuse the finished runs
-    python paper/llm_sign_check.py --quick --out /tmp/sc   # micro model, a few steps (tests)
+    python -m paper.llm_sign_check                         # 2 seeds x {C1, I1}, C1 vs I1 fits
+    python -m paper.llm_sign_check --candidates auto       # + all 16 FFL presets (slow)
+    python -m paper.llm_sign_check --fit-only              # reuse the finished runs
+    python -m paper.llm_sign_check --quick --out /tmp/sc   # micro model, a few steps (tests)
 
 Run folders that already hold a finished log are reused, unfinished ones are resumed from
 their checkpoint, so the script can be interrupted and re-run. Output (``--out``, default

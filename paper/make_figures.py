@@ -3,11 +3,11 @@
 Every stage is a script in ``paper/figures/``; ``numbers`` reads their JSON and the committed
 results under ``paper/results/`` and writes ``paper/numbers.tex`` (never typed by hand).
 
-    python paper/make_figures.py                 # the paper's sizes (what `make paper` runs)
-    python paper/make_figures.py --toy           # small sizes, into runs/paper_toy (tests)
-    python paper/make_figures.py --only oscillation,numbers --out /tmp/f --numbers /tmp/n.tex
-    python paper/make_figures.py --pdf           # then latexmk (or pdflatex + bibtex)
-    python paper/make_figures.py --with-training # also retrain the C1/I1 runs (~10 min) and
+    python -m paper.make_figures                 # the paper's sizes (what `make paper` runs)
+    python -m paper.make_figures --toy           # small sizes, into runs/paper_toy (tests)
+    python -m paper.make_figures --only oscillation,numbers --out /tmp/f --numbers /tmp/n.tex
+    python -m paper.make_figures --pdf           # then latexmk (or pdflatex + bibtex)
+    python -m paper.make_figures --with-training # also retrain the C1/I1 runs (~10 min) and
                                                  # recalibrate them (figure stages llm, calibration)
 
 Without a LaTeX toolchain ``--pdf`` prints which Debian packages provide one and exits 0:
@@ -39,18 +39,20 @@ def commands(figures: Path, numbers: Path, toy: bool) -> dict[str, list[str]]:
     runs = figures / "runs"
     size = ["--toy"] if toy else []
     return {
-        "presets": [py, str(FIGS / "fig_presets.py"), "--out", str(figures), *size],
+        "presets": [py, "-m", "paper.figures.fig_presets", "--out", str(figures), *size],
         "oscillation": [
             py,
-            str(FIGS / "fig_oscillation.py"),
+            "-m",
+            "paper.figures.fig_oscillation",
             "--out",
             str(figures / "oscillation.png"),
             *size,
         ],
-        "phase": [py, str(FIGS / "fig_phase.py"), "--out", str(figures / "phase"), *size],
+        "phase": [py, "-m", "paper.figures.fig_phase", "--out", str(figures / "phase"), *size],
         "numbers": [
             py,
-            str(FIGS / "tex_numbers.py"),
+            "-m",
+            "paper.figures.tex_numbers",
             "--figures",
             str(figures),
             "--out",
@@ -58,7 +60,8 @@ def commands(figures: Path, numbers: Path, toy: bool) -> dict[str, list[str]]:
         ],
         "llm": [
             py,
-            str(HERE / "llm_c1_vs_i1.py"),
+            "-m",
+            "paper.llm_c1_vs_i1",
             "--runs",
             str(runs),
             "--steps",
@@ -68,7 +71,8 @@ def commands(figures: Path, numbers: Path, toy: bool) -> dict[str, list[str]]:
         ],
         "calibration": [
             py,
-            str(FIGS / "fig_calibration.py"),
+            "-m",
+            "paper.figures.fig_calibration",
             "--runs",
             str(runs),
             "--out",
@@ -148,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in chosen:
         t0 = time.perf_counter()
         print(f"== {name}: {' '.join(cmds[name][1:])}", flush=True)
-        r = subprocess.run(cmds[name], check=False)
+        r = subprocess.run(cmds[name], check=False, cwd=HERE.parent)
         if r.returncode != 0:
             print(f"error: figure {name} failed (exit {r.returncode})", file=sys.stderr)
             return r.returncode

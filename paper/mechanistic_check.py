@@ -22,7 +22,7 @@ band); observed labels by the one collapse rule of real runs
 Results: ``<out>/`` config.json (the design, stored first; another design is refused unless
 ``--overwrite``), summary.json, table.md, mechanistic.png.
 
-Usage: ``python paper/mechanistic_check.py [--out paper/results/mechanistic] [--draws 200]
+Usage: ``python -m paper.mechanistic_check [--out paper/results/mechanistic] [--draws 200]
 [--method nuts|laplace] [--overwrite]``
 """
 
@@ -37,13 +37,12 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _forecast_report import score_all
-from forecast_scores import load_runs, model_forecasts
+from paper._forecast_report import score_all
+from paper.forecast_scores import load_runs, model_forecasts
 
 ROOT = Path(__file__).resolve().parents[1]
 REGIME = ROOT / "paper" / "results" / "regime_map"
-COMMAND = "python paper/mechanistic_check.py"
+COMMAND = "python -m paper.mechanistic_check"
 MODELS = ("ode", "map", "map+links")
 #: NUTS sizes (chains x (warm-up + draws)): the three fits in minutes on 2 cores.
 NUTS = {"chains": 2, "warmup": 300, "samples": 300}
@@ -180,7 +179,7 @@ def _run(a, out, stored, compare, cfgs, design, pilots, held, n_eval) -> int:
             print(f"{m}: elpd_loo {float(loos[m].elpd_loo):.1f} ({times[f'fit_{m}_s']:.0f} s)")
         scores = score_all(forecasts, held, pilots, design, n_eval,
                            rng=np.random.default_rng(0))  # fmt: skip
-        from calibrate._compare import compare_pointwise
+        from calibrate import compare_pointwise
 
         names = {m: f.method for m, f in zip(MODELS, forecasts, strict=True)}
         summary = {

@@ -37,7 +37,7 @@ Design (fixed before any run; ``config.json``):
 Phases (each resumable): ``restore``, ``scan``, ``choose``, ``single``, ``predict``, ``pool``,
 ``summary`` (``summary.json``, ``table.md``, ``compare.md``, ``pool.png``, ``tradeoff.png``).
 
-Usage: python paper/pool_testbed.py
+Usage: python -m paper.pool_testbed
        [--phase restore|scan|choose|single|predict|pool|summary|all]
        [--runs runs/pool_testbed] [--out paper/results/pool] [--workers 2]
        [--code DIR] [--quick]
@@ -47,15 +47,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
 
-from _study import study_main  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 Job = tuple[str, str, int, int]  # (setting, method, K, seed)
 
@@ -122,7 +119,7 @@ class PoolDesign:
             return [(st, m, k, s) for s in self.seeds for st in self.settings for m, k in methods]
         raise ValueError(f"not a training phase: {phase!r}")
 
-    command: str = dataclasses.field(default="python paper/pool_testbed.py", init=False, repr=False)
+    command: str = dataclasses.field(default="python -m paper.pool_testbed", init=False, repr=False)
     #: The single agent's name in the summary: the testbed trains REINFORCE (not a field of
     #: the stored design).
     single_label: ClassVar[str] = "REINFORCE (single)"
@@ -201,10 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         default_runs="runs/pool_testbed",
         default_out="paper/results/pool",
         steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "choose": "_pool_testbed:choose_phase",
-            "predict": "_pool_testbed:predict_phase",
-            "summary": "_pool_testbed:summary_phase",
+            "restore": "paper._study_runs:restore_phase",
+            "choose": "paper._pool_testbed:choose_phase",
+            "predict": "paper._pool_testbed:predict_phase",
+            "summary": "paper._pool_testbed:summary_phase",
         },
     )
 

@@ -23,7 +23,7 @@ repetition. The design is stored in ``config.json`` before any method runs and i
 every later call. This is the record of the old testbed (``math-v1``, where only X learned);
 the benchmark on the new testbed is ``recommend_study.py``.
 
-Usage: python paper/recommend_bench.py [--runs runs/regime_map]
+Usage: python -m paper.recommend_bench [--runs runs/regime_map]
     [--out paper/results/recommend_old_testbed] [--seeds 0,1,2] [--rng-seeds N]
     [--train [--workers N] [--code TREE]]
 
@@ -43,14 +43,12 @@ from typing import Any
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _recommend_baselines as rb
-import _recommend_summary as summ
-import regime_map
-from _recommend_summary import pick_record as pick_record
-
 import simulate
 from calibrate import StageError, Study, fit_runs, run_command
+from paper import _recommend_baselines as rb
+from paper import _recommend_summary as summ
+from paper import regime_map
+from paper._recommend_summary import pick_record as pick_record
 
 HERE = Path(__file__).resolve().parent
 LINKS = regime_map.LINKS  # the regime map's links: the same model
@@ -179,7 +177,7 @@ def _run_methods(runs: Path, out: Path, cfg: BenchConfig) -> dict[str, Any]:
             print(f"  seed {seed}: {m} ({time.time() - t0:.0f} s)", flush=True)
     simulate.write_json(out / "picks.json", picks)
     summary = summ.summarise(picks, table, cfg.methods)
-    summary |= {"wall_s": round(time.time() - t0, 1), "command": "python paper/recommend_bench.py"}
+    summary |= {"wall_s": round(time.time() - t0, 1), "command": "python -m paper.recommend_bench"}
     simulate.write_json(out / "summary.json", summary)
     simulate.write_text(out / "table.md", summ.table_md(summary))
     summ.figure(summary, picks, table, out / "recommend.png")

@@ -13,8 +13,8 @@ the forecasts and with a nearest-neighbour baseline fitted on the same pilots.
 Every phase resumes: finished runs are kept, interrupted ones continue from their
 checkpoint, the fit and the predictions are made once.
 
-    python paper/regime_map.py                 # full size (16 settings x 2 seeds)
-    python paper/regime_map.py --quick --out /tmp/rm --runs /tmp/rm/runs   # a smoke test
+    python -m paper.regime_map                 # full size (16 settings x 2 seeds)
+    python -m paper.regime_map --quick --out /tmp/rm --runs /tmp/rm/runs   # a smoke test
 
 Results: ``paper/results/regime_map/`` (config.json, predictions.json, observed.json,
 summary.json, table.md, regime_map.png); run folders under ``runs/regime_map/``.
@@ -31,13 +31,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _regime_report as report
-from _study import store_once
-
 import simulate
 from calibrate import StageError, Study, fit_runs, train_runs
 from llm_runs.knobs import hierarchy_links
+from paper import _regime_report as report
+from paper._study import store_once
 
 
 @dataclasses.dataclass(frozen=True)

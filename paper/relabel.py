@@ -10,7 +10,7 @@ committed numbers that move under the new labels), ``table.md`` and ``relabel.pn
 
 Usage::
 
-    python paper/relabel.py [--results paper/results] [--out paper/results/relabel]
+    python -m paper.relabel [--results paper/results] [--out paper/results/relabel]
 
 The reference rule must be stated first: ``<out>/config.json`` with a ``reference_rule`` has
 to exist (exit 2 otherwise).
@@ -25,15 +25,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from calibrate import wilson
+from paper._relabel_data import committed_runs, reference_collapse
+from simulate.common import COLLAPSE_RULE, write_json, write_text
+
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-import numpy as np  # noqa: E402
-from _regime_report import wilson  # noqa: E402
-from _relabel_data import committed_runs, reference_collapse  # noqa: E402
-
-from simulate.common import COLLAPSE_RULE, write_json, write_text  # noqa: E402
 
 REVISIONS = [
     "The reference rule was not changed after it was stated. The classifier was revised once "
@@ -83,7 +81,7 @@ def label_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def summarise(rows: list[dict[str, Any]], runs: list[dict[str, Any]], root: Path) -> dict:
     """summary.json's content (``changed`` from :mod:`_relabel_changed`)."""
-    import _relabel_changed as ch
+    from paper import _relabel_changed as ch
 
     n = len(rows)
     agree = sum(r["classifier_collapsed"] == r["reference_collapsed"] for r in rows)
@@ -131,7 +129,7 @@ def summarise(rows: list[dict[str, Any]], runs: list[dict[str, Any]], root: Path
             "hypotheses": ch.hypotheses(runs, new, root),
         },
         "revisions": REVISIONS,
-        "command": "python paper/relabel.py",
+        "command": "python -m paper.relabel",
     }
 
 

@@ -10,8 +10,8 @@ hypotheses runs) is replayed evaluation by evaluation through watch's own functi
 :func:`calibrate._watch.forecast` on the evaluations up to each step), giving a P(collapse)
 series per run. The rules (:data:`_watch_metrics.RULE`) then score every threshold.
 
-    python paper/watch_replay.py            # all runs -> paper/results/watch/
-    python paper/watch_replay.py --quick --out /tmp/watch   # 6 regime-map runs, few draws
+    python -m paper.watch_replay            # all runs -> paper/results/watch/
+    python -m paper.watch_replay --quick --out /tmp/watch   # 6 regime-map runs, few draws
 
 Writes ``config.json`` (first), ``fit/``, ``replay.json`` (every run's series),
 ``summary.json`` (``flagged_share``, ``lead_steps``, ``false_alert_share`` at the design's
@@ -25,13 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import _watch_data as wdata
-import _watch_metrics as wm
-
 from calibrate import StageError, fit_runs
 from llm_runs.knobs import hierarchy_links
+from paper import _watch_data as wdata
+from paper import _watch_metrics as wm
 from simulate import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent / "results"
@@ -115,7 +112,7 @@ def replay(runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any]) -> li
 
     jax.config.update("jax_enable_x64", True)
     from calibrate import load_fit
-    from calibrate._watch import forecast, prepare
+    from calibrate.watch import forecast, prepare
 
     post = load_fit(fit_dir)
     w = cfg["watch"]
@@ -226,7 +223,7 @@ def summarize(rep: list[dict[str, Any]], cfg: dict[str, Any]) -> dict[str, Any]:
         "rule": cfg["rule"],
         "breakdown": wm.breakdown(rep, cfg["threshold"], lead_goal=goal, task=PILOT_TASK),
         "ess": ess_summary(rep, cfg),
-        "command": "python paper/watch_replay.py" + (" --quick" if cfg["quick"] else ""),
+        "command": "python -m paper.watch_replay" + (" --quick" if cfg["quick"] else ""),
     }
 
 

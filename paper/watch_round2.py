@@ -15,7 +15,7 @@ Design (fixed in ``config.json`` before any forecast is computed; see :func:`des
   second test chose on the first test's held-out runs before either later test ran.
 - **rules**: the held-out replay's (lead goal 20 steps, threshold 0.5, the one collapse rule).
 
-    python paper/watch_round2.py [--quick --out /tmp/w2]   # -> paper/results/watch_round2/
+    python -m paper.watch_round2 [--quick --out /tmp/w2]   # -> paper/results/watch_round2/
 
 Writes ``config.json`` (first), ``fit/``, ``replay.json``, ``summary.json`` (per method:
 ``flagged_share``, ``lead_steps``, ``false_alert_share``, ...), ``table.md`` and a figure.
@@ -28,11 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import watch_testbed as wt
-from _watch_records import record, split_by_range
-
+from paper import watch_testbed as wt
+from paper._watch_records import record, split_by_range
 from simulate import write_text
 
 ROOT = Path(__file__).resolve().parent / "results"

@@ -15,7 +15,7 @@ Design (fixed in ``config.json`` before any of these runs was read; see :func:`d
   range at its chosen ``extrapolation_sd`` 0.75.
 - **rules**: the held-out replays' (lead goal 20 steps, threshold 0.5, the one collapse rule).
 
-    python paper/watch_round3.py [--quick --out /tmp/w3]   # -> paper/results/watch_round3/
+    python -m paper.watch_round3 [--quick --out /tmp/w3]   # -> paper/results/watch_round3/
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import watch_round2 as w2
-import watch_testbed as wt
-from forecast_round4 import DELTA_X
-from forecast_scores import refit
+from paper import watch_round2 as w2
+from paper import watch_testbed as wt
+from paper.forecast_round4 import DELTA_X
+from paper.forecast_scores import refit
 
 ROOT = Path(__file__).resolve().parent / "results"
 SOURCES = ("forecast_round4",)

@@ -18,7 +18,7 @@ Design (fixed in ``config.json`` before anything is computed; see :func:`design`
   :func:`score`, :func:`curve`, :func:`breakdown`; ``watch_replay.THRESHOLDS``), lead goal
   20 steps, threshold 0.5; the same runs score both methods.
 
-    python paper/watch_testbed.py [--quick --out /tmp/wt]   # -> paper/results/watch_testbed/
+    python -m paper.watch_testbed [--quick --out /tmp/wt]   # -> paper/results/watch_testbed/
 
 Writes ``config.json`` (first), ``fit/``, ``replay.json``, ``summary.json`` (per method:
 ``flagged_share``, ``lead_steps``, ``false_alert_share``, ...), ``table.md`` and a figure.
@@ -32,14 +32,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import _watch_metrics as wm
-from _watch_records import FORECAST, record, split_by_range
-from _watch_records import KNOBS as KNOBS
-from _watch_report import figure, table
-from watch_replay import THRESHOLDS, fix_config
-
+from paper import _watch_metrics as wm
+from paper._watch_records import FORECAST, record, split_by_range
+from paper._watch_records import KNOBS as KNOBS
+from paper._watch_report import figure, table
+from paper.watch_replay import THRESHOLDS, fix_config
 from simulate import write_text
 
 ROOT = Path(__file__).resolve().parent / "results"
@@ -163,7 +160,7 @@ def replay(runs: list[dict[str, Any]], fit_dir: Path, cfg: dict[str, Any]) -> li
 
     jax.config.update("jax_enable_x64", True)
     from calibrate import load_fit
-    from calibrate._watch import forecast, prepare
+    from calibrate.watch import forecast, prepare
 
     folders = {m: Path(cfg["methods"][m].get("fit") or fit_dir) for m in cfg["methods"]}
     loaded = {f: load_fit(f) for f in set(folders.values())}  # a method's own fit, or fit_dir
@@ -255,7 +252,7 @@ def end_state(runs: list[dict[str, Any]], thr: float) -> dict[str, int]:
 
 
 def summarize(
-    rep: list[dict[str, Any]], cfg: dict[str, Any], script: str = "watch_testbed.py"
+    rep: list[dict[str, Any]], cfg: dict[str, Any], study: str = "watch_testbed"
 ) -> dict[str, Any]:
     """summary.json: per method (``cfg["methods"]``), and the runs."""
     return {
@@ -265,7 +262,7 @@ def summarize(
         "n_collapsed": sum(r["collapse_step"] is not None for r in rep),
         "methods": {m: summarize_method(rep, cfg, m) for m in cfg["methods"]},
         "rule": cfg["rule"],
-        "command": f"python paper/{script}" + (" --quick" if cfg["quick"] else ""),
+        "command": f"python -m paper.{study}" + (" --quick" if cfg["quick"] else ""),
     }
 
 
@@ -301,7 +298,7 @@ def driver(
         rep = replay_fn(runs, fit_pilots(pilot_folders(), out, cfg), cfg, out)
         write_text(out / "replay.json", json.dumps(rep, indent=1, default=float) + "\n")
         (out / PARTIAL).unlink(missing_ok=True)  # a resumable replay's records, now whole
-    summ = summarize(rep, cfg, script=f"{name}.py")
+    summ = summarize(rep, cfg, study=name)
     (out / "summary.json").write_text(json.dumps(summ, indent=2) + "\n")
     (out / "table.md").write_text(table(summ))
     figure(rep, summ, out / f"{name}.png")

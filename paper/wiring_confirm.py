@@ -26,7 +26,7 @@ The analysis (``config.json``, stored before the first run trained):
 Phases (each resumable): ``restore`` (the archived runs copied back into ``--runs``),
 ``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_confirm.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_confirm [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_confirm] [--out paper/results/wiring_confirm] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -35,20 +35,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
+from paper.wiring_early import EarlyDesign
+from paper.wiring_knockdowns import KnockdownDesign
+from paper.wiring_logged import QUICK as LOGGED_QUICK
+from paper.wiring_logged import LoggedDesign, run_name
+from paper.wiring_pulses import PulseDesign
 
-from _study import study_main  # noqa: E402
-from wiring_early import EarlyDesign  # noqa: E402
-from wiring_knockdowns import KnockdownDesign  # noqa: E402
-from wiring_logged import QUICK as LOGGED_QUICK  # noqa: E402
-from wiring_logged import LoggedDesign, run_name  # noqa: E402
-from wiring_pulses import PulseDesign  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FIT_ARGS = ["--motif", "auto", "--gate", "AND", "--method", "laplace", "--edge-weights",
             "--pipeline", "X->Y,Y->Z", "--regulators", "logged", "--dse-blocks"]  # fmt: skip
@@ -77,6 +74,7 @@ class ConfirmDesign(LoggedDesign):
         "the early family keeps the truth first or indistinguishable in every set and reads no "
         "wrong sign; whether it reads >= 2 signs in most sets is open"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_confirm``).
     command: str = "python paper/wiring_confirm.py"
     quote_earlier = False  # new sets: no earlier fit of them
     figure = "wiring_confirm.png"
@@ -88,10 +86,8 @@ def pointwise_read(selection: dict[str, Any], motif: str, se: str = "dse_points"
     ``dse_points`` of a selection made with ``--dse-blocks``, or the unstratified
     ``dse_blocks`` of one made with ``--dse-replicates``; band 2), and the signs that set
     identifies."""
-    from _wiring_read import set_identification
-
-    from calibrate._compare import ELPD_BAND, identified_structure
-    from calibrate._network import resolve_network
+    from calibrate import ELPD_BAND, identified_structure, resolve_network
+    from paper._wiring_read import set_identification
 
     rows = selection["ranking"]
     keep = [r["label"] for r in rows if r["d_elpd"] <= ELPD_BAND * r[se]]
@@ -103,9 +99,8 @@ def summary_phase(cfg: ConfirmDesign, runs: Path, out: Path) -> dict[str, Any]:
     """The read-back's summary (:func:`wiring_logged.summary_phase`) with ``pointwise``: per
     family, the goal's counts with the indistinguishable set taken by the pointwise se of
     the same fits (``dse_points``)."""
-    import wiring_logged
-    from wiring_floor import family_measures
-
+    from paper import wiring_logged
+    from paper.wiring_floor import family_measures
     from simulate.common import write_json
 
     summary = wiring_logged.summary_phase(cfg, runs, out)
@@ -140,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         default_runs="runs/wiring_confirm",
         default_out="paper/results/wiring_confirm",
         steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "fit": "wiring_logged:fit_phase",
-            "summary": "wiring_confirm:summary_phase",
+            "restore": "paper._study_runs:restore_phase",
+            "fit": "paper.wiring_logged:fit_phase",
+            "summary": "paper.wiring_confirm:summary_phase",
         },
     )
 

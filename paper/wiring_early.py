@@ -32,7 +32,7 @@ Design (``config.json``, stored before any run of this study):
 
 Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_early.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_early [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_early] [--out paper/results/wiring_early] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -41,18 +41,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
+from paper.wiring_knockdowns import QUICK as KNOCKDOWN_QUICK
+from paper.wiring_knockdowns import Job, KnockdownDesign
+from paper.wiring_knockdowns import run_name as knockdown_run_name
 
-from _study import study_main  # noqa: E402
-from wiring_knockdowns import QUICK as KNOCKDOWN_QUICK  # noqa: E402
-from wiring_knockdowns import Job, KnockdownDesign  # noqa: E402
-from wiring_knockdowns import run_name as knockdown_run_name  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 KIND = "pulseYe"  # the early Y knock-down
 
@@ -77,6 +74,7 @@ class EarlyDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_early``).
     command: str = "python paper/wiring_early.py"
 
     @property
@@ -128,9 +126,9 @@ def responses(cfg: EarlyDesign, runs: Path) -> dict[str, dict[str, Any]]:
     one, Y's and Z's mean competence over the run and the first step at which Z reached
     0.7 (the last step if never); and the early and late runs' differences from ``w =
     0.9`` (a different seed each: seed spread included)."""
-    from _pool_analysis import run_curves
-    from _testbed_analysis import auc, steps_to
-    from wiring_floor import FloorDesign
+    from paper._study_runs import run_curves
+    from paper._testbed_analysis import auc, steps_to
+    from paper.wiring_floor import FloorDesign
 
     late = None if cfg.base.reuse_pulses_from is None else FloorDesign()  # --quick: no late run
     out = {}
@@ -161,8 +159,8 @@ def summary_phase(cfg: EarlyDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` (``wiring_identification``; ``measures``, the goal's counts; and
     ``late_y_knockdown``, the same counts of the refit's ``xy`` family, the same sets with Y
     knocked down at steps 80-120) and ``table.md``."""
-    from _wiring_read import readback_summary
-    from wiring_floor import family_measures
+    from paper._wiring_read import readback_summary
+    from paper.wiring_floor import family_measures
 
     late = ROOT / "paper" / "results" / "wiring_floor" / "summary.json"
 
@@ -191,9 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         default_runs="runs/wiring_early",
         default_out="paper/results/wiring_early",
         steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "fit": "wiring_floor:fit_phase",
-            "summary": "wiring_early:summary_phase",
+            "restore": "paper._study_runs:restore_phase",
+            "fit": "paper.wiring_floor:fit_phase",
+            "summary": "paper.wiring_early:summary_phase",
         },
     )
 

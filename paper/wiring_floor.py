@@ -31,7 +31,7 @@ stored after both read-backs' results were read and before any fit of this one):
 Phases (each resumable): ``restore``, ``wiring`` (training: only with ``--quick``), ``fit``,
 ``summary``.
 
-Usage: python paper/wiring_floor.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_floor [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_floor] [--out paper/results/wiring_floor] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -41,20 +41,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
+from paper.wiring_knockdowns import QUICK as KNOCKDOWN_QUICK
+from paper.wiring_knockdowns import Job, KnockdownDesign
+from paper.wiring_knockdowns import run_name as knockdown_run_name
 
-from _study import study_main  # noqa: E402
-from wiring_knockdowns import QUICK as KNOCKDOWN_QUICK  # noqa: E402
-from wiring_knockdowns import Job, KnockdownDesign  # noqa: E402
-from wiring_knockdowns import run_name as knockdown_run_name  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FAMILIES = {"x": 3, "xy": 4}  # set family -> its runs (the first 3 or all 4 of a set)
 
@@ -79,6 +76,7 @@ class FloorDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_floor``).
     command: str = "python paper/wiring_floor.py"
 
     @property
@@ -116,7 +114,7 @@ class FloorDesign:
 def fit_phase(cfg: FloorDesign, runs: Path, out: Path) -> None:
     """Fit every set whose runs have all finished, two at a time on two cores (a set with a
     ``selection.json`` is kept)."""
-    import wiring_pulses
+    from paper import wiring_pulses
 
     failed = threading.Event()
 
@@ -136,7 +134,7 @@ def fit_phase(cfg: FloorDesign, runs: Path, out: Path) -> None:
 def family_measures(sets: dict[str, dict[str, Any]], out: Path | None) -> dict[str, Any]:
     """The goal's measures over one family's sets, as counts, with (given the fits' folder
     ``out``) the flip rates ``kappa`` (posterior means) of each set's true type."""
-    from _wiring_read import identification_summary
+    from paper._wiring_read import identification_summary
 
     kappa = {}
     for name, s in sets.items() if out is not None else ():
@@ -161,7 +159,7 @@ def family_measures(sets: dict[str, dict[str, Any]], out: Path | None) -> dict[s
 def summary_phase(cfg: FloorDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` (``wiring_identification``, and ``by_family`` its measures per
     family; the earlier fits quoted) and ``table.md``."""
-    from _wiring_read import readback_summary
+    from paper._wiring_read import readback_summary
 
     def by_family(summary: dict[str, Any]) -> dict[str, Any]:
         sets = summary["wiring_identification"].get("sets", {})
@@ -191,9 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         default_runs="runs/wiring_floor",
         default_out="paper/results/wiring_floor",
         steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "fit": "wiring_floor:fit_phase",
-            "summary": "wiring_floor:summary_phase",
+            "restore": "paper._study_runs:restore_phase",
+            "fit": "paper.wiring_floor:fit_phase",
+            "summary": "paper.wiring_floor:summary_phase",
         },
     )
 

@@ -26,7 +26,7 @@ session; no power calculation (no spread of a rank to base one on).
 
 Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_gates.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_gates [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_gates] [--out paper/results/wiring_gates] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -34,17 +34,14 @@ Usage: python paper/wiring_gates.py [--phase restore|wiring|fit|summary|all]
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper.wiring_confirm import FIT_ARGS, _early_at
+from paper.wiring_threshold import QUICK as THRESHOLD_QUICK
+from paper.wiring_threshold import ThresholdDesign, read_back_main
 
-from wiring_confirm import FIT_ARGS, _early_at  # noqa: E402
-from wiring_threshold import QUICK as THRESHOLD_QUICK  # noqa: E402
-from wiring_threshold import ThresholdDesign, read_back_main  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 GATES_ARGS = [a if a != "logged" else "logged-gates" for a in FIT_ARGS]
 
@@ -60,6 +57,7 @@ class GatesDesign(ThresholdDesign):
         "indistinguishable in every set and no identified sign is wrong; whether >= 2 of the "
         "3 signs are identified in most sets is open"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_gates``).
     command: str = "python paper/wiring_gates.py"
     figure = "wiring_gates.png"
 

@@ -14,7 +14,7 @@ results were read and before any run of this one.
 
 Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_knockdowns.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_knockdowns [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_knockdowns] [--out paper/results/wiring_knockdowns] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -22,17 +22,14 @@ Usage: python paper/wiring_knockdowns.py [--phase restore|wiring|fit|summary|all
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
+from paper.wiring_pulses import PulseDesign
+from paper.wiring_pulses import run_name as pulse_run_name
 
-from _study import study_main  # noqa: E402
-from wiring_pulses import PulseDesign  # noqa: E402
-from wiring_pulses import run_name as pulse_run_name  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 Job = tuple[str, int, str]  # (motif, set, kind): "w0", "w0.9", "pulse" (X) or "pulseY"
 
@@ -53,6 +50,7 @@ class KnockdownDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_knockdowns``).
     command: str = "python paper/wiring_knockdowns.py"
 
     @property
@@ -106,15 +104,15 @@ def run_name(motif: str, k: int, kind: str) -> str:
 
 def fit_phase(cfg: KnockdownDesign, runs: Path, out: Path) -> None:
     """Fit every set whose runs have all finished (a set with a ``selection.json`` is kept)."""
-    import wiring_pulses
+    from paper import wiring_pulses
 
     wiring_pulses.fit_phase(cfg, runs, out)  # type: ignore[arg-type]  # same interface
 
 
 def summary_phase(cfg: KnockdownDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` and ``table.md``; the earlier read-backs quoted beside them."""
-    from _wiring_read import readback_summary
-    from wiring_weights import EARLIER
+    from paper._wiring_read import readback_summary
+    from paper.wiring_weights import EARLIER
 
     res = ROOT / "paper" / "results"
     return readback_summary(cfg, runs, out, {**EARLIER,
@@ -141,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         default_runs="runs/wiring_knockdowns",
         default_out="paper/results/wiring_knockdowns",
         steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "fit": "wiring_knockdowns:fit_phase",
-            "summary": "wiring_knockdowns:summary_phase",
+            "restore": "paper._study_runs:restore_phase",
+            "fit": "paper.wiring_knockdowns:fit_phase",
+            "summary": "paper.wiring_knockdowns:summary_phase",
         },
     )
 

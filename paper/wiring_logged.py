@@ -34,7 +34,7 @@ fit of this one; the new option was checked only on synthetic data and in tests)
 
 Phases (each resumable): ``wiring`` (training: only with ``--quick``), ``fit``, ``summary``.
 
-Usage: python paper/wiring_logged.py [--phase wiring|fit|summary|all]
+Usage: python -m paper.wiring_logged [--phase wiring|fit|summary|all]
        [--runs runs/wiring_logged] [--out paper/results/wiring_logged] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -44,22 +44,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
+from paper.wiring_early import QUICK as EARLY_QUICK
+from paper.wiring_early import EarlyDesign
+from paper.wiring_early import run_name as early_run_name
+from paper.wiring_weights import WeightDesign
+from paper.wiring_weights import run_name as weight_run_name
 
-from _study import study_main  # noqa: E402
-from wiring_early import QUICK as EARLY_QUICK  # noqa: E402
-from wiring_early import EarlyDesign  # noqa: E402
-from wiring_early import run_name as early_run_name  # noqa: E402
-from wiring_weights import WeightDesign  # noqa: E402
-from wiring_weights import run_name as weight_run_name  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FAMILIES = ("weights", "x", "early")
 #: The earlier fits of each family's sets: (summary, the key of its sets' family or None).
@@ -95,6 +92,7 @@ class LoggedDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_logged``).
     command: str = "python paper/wiring_logged.py"
     #: Quote the earlier fits of the same sets (a class attribute: not part of the design).
     quote_earlier = True
@@ -155,9 +153,8 @@ def run_name(*job: Any) -> str:
 def fit_phase(cfg: LoggedDesign, runs: Path, out: Path) -> None:
     """Fit every set whose runs have all finished, two at a time on two cores (a set with a
     ``selection.json`` is kept)."""
-    from _pool_analysis import run_curves
-
     from calibrate import fit_runs
+    from paper._study_runs import run_curves
 
     failed = threading.Event()
 
@@ -182,7 +179,7 @@ def fit_phase(cfg: LoggedDesign, runs: Path, out: Path) -> None:
 
 def _earlier(fam: str) -> dict[str, Any] | None:
     """The goal's counts of the same sets under their earlier fits (None: not committed)."""
-    from wiring_floor import family_measures
+    from paper.wiring_floor import family_measures
 
     study, suffix = EARLIER[fam]
     f = ROOT / "paper" / "results" / study / "summary.json"
@@ -198,8 +195,8 @@ def summary_phase(cfg: LoggedDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` (``wiring_identification``; ``by_family``, the goal's counts per
     family with the earlier fits' counts of the same sets), ``table.md`` and the figure
     (``wiring_logged.png``)."""
-    from _wiring_read import readback_summary
-    from wiring_floor import family_measures
+    from paper._wiring_read import readback_summary
+    from paper.wiring_floor import family_measures
 
     def by_family(summary: dict[str, Any]) -> dict[str, Any]:
         sets = summary["wiring_identification"].get("sets", {})
@@ -270,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
         gated=None,
         default_runs="runs/wiring_logged",
         default_out="paper/results/wiring_logged",
-        steps={"fit": "wiring_logged:fit_phase", "summary": "wiring_logged:summary_phase"},
+        steps={
+            "fit": "paper.wiring_logged:fit_phase",
+            "summary": "paper.wiring_logged:summary_phase",
+        },
     )
 
 

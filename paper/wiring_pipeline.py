@@ -22,7 +22,7 @@ fits, without it. Each set is fitted once (a set with a ``selection.json`` is ke
 model with pipeline gates, at reduced fit sizes) made under ``<out>/quick_testbed``, fitted
 without the gate there and with it in ``<out>``.
 
-Usage: python paper/wiring_pipeline.py [--testbed paper/results/testbed]
+Usage: python -m paper.wiring_pipeline [--testbed paper/results/testbed]
        [--out paper/results/wiring_pipeline] [--quick] [--no-fit]
 """
 
@@ -35,11 +35,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
-sys.path.insert(0, str(ROOT))
 
 PIPELINE = "X->Y,Y->Z"
-COMMAND = "python paper/wiring_pipeline.py"
+COMMAND = "python -m paper.wiring_pipeline"
 
 
 def design(testbed: Path, quick: bool) -> dict[str, Any]:
@@ -111,9 +109,8 @@ def table(summary: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Fit the sets not yet fitted, then write ``summary.json`` and ``table.md``."""
-    import _testbed_analysis as ta
-    import testbed_study as tb
-
+    from paper import _testbed_analysis as ta
+    from paper._testbed_design import StudyConfig
     from simulate import ArgumentParser
     from simulate.common import write_json, write_text
 
@@ -137,10 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         write_json(cfg_path, want)
     extra: tuple[str, ...] = ()
     if a.quick and not a.no_fit:
-        from _wiring_quick import quick_testbed
+        from paper._wiring_quick import quick_testbed
 
         testbed, extra = quick_testbed(testbed)
-    cfg = tb.StudyConfig(**json.loads((testbed / "config.json").read_text()))
+    cfg = StudyConfig(**json.loads((testbed / "config.json").read_text()))
     cfg.bind(testbed)
     t0 = time.perf_counter()
     if not a.no_fit:

@@ -30,26 +30,23 @@ two cores; docs/results.md).
 
 Results: ``paper/results/wiring_power/`` summary.json and table.md.
 
-Usage: python paper/wiring_power.py [--out paper/results/wiring_power]
+Usage: python -m paper.wiring_power [--out paper/results/wiring_power]
 """
 
 from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
+import simulate
+from simulate.common import write_json, write_text
+from simulate.spec import FFL_SIGNS
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script
-    sys.path.insert(0, str(ROOT))
 
-import simulate  # noqa: E402
-from simulate.common import write_json, write_text  # noqa: E402
-from simulate.spec import FFL_SIGNS  # noqa: E402
-
-COMMAND = "python paper/wiring_power.py"
+COMMAND = "python -m paper.wiring_power"
 STUDIES = ("wiring_replicates", "wiring_replicates_rep")
 #: One-sided level of the band and the powers reported.
 ALPHA = 0.05
@@ -162,7 +159,7 @@ def table(s: dict[str, Any]) -> str:
             "seeds | seeds for 50 % / 80 % | runs a set for 80 % |")  # fmt: skip
     lines = [
         f"Seeds per condition to read Y -> Z's sign with a one-sided {1 - s['alpha_one_sided']:.0%}"
-        " Student-t band, from the replicated read-backs (`python paper/wiring_power.py`).",
+        " Student-t band, from the replicated read-backs (`python -m paper.wiring_power`).",
         "",
         head,
         "|---" * 10 + "|",

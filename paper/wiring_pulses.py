@@ -30,7 +30,7 @@ is not data):
 
 Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_pulses.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_pulses [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_pulses] [--out paper/results/wiring_pulses] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -38,15 +38,12 @@ Usage: python paper/wiring_pulses.py [--phase restore|wiring|fit|summary|all]
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
 
-from _study import study_main  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 Job = tuple[str, int, str]  # (motif, set, kind): kind "w0", "w0.9" or "pulse"
 KINDS = ("w0", "w0.9", "pulse")
@@ -77,6 +74,7 @@ class PulseDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_pulses``).
     command: str = "python paper/wiring_pulses.py"
 
     def sets(self) -> dict[str, list[Job]]:
@@ -126,9 +124,8 @@ def run_name(motif: str, k: int, kind: str) -> str:
 def fit_phase(cfg: PulseDesign, runs: Path, out: Path, names: list[str] | None = None) -> None:
     """Fit every set (of ``names``, default all) whose runs have all finished (a set with a
     ``selection.json`` is kept)."""
-    from _pool_analysis import run_curves
-
     from calibrate import fit_runs
+    from paper._study_runs import run_curves
 
     for name, jobs in cfg.sets().items():
         if names is not None and name not in names:
@@ -148,8 +145,8 @@ def fit_phase(cfg: PulseDesign, runs: Path, out: Path, names: list[str] | None =
 def summary_phase(cfg: PulseDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` and ``table.md`` from the sets fitted so far; this study's finished
     runs archived into ``out/runs``; the earlier read-backs quoted beside them."""
-    from _wiring_read import readback_summary
-    from wiring_weights import EARLIER
+    from paper._wiring_read import readback_summary
+    from paper.wiring_weights import EARLIER
 
     weights = ROOT / "paper" / "results" / "wiring_weights" / "summary.json"
     return readback_summary(cfg, runs, out, {**EARLIER, "weight_family": weights})
@@ -172,9 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         default_runs="runs/wiring_pulses",
         default_out="paper/results/wiring_pulses",
         steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "fit": "wiring_pulses:fit_phase",
-            "summary": "wiring_pulses:summary_phase",
+            "restore": "paper._study_runs:restore_phase",
+            "fit": "paper.wiring_pulses:fit_phase",
+            "summary": "paper.wiring_pulses:summary_phase",
         },
     )
 

@@ -27,7 +27,7 @@ within about one session; no power calculation (no spread of a rank to base one 
 
 Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_readout.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_readout [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_readout] [--out paper/results/wiring_readout] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -35,18 +35,15 @@ Usage: python paper/wiring_readout.py [--phase restore|wiring|fit|summary|all]
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper.wiring_confirm import _early_at
+from paper.wiring_gates import GATES_ARGS, GatesDesign
+from paper.wiring_gates import QUICK as GATES_QUICK
+from paper.wiring_threshold import read_back_main
 
-from wiring_confirm import _early_at  # noqa: E402
-from wiring_gates import GATES_ARGS, GatesDesign  # noqa: E402
-from wiring_gates import QUICK as GATES_QUICK  # noqa: E402
-from wiring_threshold import read_back_main  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 READOUT_ARGS = [*GATES_ARGS, "--readout", "greedy"]
 
@@ -62,6 +59,7 @@ class ReadoutDesign(GatesDesign):
         "every set and no identified sign is wrong; X -> Y is identified in most sets; "
         "whether >= 2 of the 3 signs are identified in most sets is open"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_readout``).
     command: str = "python paper/wiring_readout.py"
     figure = "wiring_readout.png"
 

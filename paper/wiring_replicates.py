@@ -45,7 +45,7 @@ runs):
 
 Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_replicates.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_replicates [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_replicates] [--out paper/results/wiring_replicates] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -54,18 +54,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper.wiring_confirm import _early_at
+from paper.wiring_readout import QUICK as READOUT_QUICK
+from paper.wiring_readout import READOUT_ARGS, ReadoutDesign
+from paper.wiring_threshold import read_back_main
 
-from wiring_confirm import _early_at  # noqa: E402
-from wiring_readout import QUICK as READOUT_QUICK  # noqa: E402
-from wiring_readout import READOUT_ARGS, ReadoutDesign  # noqa: E402
-from wiring_threshold import read_back_main  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 REPLICATES_ARGS = [*READOUT_ARGS, "--dse-replicates"]
 KINDS_KEPT = ("w0", "w0.9", "pulse")  # X knocked down kept; the early Y knock-down ("pulseYe") not
@@ -83,6 +80,7 @@ class ReplicatesDesign(ReadoutDesign):
         "condition and agent, the truth is first or indistinguishable in every set, no "
         "identified sign is wrong, and >= 2 of the 3 signs are identified in most sets"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_replicates``).
     command: str = "python paper/wiring_replicates.py"
     figure = "wiring_replicates.png"
     #: An earlier study whose counts the summary adds to this one's (a class attribute).
@@ -116,12 +114,12 @@ def summary_phase(cfg: ReplicatesDesign, runs: Path, out: Path) -> dict[str, Any
     under each."""
     import json
 
-    import wiring_threshold
     from scipy.stats import norm, t
-    from wiring_confirm import pointwise_read
-    from wiring_floor import family_measures
 
-    from calibrate._compare import ELPD_BAND
+    from calibrate import ELPD_BAND
+    from paper import wiring_threshold
+    from paper.wiring_confirm import pointwise_read
+    from paper.wiring_floor import family_measures
     from simulate.common import write_json, write_text
 
     summary = wiring_threshold.summary_phase(cfg, runs, out)
@@ -242,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         quick=QUICK,
         name="wiring_replicates",
         description="The wiring read back from replicated runs (se from the replicates).",
-        summary="wiring_replicates:summary_phase",
+        summary="paper.wiring_replicates:summary_phase",
     )
 
 

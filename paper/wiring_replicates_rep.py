@@ -18,7 +18,7 @@ on two cores, in the session that read the first four.
 
 Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_replicates_rep.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_replicates_rep [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_replicates_rep] [--out paper/results/wiring_replicates_rep]
        [--workers 2] [--code DIR] [--quick]
 """
@@ -26,17 +26,14 @@ Usage: python paper/wiring_replicates_rep.py [--phase restore|wiring|fit|summary
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper.wiring_confirm import _early_at
+from paper.wiring_replicates import QUICK, ReplicatesDesign
+from paper.wiring_threshold import read_back_main
 
-from wiring_confirm import _early_at  # noqa: E402
-from wiring_replicates import QUICK, ReplicatesDesign  # noqa: E402
-from wiring_threshold import read_back_main  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _early_c1_i1(sets: list[int]) -> dict[str, Any]:
@@ -55,6 +52,7 @@ class ReplicationDesign(ReplicatesDesign):
         "indistinguishable, no identified sign wrong, and >= 2 of the 3 signs identified in "
         "both sets, by the se stratified by condition and agent"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_replicates_rep``).
     command: str = "python paper/wiring_replicates_rep.py"
     figure = "wiring_replicates_rep.png"
     pooled_with = "wiring_replicates"  # the summary counts both studies' six sets too
@@ -67,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         quick=QUICK,
         name="wiring_replicates_rep",
         description="A replication of the wiring read back from replicated runs (C1, I1).",
-        summary="wiring_replicates:summary_phase",
+        summary="paper.wiring_replicates:summary_phase",
     )
 
 

@@ -31,7 +31,7 @@ confirmation, ``paper/wiring_confirm.py``):
 Phases (each resumable): ``restore`` (the archived runs copied back into ``--runs``),
 ``wiring`` (training), ``fit``, ``summary``.
 
-Usage: python paper/wiring_threshold.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_threshold [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_threshold] [--out paper/results/wiring_threshold] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -40,18 +40,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
+from paper.wiring_confirm import QUICK as CONFIRM_QUICK
+from paper.wiring_confirm import ConfirmDesign, _early_at
+from paper.wiring_logged import run_name
 
-from _study import study_main  # noqa: E402
-from wiring_confirm import QUICK as CONFIRM_QUICK  # noqa: E402
-from wiring_confirm import ConfirmDesign, _early_at  # noqa: E402
-from wiring_logged import run_name  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclasses.dataclass
@@ -68,6 +65,7 @@ class ThresholdDesign(ConfirmDesign):
         "the early family keeps the truth first or indistinguishable in every set, reads no "
         "wrong sign, and reads Y->Z's sign, and so >= 2 of the 3 signs, in most sets"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_threshold``).
     command: str = "python paper/wiring_threshold.py"
     figure = "wiring_threshold.png"
 
@@ -175,7 +173,8 @@ def y_to_z_contrast(cfg: ThresholdDesign, runs: Path) -> dict[str, Any]:
     0.7 (activating minus repressing), and whether X's and Y's curves are the same in both
     runs (then Z is the only agent the sign changed)."""
     import numpy as np
-    from _pool_analysis import run_curves
+
+    from paper._study_runs import run_curves
 
     out: dict[str, Any] = {}
     for name, jobs in cfg.sets().items():
@@ -204,8 +203,7 @@ def summary_phase(cfg: ThresholdDesign, runs: Path, out: Path) -> dict[str, Any]
     """The confirmation's summary (:func:`wiring_confirm.summary_phase`) with
     ``two_signs_share`` (:func:`two_signs_shares`) and, read after the runs,
     ``misfit_by_block`` and ``y_to_z_contrast``."""
-    import wiring_confirm
-
+    from paper import wiring_confirm
     from simulate.common import write_json
 
     summary = wiring_confirm.summary_phase(cfg, runs, out)
@@ -226,7 +224,7 @@ def read_back_main(
     quick: dict[str, Any],
     name: str,
     description: str,
-    summary: str = "wiring_threshold:summary_phase",
+    summary: str = "paper.wiring_threshold:summary_phase",
 ) -> int:
     """The command line of a read-back on this design's phases (``restore``, ``wiring``,
     ``fit``, ``summary``: by default :func:`summary_phase`), with runs under
@@ -242,8 +240,8 @@ def read_back_main(
         default_runs=f"runs/{name}",
         default_out=f"paper/results/{name}",
         steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "fit": "wiring_logged:fit_phase",
+            "restore": "paper._study_runs:restore_phase",
+            "fit": "paper.wiring_logged:fit_phase",
             "summary": summary,
         },
     )

@@ -30,7 +30,7 @@ Design (``config.json``, stored before any run):
 Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``
 (``summary.json``, ``table.md``).
 
-Usage: python paper/wiring_weights.py [--phase restore|wiring|fit|summary|all]
+Usage: python -m paper.wiring_weights [--phase restore|wiring|fit|summary|all]
        [--runs runs/wiring_weights] [--out paper/results/wiring_weights] [--workers 2]
        [--code DIR] [--quick]
 """
@@ -38,15 +38,12 @@ Usage: python paper/wiring_weights.py [--phase restore|wiring|fit|summary|all]
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._study import study_main
 
-from _study import study_main  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 Job = tuple[str, int, int, float]  # (motif, set, index, weight)
 
@@ -70,6 +67,7 @@ class WeightDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_weights``).
     command: str = "python paper/wiring_weights.py"
 
     def jobs(self, phase: str) -> list[Job]:
@@ -108,9 +106,8 @@ def run_name(motif: str, k: int, i: int, w: float) -> str:
 
 def fit_phase(cfg: WeightDesign, runs: Path, out: Path) -> None:
     """Fit every set whose runs have all finished (a set with a ``selection.json`` is kept)."""
-    from _pool_analysis import run_curves
-
     from calibrate import fit_runs
+    from paper._study_runs import run_curves
 
     for name, jobs in cfg.sets().items():
         fit, paths = out / "wiring" / name, [runs / run_name(*j) for j in jobs]
@@ -128,7 +125,7 @@ def fit_phase(cfg: WeightDesign, runs: Path, out: Path) -> None:
 def summary_phase(cfg: WeightDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` and ``table.md`` from the sets fitted so far; finished runs archived
     into ``out/runs``; the first two read-backs quoted beside them."""
-    from _wiring_read import readback_summary
+    from paper._wiring_read import readback_summary
 
     return readback_summary(cfg, runs, out, EARLIER)
 
@@ -138,23 +135,6 @@ EARLIER = {
     "lr_family": ROOT / "paper" / "results" / "testbed" / "summary.json",
     "lr_family_with_gate": ROOT / "paper" / "results" / "wiring_pipeline" / "summary.json",
 }
-
-
-def table(s: dict[str, Any]) -> str:
-    """Markdown: one row per set, then the goal's three measures."""
-    w = s["wiring_identification"]
-    lines = ["| set | true | rank | indistinguishable | identified | all right |",
-             "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-    for name, v in w["sets"].items():
-        ident = ", ".join(f"{e} {sg}" for e, sg in v["identified"].items()) or "none"
-        lines.append(f"| {name} | {v['true']} | {v['rank']} | {v['in_indistinguishable']} | "
-                     f"{ident} | {all(v['identified_correct'].values())} |")  # fmt: skip
-    lines += ["", f"truth first or indistinguishable in every set: "
-              f"{w['truth_first_or_indistinguishable']}; no wrong sign: {w['no_wrong_sign']}; "
-              f"share of sets with >= 2 signs: {w['share_two_signs']}"]  # fmt: skip
-    if s["missing_sets"]:
-        lines.append(f"not fitted yet: {', '.join(s['missing_sets'])}")
-    return "\n".join(lines) + "\n"
 
 
 QUICK = {"steps": 8, "eval_every": 2, "n_probe": 8, "n_test": 8, "preset": "micro",
@@ -173,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         default_runs="runs/wiring_weights",
         default_out="paper/results/wiring_weights",
         steps={
-            "restore": "_testbed_analysis:restore_phase",
-            "fit": "wiring_weights:fit_phase",
-            "summary": "wiring_weights:summary_phase",
+            "restore": "paper._study_runs:restore_phase",
+            "fit": "paper.wiring_weights:fit_phase",
+            "summary": "paper.wiring_weights:summary_phase",
         },
     )
 

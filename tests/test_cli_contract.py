@@ -24,8 +24,8 @@ from tests._forkrun import ForkRunner
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 SIM, CAL, LLM = [PY, "-m", "simulate"], [PY, "-m", "calibrate"], [PY, "-m", "llm_runs"]
-REGIME_MAP = [PY, str(ROOT / "paper" / "regime_map.py"), "--quick"]
-PAPER = {n: [PY, str(ROOT / "paper" / f"{n}.py")] for n in (
+REGIME_MAP = [PY, "-m", "paper.regime_map", "--quick"]
+PAPER = {n: [PY, "-m", f"paper.{n}"] for n in (
     "hypotheses_study", "pool_study", "testbed_study", "llm_c1_vs_i1", "llm_sign_check",
     "make_figures", "recommend_bench")}  # fmt: skip
 PNG = b"\x89PNG\r\n\x1a\n user's figure"

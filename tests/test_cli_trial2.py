@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli_contract import CAL, LLM, PNG, PY, ROOT, SIM, _env, _snapshot
+from tests.test_cli_contract import CAL, LLM, PNG, PY, SIM, _env, _snapshot
 from tests.test_cli_contract import forks as forks  # the shared fork server fixture
 
 CSV_HEAD = "run,step,agent,competence,n_eval\n"
@@ -78,7 +78,7 @@ def _setup(kind: str, t: Path) -> None:
 
 
 #: A study driver (every one shares paper/_study.py's command line).
-STUDY = [PY, str(ROOT / "paper" / "forecast_round5.py"), "--quick"]
+STUDY = [PY, "-m", "paper.forecast_round5", "--quick"]
 
 # (id, user's files, command, words the error line must hold)
 CASES = [

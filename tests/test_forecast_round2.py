@@ -14,14 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import forecast_round2 as fr
+from paper import forecast_round3 as f3
+from paper import forecast_study as fs
+from paper._forecast_baselines import GROUPS
+from paper._forecast_round2 import choose_sd, rule_probs
 
-import forecast_round2 as fr  # noqa: E402
-import forecast_round3 as f3  # noqa: E402
-import forecast_study as fs  # noqa: E402
-from _forecast_baselines import GROUPS  # noqa: E402
-from _forecast_round2 import choose_sd, rule_probs  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_run_is_new_and_the_split_follows_the_first_studys_pilots():
@@ -89,10 +88,10 @@ def test_a_bad_design_is_refused(change):
 @pytest.mark.slow
 def test_the_quick_pipeline_chooses_the_spread_and_stores_forecasts_before_its_runs(tmp_path):
     py = sys.executable
-    first = [py, str(ROOT / "paper" / "forecast_study.py"), "--quick", "--workers", "2",
+    first = [py, "-m", "paper.forecast_study", "--quick", "--workers", "2",
              "--out", str(tmp_path / "first"), "--runs", str(tmp_path / "runs1")]  # fmt: skip
     assert subprocess.run(first, capture_output=True, text=True).returncode == 0
-    second = [py, str(ROOT / "paper" / "forecast_round2.py"), "--quick", "--workers", "2",
+    second = [py, "-m", "paper.forecast_round2", "--quick", "--workers", "2",
               "--out", str(tmp_path / "second"), "--runs", str(tmp_path / "runs2")]  # fmt: skip
     gated = subprocess.run([*second, "--phase", "heldout"], capture_output=True, text=True)
     assert gated.returncode == 2 and "predictions.json" in gated.stderr
@@ -111,10 +110,10 @@ def test_the_quick_pipeline_chooses_the_spread_and_stores_forecasts_before_its_r
     methods = summary["crps"]["all"]
     assert "motif model, bent links (new run)" in methods and "nearest pilot" in methods
     assert (out / "posthoc.json").is_file()
-    third = [py, str(ROOT / "paper" / "forecast_round3.py"), "--quick", "--workers", "2",
+    third = [py, "-m", "paper.forecast_round3", "--quick", "--workers", "2",
              "--out", str(tmp_path / "third"), "--runs", str(tmp_path / "runs3")]  # fmt: skip
     r = subprocess.run(third, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     s3 = json.loads((tmp_path / "third" / "summary.json").read_text())
     assert "motif model, bent links, runs' rule (new run)" in s3["regime_accuracy"]["all"]
-    assert s3["command"] == "python paper/forecast_round3.py"
+    assert s3["command"] == "python -m paper.forecast_round3"

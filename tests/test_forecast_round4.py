@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import forecast_round2 as fr
+from paper import forecast_round3 as f3
+from paper import forecast_round4 as f4
+from paper import forecast_study as fs
+from paper._forecast_round4 import choose
+from paper.forecast_scores import refit
 
-import forecast_round2 as fr  # noqa: E402
-import forecast_round3 as f3  # noqa: E402
-import forecast_round4 as f4  # noqa: E402
-import forecast_study as fs  # noqa: E402
-from _forecast_round4 import choose  # noqa: E402
-from forecast_scores import refit  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_run_is_new_and_four_settings_lie_inside_the_pilots_range():
@@ -64,10 +63,10 @@ def test_the_added_link_reaches_the_refit_config(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_the_quick_pipeline_chooses_links_and_stores_forecasts_before_its_runs(tmp_path):
     py = sys.executable
-    first = [py, str(ROOT / "paper" / "forecast_study.py"), "--quick", "--workers", "2",
+    first = [py, "-m", "paper.forecast_study", "--quick", "--workers", "2",
              "--out", str(tmp_path / "first"), "--runs", str(tmp_path / "runs1")]  # fmt: skip
     assert subprocess.run(first, capture_output=True, text=True).returncode == 0
-    fourth = [py, str(ROOT / "paper" / "forecast_round4.py"), "--quick", "--workers", "2",
+    fourth = [py, "-m", "paper.forecast_round4", "--quick", "--workers", "2",
               "--out", str(tmp_path / "fourth"), "--runs", str(tmp_path / "runs4")]  # fmt: skip
     r = subprocess.run(fourth, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -83,4 +82,4 @@ def test_the_quick_pipeline_chooses_links_and_stores_forecasts_before_its_runs(t
     other = "first" if cal["links"] == "delta_x" else "delta_x"
     s = json.loads((out / "summary.json").read_text())
     assert f"motif model, {other} links, bent links (new run)" in s["crps"]["all"]
-    assert s["command"] == "python paper/forecast_round4.py"
+    assert s["command"] == "python -m paper.forecast_round4"

@@ -11,16 +11,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import forecast_round2 as fr
+from paper import forecast_round3 as f3
+from paper import forecast_round4 as f4
+from paper import forecast_round5 as f5
+from paper import forecast_study as fs
+from paper._forecast_round2 import choose_sd
+from paper._forecast_round5 import OWN, _fits, own_setting
 
-import forecast_round2 as fr  # noqa: E402
-import forecast_round3 as f3  # noqa: E402
-import forecast_round4 as f4  # noqa: E402
-import forecast_round5 as f5  # noqa: E402
-import forecast_study as fs  # noqa: E402
-from _forecast_round2 import choose_sd  # noqa: E402
-from _forecast_round5 import OWN, _fits, own_setting  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_run_is_new_and_six_settings_lie_inside_the_pilots_range():
@@ -73,10 +72,10 @@ def test_the_own_lr_refit_gets_the_product_column_and_only_its_links(tmp_path, m
 @pytest.mark.slow
 def test_the_quick_pipeline_stores_every_forecast_before_its_runs(tmp_path):
     py = sys.executable
-    first = [py, str(ROOT / "paper" / "forecast_study.py"), "--quick", "--workers", "2",
+    first = [py, "-m", "paper.forecast_study", "--quick", "--workers", "2",
              "--out", str(tmp_path / "first"), "--runs", str(tmp_path / "runs1")]  # fmt: skip
     assert subprocess.run(first, capture_output=True, text=True).returncode == 0
-    fifth = [py, str(ROOT / "paper" / "forecast_round5.py"), "--quick", "--workers", "2",
+    fifth = [py, "-m", "paper.forecast_round5", "--quick", "--workers", "2",
              "--out", str(tmp_path / "fifth"), "--runs", str(tmp_path / "runs5")]  # fmt: skip
     r = subprocess.run(fifth, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -93,4 +92,4 @@ def test_the_quick_pipeline_stores_every_forecast_before_its_runs(tmp_path):
     s = json.loads((out / "summary.json").read_text())
     assert preds["primary"] in s["crps"]["all"]
     assert "GP classifier, X's own lr too" in s["regime_accuracy"]["all"]
-    assert s["command"] == "python paper/forecast_round5.py"
+    assert s["command"] == "python -m paper.forecast_round5"

@@ -4,18 +4,16 @@ curves drawn from ScaleRL's sigmoid itself, boundaries placed by hand."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import _forecast_baselines as fb
+from paper import _forecast_report as fr
+from paper._recommend_extrapolate import sigmoid
 
-import _forecast_baselines as fb  # noqa: E402
-import _forecast_report as fr  # noqa: E402
-from _recommend_extrapolate import sigmoid  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 pytest.importorskip("sklearn")
 KNOBS = ("rl.lr", "rl.staleness")
@@ -143,7 +141,7 @@ def fr_probs(labels):
 
 
 def test_driver_refuses_a_folder_that_is_not_a_study(tmp_path, capsys):
-    import forecast_scores
+    from paper import forecast_scores
 
     with pytest.raises(SystemExit) as e:
         forecast_scores.main(["--source", str(tmp_path), "--out", str(tmp_path / "o")])
@@ -152,7 +150,7 @@ def test_driver_refuses_a_folder_that_is_not_a_study(tmp_path, capsys):
 
 
 def test_driver_refuses_a_folder_of_other_files(tmp_path, capsys):
-    import forecast_scores
+    from paper import forecast_scores
 
     (tmp_path / "keep.txt").write_text("mine")
     src = ROOT / "paper" / "results" / "regime_map"

@@ -12,13 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from llm_runs.config import TrainConfig
+from paper import forecast_study as fs
+from paper._forecast_report import boundary_error
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
-
-import forecast_study as fs  # noqa: E402
-from _forecast_report import boundary_error  # noqa: E402
-
-from llm_runs.config import TrainConfig  # noqa: E402
 
 
 def test_the_default_design_has_24_settings_a_quarter_of_them_pilots_and_both_splits():
@@ -87,7 +85,7 @@ def test_boundary_error_reads_rows_of_a_three_knob_grid():
 def test_the_quick_pipeline_stores_forecasts_before_the_heldout_runs_and_scores_each_split(
     tmp_path,
 ):
-    cmd = [sys.executable, "paper/forecast_study.py", "--quick", "--workers", "2",
+    cmd = [sys.executable, "-m", "paper.forecast_study", "--quick", "--workers", "2",
            "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]  # fmt: skip
     gated = subprocess.run([*cmd, "--phase", "heldout"], cwd=ROOT, capture_output=True, text=True)
     assert gated.returncode == 2 and "predictions.json is missing" in gated.stderr

@@ -16,12 +16,11 @@ import pytest
 from scipy import stats
 from scipy.integrate import solve_ivp
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import _hypotheses_analysis as ha
+from paper import _hypotheses_metrics as hm
+from paper import hypotheses_study as hs
 
-import _hypotheses_analysis as ha  # noqa: E402
-import _hypotheses_metrics as hm  # noqa: E402
-import hypotheses_study as hs  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_dip_recovery_and_steps_to_recover_by_hand():
@@ -133,7 +132,7 @@ def test_predictions_equal_an_independent_scipy_integration():
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    import _hypotheses_predict as hp
+    from paper import _hypotheses_predict as hp
 
     cfg = dataclasses.replace(
         hs.StudyConfig(),
@@ -282,7 +281,7 @@ def test_quick_study_end_to_end(tmp_path):
     import subprocess
 
     out, runs = tmp_path / "res", tmp_path / "runs"
-    args = [sys.executable, str(ROOT / "paper" / "hypotheses_study.py"), "--quick",
+    args = [sys.executable, "-m", "paper.hypotheses_study", "--quick",
             "--runs", str(runs), "--out", str(out), "--workers", "2"]  # fmt: skip
     r = subprocess.run(args, capture_output=True, text=True, timeout=1800, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]

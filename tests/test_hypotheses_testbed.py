@@ -13,10 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))
-
-import _hyp_testbed as ht
-from hypotheses_testbed import QUICK, StudyDesign
+from paper import _hypotheses_testbed as ht
+from paper.hypotheses_testbed import QUICK, StudyDesign
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +105,7 @@ def test_the_design_reads_its_seeds_and_lagged_setting_from_its_stored_files(tmp
 def test_quick_pipeline_writes_its_results(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, str(ROOT / "paper" / "hypotheses_testbed.py"), "--quick",
+    cmd = [sys.executable, "-m", "paper.hypotheses_testbed", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     # the test runs are refused before the predictions are stored
     bad = subprocess.run([*cmd, "--phase", "runs"], env=env, capture_output=True, text=True)
@@ -119,7 +117,7 @@ def test_quick_pipeline_writes_its_results(tmp_path):
     assert set(pred["tasks"]) == {"math"} and "h1_measured" in pred["tasks"]["math"]
     summ = json.loads((out / "summary.json").read_text())
     assert set(summ["hypotheses"]) == {"c1_filters_spurious", "i1_adapts_faster"}
-    assert summ["command"] == "python paper/hypotheses_testbed.py"
+    assert summ["command"] == "python -m paper.hypotheses_testbed"
     checked = summ["predictions_checked"]["c1_filters_spurious"]["math"]
     assert checked["predicted_ci90"] == pred["tasks"]["math"]["h1_measured"]["ci90"]
     n_runs = QUICK["min_seeds"] * (2 * len(QUICK["motifs"]) + 2)
@@ -127,7 +125,7 @@ def test_quick_pipeline_writes_its_results(tmp_path):
 
 
 def test_each_stored_interval_is_checked_against_the_measured_effect():
-    from _hyp_testbed import check_predictions
+    from paper._hypotheses_testbed import check_predictions
 
     def hyp(effect, p):
         return {"alpha": 0.05, "per_task": {"math": {"effect": effect, "p": p, "ci95": [0, 1]}}}
@@ -152,7 +150,7 @@ def test_each_stored_interval_is_checked_against_the_measured_effect():
 
 
 def test_the_post_hoc_grouping_follows_each_type_s_x_to_y_sign():
-    from _hyp_testbed import by_edge_sign
+    from paper._hypotheses_testbed import by_edge_sign
 
     # recovery 0.3 where X->Y activates (C1, C3, I1, I3 in the FFL presets), 0.1 where it
     # represses (C2, C4, I2, I4)

@@ -3,15 +3,10 @@ per-staleness breakdown of the shared scores by hand."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))
-
-import mechanistic_check as mc
+from paper import mechanistic_check as mc
 
 
 @pytest.mark.parametrize("method", ["nuts", "laplace"])

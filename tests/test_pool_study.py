@@ -5,18 +5,16 @@ steps to target, and the driver's refusal of a changed design."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import _pool_analysis as pa
+from paper import pool_study as ps
 
-import _pool_analysis as pa  # noqa: E402
-import pool_study as ps  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(comp: np.ndarray, e2e: np.ndarray, status: str = "finished") -> dict:

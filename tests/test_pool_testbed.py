@@ -12,9 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))
-
-from pool_testbed import QUICK, PoolDesign
+from paper.pool_testbed import QUICK, PoolDesign
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +52,7 @@ def test_the_design_s_runs_and_configs(tmp_path):
 def test_quick_pipeline_writes_its_results(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, str(ROOT / "paper" / "pool_testbed.py"), "--quick",
+    cmd = [sys.executable, "-m", "paper.pool_testbed", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     bad = subprocess.run([*cmd, "--phase", "pool"], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
@@ -64,7 +62,7 @@ def test_quick_pipeline_writes_its_results(tmp_path):
     summ = json.loads((out / "summary.json").read_text())
     names = set(summ["methods"]["stable"])
     assert {"REINFORCE (single)", "grad K=2", "pbt K=2", "es K=2"} <= names
-    assert summ["command"] == "python paper/pool_testbed.py"
+    assert summ["command"] == "python -m paper.pool_testbed"
     n_runs = len(QUICK["seeds"]) * (1 + 3) + len(QUICK["es_ratios"]) * len(QUICK["scan_seeds"])
     assert len(list((out / "runs").glob("*/manifest.json"))) == n_runs
     assert set(summ["k1_vs_k8"]["stable"]) == {"grad", "pbt", "es"}  # K = 2 is the largest
@@ -73,7 +71,7 @@ def test_quick_pipeline_writes_its_results(tmp_path):
 
 
 def test_variance_ratio_interval_covers_the_true_ratio_95_percent_of_the_time():
-    from _pool_compare import variance_ratio
+    from paper._pool_compare import variance_ratio
 
     rng = np.random.default_rng(0)
     n1, n8, true = 10, 10, 0.5
@@ -93,7 +91,7 @@ def test_variance_ratio_interval_covers_the_true_ratio_95_percent_of_the_time():
 
 
 def test_collapse_difference_is_fishers_exact_test_by_hand():
-    from _pool_compare import collapse_difference
+    from paper._pool_compare import collapse_difference
 
     got = collapse_difference(5, 10, 0, 10)
     # hypergeometric: P(5 of the 5 collapses in the K group) = C(10,5)/C(20,5); two-sided x2
@@ -109,7 +107,7 @@ def _cell(method, k, v, ci, collapsed, seeds=10, wilson=(0.0, 0.3)):
 
 
 def test_k1_vs_k8_and_prediction_checks_on_made_up_cells():
-    from _pool_compare import compute_cost, k1_vs_k8, prediction_checks
+    from paper._pool_compare import compute_cost, k1_vs_k8, prediction_checks
 
     methods = {"stable": {
         "REINFORCE (single)": _cell("grad", 1, 4e-3, (2e-3, 1e-2), 0),
@@ -139,7 +137,7 @@ def test_k1_vs_k8_and_prediction_checks_on_made_up_cells():
 
 
 def test_step_seconds_count_only_the_steps_the_last_process_trained(tmp_path):
-    from _pool_compare import step_seconds
+    from paper._study_runs import step_seconds
 
     assert step_seconds(tmp_path, 200) is None
     (tmp_path / "timing.json").write_text(json.dumps({"seconds": 300.0, "start_step": 50}))
@@ -149,14 +147,14 @@ def test_step_seconds_count_only_the_steps_the_last_process_trained(tmp_path):
 
 
 def test_a_computed_bound_a_hair_past_its_value_still_counts_as_inside():
-    from _pool_compare import inside
+    from paper._pool_compare import inside
 
     assert inside(0.0, 1e-17, 0.28) and inside(1.0, 0.7, 1.0 - 1e-16)
     assert not inside(0.0, 0.01, 0.28) and not inside(0.5, 0.1, 0.4)
 
 
 def test_adapter_params_match_the_lora_count_by_hand():
-    from _pool_compare import adapter_params
+    from paper._pool_compare import adapter_params
 
     # GPT-2 layer with LoRA rank r on c_attn (d -> 3d), attn c_proj (d -> d), c_fc (d -> 4d)
     # and mlp c_proj (4d -> d): r (4d + 2d + 5d + 5d) = 16 r d per layer
@@ -167,8 +165,9 @@ def test_adapter_params_match_the_lora_count_by_hand():
 def test_design_power_against_monte_carlo_and_its_own_search():
     """The F test's power (what 10 seeds per cell can resolve) against a Monte Carlo of
     normal samples; the seeds needed for a predicted ratio are the smallest with power 0.8."""
-    from _pool_compare import design_power, ratio_power
     from scipy.stats import f
+
+    from paper._pool_compare import design_power, ratio_power
 
     rng = np.random.default_rng(3)
     n, r, reps = 10, 0.25, 20000

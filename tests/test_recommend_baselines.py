@@ -13,10 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import _recommend_baselines as rb
 
-import _recommend_baselines as rb  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 #: The baselines that need the optional extra ``baselines`` (and which module).
 NEEDS = {"optuna": "optuna", "gp surrogate": "sklearn"}

@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import _recommend_baselines as rb
+from paper import _recommend_summary as summ
+from paper import recommend_bench as bench
 
-import _recommend_baselines as rb  # noqa: E402
-import _recommend_summary as summ  # noqa: E402
-import recommend_bench as bench  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 STEPS = np.arange(0, 201, 10)
 
@@ -77,7 +76,7 @@ def test_summary_regret_and_unstable_counts_by_hand() -> None:
 
 def _bench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(ROOT / "paper" / "recommend_bench.py"), *args],
+        [sys.executable, "-m", "paper.recommend_bench", *args],
         capture_output=True, text=True, cwd=cwd, timeout=120,
     )  # fmt: skip
 

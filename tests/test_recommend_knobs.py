@@ -8,19 +8,16 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from paper import _recommend_baselines as rb
+from paper import _recommend_knobs as rk
+from simulate import AgentmotifsError
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
-
-import _recommend_baselines as rb  # noqa: E402
-import _recommend_knobs as rk  # noqa: E402
-
-from simulate import AgentmotifsError  # noqa: E402
 
 KNOBS = (("rl.lr", "log"), ("rl.lr_scale.X", "log"), ("network.motif", "cat"))
 LRS = (2e-3, 4e-3, 8e-3, 1.6e-2)
@@ -113,7 +110,7 @@ def test_optuna_and_random_search_on_a_choice_knob():
 
 
 def test_the_motif_model_picks_the_wiring_within_risk_then_highest_forecast():
-    import _recommend_methods as rm
+    from paper import _recommend_methods as rm
 
     recs = {
         "C1": {"within_risk": True, "final": {"mean": 0.70}},
@@ -137,7 +134,7 @@ def test_plain_tpe_runs_every_trial_in_full_and_hyperband_prunes():
 def test_the_motif_model_pays_pilots_and_new_runs_and_refits_after_a_new_run(monkeypatch, tmp_path):
     import types
 
-    import _recommend_methods as rm
+    from paper import _recommend_methods as rm
 
     cfg = types.SimpleNamespace(
         lrs=list(LRS), knob="rl.lr_scale.X", knob_values=list(XS), motifs=list(MOTIFS),

@@ -12,13 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from llm_runs.config import TrainConfig
+from paper import _recommend_study as rs
+from paper import recommend_study as study
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
-
-import _recommend_study as rs  # noqa: E402
-import recommend_study as study  # noqa: E402
-
-from llm_runs.config import TrainConfig  # noqa: E402
 
 
 def test_the_default_grid_its_pilots_and_the_interior():
@@ -150,7 +148,7 @@ def test_the_power_phase_refuses_a_design_that_is_not_its_plan(tmp_path, monkeyp
 @pytest.mark.slow
 def test_the_quick_pipeline_trains_every_cell_and_stores_the_check_once(tmp_path):
     runs, out = tmp_path / "runs", tmp_path / "out"
-    cmd = [sys.executable, str(ROOT / "paper" / "recommend_study.py"), "--quick",
+    cmd = [sys.executable, "-m", "paper.recommend_study", "--quick",
            "--runs", str(runs), "--out", str(out)]  # fmt: skip
     for phase in ("restore", "cells", "check", "power"):  # "all" would go on to the methods' fits
         p = subprocess.run([*cmd, "--phase", phase], capture_output=True, text=True, timeout=1800)
@@ -166,7 +164,7 @@ def test_the_quick_pipeline_trains_every_cell_and_stores_the_check_once(tmp_path
 
 
 def test_the_methods_phase_needs_the_check_first(tmp_path):
-    cmd = [sys.executable, str(ROOT / "paper" / "recommend_study.py"), "--quick", "--phase",
+    cmd = [sys.executable, "-m", "paper.recommend_study", "--quick", "--phase",
            "methods", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]  # fmt: skip
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and "Traceback" not in p.stderr

@@ -4,13 +4,11 @@ says so beside ``best_cell_interior``."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._recommend_methods import tied_with_edge
 
-from _recommend_methods import tied_with_edge  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 RESULTS = ROOT / "paper" / "results" / "recommend"
 

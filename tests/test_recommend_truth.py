@@ -3,17 +3,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import _recommend_baselines as rb
+from paper import _recommend_summary as summ
 
-import _recommend_baselines as rb  # noqa: E402
-import _recommend_summary as summ  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 KNOBS = (("rl.lr", "log"), ("network.motif", "cat"))
 STEPS = np.arange(0, 201, 10)

@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import _regime_report as rr
+from paper import regime_map as rm
 
-import _regime_report as rr  # noqa: E402
-import regime_map as rm  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_modal_label_breaks_ties_toward_the_more_severe():
@@ -69,7 +68,7 @@ def test_config_validates_and_round_trips_json():
 @pytest.mark.slow
 def test_quick_pipeline_end_to_end_resumes_and_refuses_another_design(tmp_path):
     out, runs = tmp_path / "res", tmp_path / "runs"
-    cmd = [sys.executable, str(ROOT / "paper" / "regime_map.py"), "--quick",
+    cmd = [sys.executable, "-m", "paper.regime_map", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -107,7 +106,7 @@ def test_quick_pipeline_end_to_end_resumes_and_refuses_another_design(tmp_path):
     "args", [["--workers", "0"], ["--code", "/nonexistent/tree"]], ids=["workers", "code"]
 )
 def test_bad_options_exit_2_with_one_error_line(tmp_path, args):
-    cmd = [sys.executable, str(ROOT / "paper" / "regime_map.py"), "--quick",
+    cmd = [sys.executable, "-m", "paper.regime_map", "--quick",
            "--out", str(tmp_path / "o"), "--runs", str(tmp_path / "r"), *args]  # fmt: skip
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 2

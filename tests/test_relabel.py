@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-PAPER = Path(__file__).resolve().parents[1] / "paper"
-sys.path.insert(0, str(PAPER))
+from paper._relabel_data import reference_collapse
 
-from _relabel_data import reference_collapse  # noqa: E402
+PAPER = Path(__file__).resolve().parents[1] / "paper"
 
 
 def test_reference_rule_by_hand():
@@ -57,7 +55,7 @@ def _tiny_root(tmp: Path) -> Path:
 
 
 def test_relabel_end_to_end_on_a_tiny_copy(tmp_path, capsys):
-    import relabel
+    from paper import relabel
 
     root = _tiny_root(tmp_path)
     assert relabel.main(["--results", str(root)]) == 0
@@ -80,7 +78,7 @@ def test_relabel_end_to_end_on_a_tiny_copy(tmp_path, capsys):
 
 
 def test_relabel_refuses_without_a_stated_rule(tmp_path, capsys):
-    import relabel
+    from paper import relabel
 
     root = _tiny_root(tmp_path)
     (root / "relabel" / "config.json").unlink()

@@ -5,20 +5,17 @@ a design stored once and checked; runs trained, resumed or kept; stages with tim
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from calibrate import StageError, Study, StudyInterrupted, train_run, train_runs
+from llm_runs import CKPT_FILE
+from llm_runs.runlog import make_manifest
+from paper import _study
+from simulate.common import ConfigError, OutputError, write_json
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
-
-import _study  # noqa: E402
-
-from calibrate import StageError, Study, StudyInterrupted, train_run, train_runs  # noqa: E402
-from llm_runs import CKPT_FILE  # noqa: E402
-from llm_runs.runlog import make_manifest  # noqa: E402
-from simulate.common import ConfigError, OutputError, write_json  # noqa: E402
 
 
 def test_forecasts_are_stored_once_with_their_time(tmp_path, capsys):

@@ -3,15 +3,13 @@ on hand-made curves whose answers are known."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import _testbed_onset as to
 
-import _testbed_onset as to  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _curve(name: str, x: list[float], y: list[float]) -> dict:

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import _study_runs
+from paper import _testbed_analysis as ta
+from paper import _testbed_design as td
+from paper import testbed_study as tb
 
-import _testbed_analysis as ta  # noqa: E402
-import testbed_study as tb  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(comp: np.ndarray, e2e: np.ndarray | None = None) -> dict:
@@ -27,8 +28,8 @@ def _run(comp: np.ndarray, e2e: np.ndarray | None = None) -> dict:
     return {"steps": steps, "comp": comp, "e2e": e2e, "roles": ["X", "Y", "Z"]}
 
 
-def _cfg(tmp_path: Path, **kw) -> tb.StudyConfig:
-    cfg = tb.StudyConfig(**kw)
+def _cfg(tmp_path: Path, **kw) -> td.StudyConfig:
+    cfg = td.StudyConfig(**kw)
     cfg.bind(tmp_path)
     return cfg
 
@@ -54,7 +55,7 @@ def test_area_steps_to_level_and_rise_by_hand():
 def test_design_differs_only_in_the_edge():
     from llm_runs.config import TrainConfig
 
-    cfg = tb.StudyConfig()
+    cfg = td.StudyConfig()
     base = cfg.train_config("math", "C1", "", 1, "coupling", 1e-3, 0)
     for edge, sign, mech in itertools.product(cfg.edges, (1, -1, 0), cfg.mechanisms):
         d = cfg.train_config("math", "C1", edge, sign, mech, 1e-3, 0)
@@ -71,9 +72,9 @@ def test_design_differs_only_in_the_edge():
             k: v for k, v in base.items() if k not in ("network", "name")
         }
     # the activating edge through the default mechanism is the default run, trained once
-    assert tb.canonical(("math", "C1", "X->Z", 1, "coupling", 1e-3, 3)) == (
+    assert td.canonical(("math", "C1", "X->Z", 1, "coupling", 1e-3, 3)) == (
         "math", "C1", "", 1, "coupling", 1e-3, 3)  # fmt: skip
-    assert tb.canonical(("math", "C1", "X->Z", 1, "credit", 1e-3, 3))[2] == "X->Z"
+    assert td.canonical(("math", "C1", "X->Z", 1, "credit", 1e-3, 3))[2] == "X->Z"
 
 
 def test_later_phases_need_the_power_calculation(tmp_path):
@@ -120,7 +121,7 @@ def test_edge_effects_find_a_known_sign_effect(tmp_path, monkeypatch, gap):
             comp = np.full((21, 3), 0.5)
             comp[:, 2] = level + rng.normal(0, 0.01)
             mech = "credit" if sign else "coupling"
-            runs[tb.canonical(("math", "C1", "Y->Z", sign, mech, 1e-3, s))] = _run(comp)
+            runs[td.canonical(("math", "C1", "Y->Z", sign, mech, 1e-3, s))] = _run(comp)
     monkeypatch.setattr(ta, "_curves", lambda c, r, phase: runs)
     got = ta.edge_effects(cfg, tmp_path)
     row = got["effects"]["Y->Z/credit"]
@@ -211,7 +212,7 @@ def test_quick_study_end_to_end(tmp_path):
     import subprocess
 
     out, runs = tmp_path / "res", tmp_path / "runs"
-    args = [sys.executable, str(ROOT / "paper" / "testbed_study.py"), "--quick",
+    args = [sys.executable, "-m", "paper.testbed_study", "--quick",
             "--runs", str(runs), "--out", str(out), "--workers", "2"]  # fmt: skip
     r = subprocess.run(args, capture_output=True, text=True, timeout=1800, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -230,13 +231,13 @@ def test_archive_and_restore_keep_finished_logs_only(tmp_path):
         (runs / name / "checkpoints").mkdir(parents=True)
         (runs / name / "manifest.json").write_text(json.dumps({"status": status}))
         (runs / name / "competence.jsonl").write_text(f"{name}\n")
-    assert ta.archive_runs(runs, out) == 2
+    assert _study_runs.archive_runs(runs, out) == 2
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["a", "c"]
     assert not (out / "runs" / "a" / "checkpoints").exists()
     fresh = tmp_path / "fresh"
     (fresh / "c").mkdir(parents=True)
     (fresh / "c" / "manifest.json").write_text(json.dumps({"status": "running"}))
-    ta.restore_phase(None, fresh, out)
+    _study_runs.restore_phase(None, fresh, out)
     assert (fresh / "a" / "competence.jsonl").read_text() == "a\n"
     # a run already there is left as it is
     assert json.loads((fresh / "c" / "manifest.json").read_text())["status"] == "running"

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))
-
-import _watch_metrics as wm
+from paper import _watch_metrics as wm
 
 STEPS = [0, 10, 20, 30, 40, 50, 60]
 
@@ -102,7 +100,7 @@ def test_quick_replay_writes_its_results(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(root)}
     out = tmp_path / "watch"
     rc = subprocess.call(
-        [sys.executable, str(root / "paper" / "watch_replay.py"), "--quick", "--out", str(out)],
+        [sys.executable, "-m", "paper.watch_replay", "--quick", "--out", str(out)],
         env=env,
     )
     assert rc == 0
@@ -120,7 +118,7 @@ def test_quick_replay_writes_its_results(tmp_path):
 
 
 def test_the_data_knows_each_runs_task_and_scheduled_shift(tmp_path):
-    import _watch_data as wdata
+    from paper import _watch_data as wdata
 
     root = tmp_path / "hypotheses_old_testbed"
     root.mkdir()

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import watch_round2 as w2
+from paper import watch_testbed as wt
 
-import watch_round2 as w2  # noqa: E402
-import watch_testbed as wt  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_committed_design_is_the_drivers():
@@ -73,8 +72,8 @@ def test_another_design_in_the_results_folder_exits_2_and_is_kept(tmp_path, caps
 def test_quick_round2_replay_scores_three_methods(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "w2"
-    script = str(ROOT / "paper" / "watch_round2.py")
-    assert subprocess.call([sys.executable, script, "--quick", "--out", str(out)], env=env) == 0
+    script = ["-m", "paper.watch_round2"]
+    assert subprocess.call([sys.executable, *script, "--quick", "--out", str(out)], env=env) == 0
     for f in ("config.json", "summary.json", "replay.json", "table.md", "watch_round2.png"):
         assert (out / f).is_file(), f
     assert not (out / "replay.partial.jsonl").exists()

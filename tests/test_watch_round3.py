@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import forecast_round4 as f4
+from paper import watch_round2 as w2
+from paper import watch_round3 as w3
 
-import forecast_round4 as f4  # noqa: E402
-import watch_round2 as w2  # noqa: E402
-import watch_round3 as w3  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_committed_design_is_the_drivers_and_its_methods_differ_by_one_option_each():
@@ -42,8 +41,8 @@ def test_the_runs_are_the_fourth_tests():
 def test_quick_round3_replay_scores_three_methods(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "w3"
-    script = str(ROOT / "paper" / "watch_round3.py")
-    assert subprocess.call([sys.executable, script, "--quick", "--out", str(out)], env=env) == 0
+    script = ["-m", "paper.watch_round3"]
+    assert subprocess.call([sys.executable, *script, "--quick", "--out", str(out)], env=env) == 0
     s = json.loads((out / "summary.json").read_text())
     rep = json.loads((out / "replay.json").read_text())
     assert set(s["methods"]) == {"weights", "weights_observed", "delta_x_bent"}

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import watch_testbed as wt
 
-import watch_testbed as wt  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_committed_design_is_the_drivers():
@@ -53,7 +52,7 @@ def test_quick_testbed_replay_scores_both_methods(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "wt"
     rc = subprocess.call(
-        [sys.executable, str(ROOT / "paper" / "watch_testbed.py"), "--quick", "--out", str(out)],
+        [sys.executable, "-m", "paper.watch_testbed", "--quick", "--out", str(out)],
         env=env,
     )
     assert rc == 0

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper.wiring_confirm import QUICK, ConfirmDesign, pointwise_read
+from paper.wiring_logged import LoggedDesign
 
-from wiring_confirm import QUICK, ConfirmDesign, pointwise_read  # noqa: E402
-from wiring_logged import LoggedDesign  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_new_runs_with_unused_seeds_and_the_stored_analysis(tmp_path):
@@ -63,7 +62,7 @@ def test_the_pointwise_read_back_of_a_blocked_selection():
 def test_quick_confirmation_trains_fits_and_summarises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, str(ROOT / "paper" / "wiring_confirm.py"), "--quick",
+    cmd = [sys.executable, "-m", "paper.wiring_confirm", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -15,16 +15,15 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper.wiring_confirm import ConfirmDesign
+from paper.wiring_gates import GatesDesign
+from paper.wiring_logged import LoggedDesign
+from paper.wiring_readout import ReadoutDesign
+from paper.wiring_replicates import ReplicatesDesign
+from paper.wiring_replicates_rep import ReplicationDesign
+from paper.wiring_threshold import ThresholdDesign
 
-from wiring_confirm import ConfirmDesign  # noqa: E402
-from wiring_gates import GatesDesign  # noqa: E402
-from wiring_logged import LoggedDesign  # noqa: E402
-from wiring_readout import ReadoutDesign  # noqa: E402
-from wiring_replicates import ReplicatesDesign  # noqa: E402
-from wiring_replicates_rep import ReplicationDesign  # noqa: E402
-from wiring_threshold import ThresholdDesign  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 EARLIER = (LoggedDesign(), ConfirmDesign(), ThresholdDesign())
 
@@ -117,7 +116,7 @@ def test_the_replication_repeats_the_design_on_new_seeds_of_c1_and_i1():
 def test_quick_read_back_trains_fits_and_summarises(tmp_path, script, expect, name):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, str(ROOT / "paper" / script), "--quick",
+    cmd = [sys.executable, "-m", f"paper.{script.removesuffix('.py')}", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper.wiring_early import EarlyDesign
+from paper.wiring_logged import QUICK, LoggedDesign, run_name
+from paper.wiring_weights import WeightDesign
 
-from wiring_early import EarlyDesign  # noqa: E402
-from wiring_logged import QUICK, LoggedDesign, run_name  # noqa: E402
-from wiring_weights import WeightDesign  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_each_family_reads_its_study_s_runs_unchanged(tmp_path):
@@ -49,7 +48,7 @@ def test_each_family_reads_its_study_s_runs_unchanged(tmp_path):
 def test_quick_logged_read_back_trains_fits_and_summarises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, str(ROOT / "paper" / "wiring_logged.py"), "--quick",
+    cmd = [sys.executable, "-m", "paper.wiring_logged", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]

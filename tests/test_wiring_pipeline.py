@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import wiring_pipeline as wp
 
-import wiring_pipeline as wp  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _verdict(rank, best, ident, correct):
@@ -47,7 +46,8 @@ def test_quick_reanalysis_end_to_end(tmp_path):
     out = tmp_path / "res"
     args = [
         sys.executable,
-        str(ROOT / "paper" / "wiring_pipeline.py"),
+        "-m",
+        "paper.wiring_pipeline",
         "--quick",
         "--out",
         str(out),

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper import wiring_power as wp
 
-import wiring_power as wp  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 stats = pytest.importorskip("scipy.stats")
 

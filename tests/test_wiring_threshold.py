@@ -13,14 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from llm_runs.config import TrainConfig
+from paper.wiring_confirm import ConfirmDesign
+from paper.wiring_logged import LoggedDesign
+from paper.wiring_threshold import ThresholdDesign, two_signs_shares
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
-
-from wiring_confirm import ConfirmDesign  # noqa: E402
-from wiring_logged import LoggedDesign  # noqa: E402
-from wiring_threshold import ThresholdDesign, two_signs_shares  # noqa: E402
-
-from llm_runs.config import TrainConfig  # noqa: E402
 
 
 def test_new_runs_at_unused_seeds_with_the_designed_threshold(tmp_path):
@@ -69,7 +67,7 @@ def test_two_signs_share_with_its_exact_interval():
 def test_quick_read_back_trains_fits_and_summarises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, str(ROOT / "paper" / "wiring_threshold.py"), "--quick",
+    cmd = [sys.executable, "-m", "paper.wiring_threshold", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -108,7 +106,7 @@ def _fake_fit(path: Path, ll: list[float], obs: list[float] | None = None) -> No
 def test_misfit_by_block_sums_the_truths_pointwise_losses(tmp_path):
     import warnings
 
-    from wiring_threshold import misfit_by_block
+    from paper.wiring_threshold import misfit_by_block
 
     fits = tmp_path / "wiring" / "C1_set3_early" / "fits"
     _fake_fit(fits / "C1-AND", [-1.0, -2.0, -3.0, -4.0])
@@ -130,7 +128,7 @@ def test_misfit_by_block_sums_the_truths_pointwise_losses(tmp_path):
 
 
 def test_misfit_by_block_refuses_observations_out_of_line(tmp_path):
-    from wiring_threshold import pointwise_loo
+    from paper.wiring_threshold import pointwise_loo
 
     _fake_fit(tmp_path / "f", [-1.0] * 4, obs=[1.0, 2.0, 3.0, 4.0])
     with pytest.raises(ValueError, match="do not line up"):
@@ -138,9 +136,10 @@ def test_misfit_by_block_refuses_observations_out_of_line(tmp_path):
 
 
 def test_y_to_z_contrast_pairs_runs_that_differ_in_that_sign(tmp_path, monkeypatch):
-    import _pool_analysis
     import numpy as np
-    from wiring_threshold import y_to_z_contrast
+
+    from paper import _study_runs
+    from paper.wiring_threshold import y_to_z_contrast
 
     steps = np.array([0, 10, 20, 30])
     z_of = {"C1": [0.5, 0.5, 0.6, 0.8], "I1": [0.5, 0.7, 0.8, 0.8],
@@ -153,7 +152,7 @@ def test_y_to_z_contrast_pairs_runs_that_differ_in_that_sign(tmp_path, monkeypat
         comp = np.column_stack([[0.3, 0.6, 0.9, 0.9], y, z_of[motif]])
         return {"steps": steps, "comp": comp, "roles": ["X", "Y", "Z"]}
 
-    monkeypatch.setattr(_pool_analysis, "run_curves", fake)
+    monkeypatch.setattr(_study_runs, "run_curves", fake)
     got = y_to_z_contrast(ThresholdDesign(), tmp_path)
     assert sorted(got) == sorted(f"{p}/{k}" for p in ("C1-I1", "C2-I2")
                                  for k in ("w0.9", "pulseX_w0.9", "pulseYearly_w0.9"))  # fmt: skip
@@ -164,7 +163,7 @@ def test_y_to_z_contrast_pairs_runs_that_differ_in_that_sign(tmp_path, monkeypat
     assert d["z_steps_to_0.7_act_minus_rep"] == 0 and not d["x_and_y_identical"]
     assert got["C2-I2/w0.9"]["x_and_y_identical"]
     # a pooled set of two seeds a condition: each run's set in its key, none overwritten
-    from wiring_replicates import ReplicatesDesign
+    from paper.wiring_replicates import ReplicatesDesign
 
     pooled = y_to_z_contrast(ReplicatesDesign(), tmp_path)
     assert sorted(pooled) == sorted(f"{p}/set{k}_{c}" for p in ("C1-I1", "C2-I2")
@@ -175,7 +174,7 @@ def test_misfit_by_block_is_read_back_where_the_posteriors_are_not(tmp_path):
     import shutil
     import warnings
 
-    from wiring_threshold import misfit_by_block
+    from paper.wiring_threshold import misfit_by_block
 
     fits = tmp_path / "wiring" / "C1_set3_early" / "fits"
     _fake_fit(fits / "C1-AND", [-1.0, -2.0, -3.0, -4.0])

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper"))
+from paper._wiring_read import identification_summary, set_identification, table
+from paper.wiring_weights import WeightDesign, run_name
 
-from _wiring_read import identification_summary, set_identification  # noqa: E402
-from wiring_weights import WeightDesign, run_name, table  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_design_s_sets_runs_and_configs():
@@ -74,7 +73,7 @@ def test_set_measures_and_the_goal_s_summary():
 def test_quick_pipeline_trains_fits_and_summarises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, str(ROOT / "paper" / "wiring_weights.py"), "--quick",
+    cmd = [sys.executable, "-m", "paper.wiring_weights", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]

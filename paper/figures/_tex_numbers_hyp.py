@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _tex_numbers_pool import and_list
-from tex_numbers import MOTIFS, PENDING, Macros, dig, fmt, fmt_ci, letters, read_json
+from paper.figures._tex_common import MOTIFS, PENDING, Macros, dig, fmt, fmt_ci, letters, read_json
+from paper.figures._tex_numbers_pool import and_list
 
 HYPOTHESES = {"c1_filters_spurious": "HypOne", "i1_adapts_faster": "HypTwo"}
 TASKS = ("math", "rag")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tex_numbers import PENDING, Macros, dig, fmt, fmt_ci, letters, read_json
+from paper.figures._tex_common import PENDING, Macros, dig, fmt, fmt_ci, letters, read_json
 
 SETTINGS = ("stable", "unstable")
 POOL_METHODS = {  # summary label -> macro tag

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _tex_numbers_pool import and_list, cell_macros, predicted_first
-from tex_numbers import PENDING, Macros, dig, fmt, fmt_ci, letters, read_json
+from paper.figures._tex_common import PENDING, Macros, dig, fmt, fmt_ci, letters, read_json
+from paper.figures._tex_numbers_pool import and_list, cell_macros, predicted_first
 
 SETTINGS = ("stable", "unstable")
 METHODS = {"grad": "Grad", "pbt": "Pbt", "es": "Es"}

@@ -4,7 +4,7 @@ For each run folder (made by paper/llm_c1_vs_i1.py) fits all 16 FFL presets by L
 PSIS and ranks them by PSIS-LOO (``python -m calibrate fit RUN --motif auto``), then
 fits the top-ranked structure by NUTS and draws the posterior predictive bands.
 
-    python paper/figures/fig_calibration.py --runs paper/figures/runs \
+    python -m paper.figures.fig_calibration --runs paper/figures/runs \
         --out paper/figures/calibration
 """
 

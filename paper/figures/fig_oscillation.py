@@ -11,7 +11,7 @@ Next to the PNG, ``oscillation.json`` holds the numbers the paper quotes (the la
 Hopf onset, the largest growth rate and its lag, the regimes of the three trajectories and
 the step size of the flip).
 
-    python paper/figures/fig_oscillation.py --out paper/figures/oscillation.png [--toy]
+    python -m paper.figures.fig_oscillation --out paper/figures/oscillation.png [--toy]
 """
 
 from __future__ import annotations

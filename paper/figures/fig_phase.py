@@ -4,7 +4,7 @@ All eight FFLs (AND) with negative end-to-end reward feedback from Z (its thresh
 ``K[Z->X]`` swept, ``K[Z->Y]`` = 0.3) and an Erlang policy lag ``tau``; competence
 kinetics. One panel per motif; regimes coloured, stability boundaries drawn.
 
-    python paper/figures/fig_phase.py --out paper/figures/phase --num 48   # --toy: 8 x 8
+    python -m paper.figures.fig_phase --out paper/figures/phase --num 48   # --toy: 8 x 8
 """
 
 from __future__ import annotations

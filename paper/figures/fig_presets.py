@@ -1,6 +1,6 @@
 """Figure 1: step responses of the 16 FFL presets (alon kinetics, beta = 5, gamma = 1).
 
-python paper/figures/fig_presets.py --out paper/figures    # writes presets.png, presets.json
+python -m paper.figures.fig_presets --out paper/figures    # writes presets.png, presets.json
 
 ``--toy`` is accepted for symmetry with the other figure scripts; this figure is already small.
 """

@@ -12,21 +12,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "paper" / "llm_sign_check.py"
-
 
 def _module():
-    spec = importlib.util.spec_from_file_location("llm_sign_check", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["llm_sign_check"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return importlib.import_module("paper.llm_sign_check")
 
 
 def test_run_configs_differ_only_in_the_sign_of_y_to_z():

@@ -4,21 +4,18 @@ unstratified and stratified by agent, and where the evidence against the types o
 sign sits. From the PSIS-LOO of each saved fit (``posterior.nc``, not committed: fits
 outside a set's indistinguishable set keep no pointwise log-likelihood and are left out).
 
-Usage: python paper/results/wiring_replicates/exploration/explore.py  (writes explore.json)
+Usage: python -m paper.results.wiring_replicates.exploration.explore  (writes explore.json)
 """
 
 import json
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[4]
-sys.path[:0] = [str(ROOT), str(ROOT / "paper")]
-from wiring_threshold import pointwise_loo  # noqa: E402
-
-from calibrate._compare import ELPD_BAND  # noqa: E402
+from calibrate import ELPD_BAND  # noqa: E402
+from paper.wiring_threshold import pointwise_loo  # noqa: E402
 from simulate.spec import ffl_spec  # noqa: E402
 
 warnings.filterwarnings("ignore")

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _hypotheses_metrics import dip, recovery
-from _hypotheses_predict import DELAY_STAGES, OSCILLATING, _draws, predict_task
-from _pool_analysis import run_curves
-from _study import fit_pilots, store_once
-from _testbed_analysis import archive_runs
 
+from paper._hypotheses_metrics import dip, recovery
+from paper._hypotheses_predict import DELAY_STAGES, OSCILLATING, _draws, predict_task
+from paper._study import fit_pilots, store_once
+from paper._study_runs import archive_runs, run_curves
 from simulate.common import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,7 +219,7 @@ def predict_phase(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
 def summary_phase(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
     """The old study's summary (``_hypotheses_analysis.summarise``) on these runs; the
     finished runs' logs archived into ``out/runs``."""
-    from _hypotheses_analysis import summarise
+    from paper._hypotheses_analysis import summarise
 
     n = archive_runs(runs, out)
     print(f"  archived {n} finished runs into {out / 'runs'}")
@@ -231,7 +230,7 @@ def summary_phase(cfg: Any, runs: Path, out: Path) -> dict[str, Any]:
             summary, json.loads(pred_path.read_text())
         )
     summary["post_hoc_by_xy_sign"] = by_edge_sign(summary["per_motif"])
-    summary["command"] = "python paper/hypotheses_testbed.py"
+    summary["command"] = "python -m paper.hypotheses_testbed"
     write_json(out / "summary.json", summary)
     return summary
 
