@@ -39,7 +39,7 @@ MAX_N_EVAL = 1e9
 #: Largest training step a table may hold (integers exact in float64 and int64).
 MAX_STEP = 1e15
 #: Config fields that say where and as what a run trained, not what it trained.
-_NOT_CONDITION = frozenset({"seed", "name", "device", "threads"})
+_NOT_CONDITION = frozenset({"seed", "name", "device", "threads", "signals"})
 _META_COLUMNS = {*REQUIRED_COLUMNS, "seed", "successes"}
 
 

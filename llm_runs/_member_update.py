@@ -19,12 +19,13 @@ import torch
 from ._mixed import mixed_members
 from ._policy import Encoded, MultiAdapter
 from ._rl import policy_loss
+from ._signal_meter import Trace
 from ._staleness import Snapshot, use_snapshot
 
 if TYPE_CHECKING:
     from ._state import State
 
-__all__ = ["mixed", "targets", "update_role", "warmup_role"]
+__all__ = ["mixed", "score_role", "targets", "update_role", "warmup_role"]
 
 #: Per-member float metrics of one update: ``(losses, entropies, kls)``.
 Metrics = tuple[list[float], list[float], list[float]]
@@ -92,6 +93,7 @@ def update_role(
     log_kl: bool,
     stale: Snapshot | None,
     sampled: dict[str, tuple[torch.Tensor, torch.Tensor]] | None,
+    trace: Trace | None = None,
 ) -> Metrics:
     """Policy-loss forward and backward of ``role``'s members (gradients accumulate).
 
@@ -105,6 +107,7 @@ def update_role(
         log_kl: Compute the KL to the base even without a KL penalty.
         stale: The behaviour snapshot (policy lag) or None (on-policy).
         sampled: The sampling pass's ids and log-probs per role (with ``stale``).
+        trace: Filled with the log-probs and importance weights the training signals need.
 
     Returns:
         Per-member losses, mean entropies and KLs (empty without a reference).
@@ -130,6 +133,8 @@ def update_role(
             kl_coef=rl.kl_coef,
             is_cap=rl.is_cap if rl.staleness > 0 else None,
         )
+        if trace is not None:
+            trace.put(rows[m], logp, old[(role, m)], epoch)
         out[0].append(float(loss.detach()))
         out[1].append(float(ent.mean().detach()))
         if kl is not None:
@@ -166,6 +171,26 @@ def update_role(
         ]
         torch.stack(total).sum().backward()
     return out
+
+
+def score_role(
+    st: State, role: str, prompts: list[str], comp: torch.Tensor, member_of: np.ndarray
+) -> torch.Tensor:
+    """No-grad log-probs (n, T) of ``comp`` under ``role``'s members' current adapters (rows
+    in batch order; the same batching as :func:`update_role`)."""
+    pol, temp = st.policy, st.cfg.rl.temperature
+    names = st.members[role]
+    out = torch.zeros(comp.shape, dtype=torch.float32, device=comp.device)
+    with torch.no_grad():
+        if not mixed(st, role):
+            for m, idx in _parts(member_of, len(names)):
+                rows = torch.as_tensor(idx, device=pol.device)
+                pol.activate(names[m])
+                enc = pol.encode([prompts[i] for i in idx])
+                out[rows] = pol.token_logprobs(enc, comp[rows], temperature=temp)[0].float()
+            return out
+        with mixed_members(pol, names, member_of, train=False):
+            return pol.token_logprobs(pol.encode(prompts), comp, temperature=temp)[0].float()
 
 
 def targets(pol: MultiAdapter, texts: list[str], n: int) -> torch.Tensor:

@@ -18,6 +18,7 @@ from ._provenance import git_revision, package_versions
 __all__ = [
     "TERMINAL_STATUSES",
     "RunLogError",
+    "RunLogWarning",
     "check_steps",
     "expected_steps",
     "is_terminal",
@@ -27,7 +28,9 @@ __all__ = [
 ]
 
 SCHEMA = "agentmotifs.runlog"
-SCHEMA_VERSION = 2  # 2: pool fields (members, pool_spread, pool_fitness); 1 still read
+#: 2: pool fields (members, pool_spread, pool_fitness); 3: the training signals
+#: (``signals.jsonl``, :mod:`llm_runs._signal_log`); 1 and 2 still read.
+SCHEMA_VERSION = 3
 STATUSES = ("running", "finished", "diverged")
 #: The statuses of a run that will not train again: resuming it is a no-op, a study keeps it.
 TERMINAL_STATUSES = ("finished", "diverged")
@@ -40,6 +43,10 @@ _MANIFEST_REQUIRED = ("schema", "schema_version", "run", "seed", "agents", "spec
 
 class RunLogError(AgentmotifsError):
     """A malformed run folder; the message names the file and, for rows, the line number."""
+
+
+class RunLogWarning(UserWarning):
+    """A run log read with a problem that was worked around (a torn tail dropped)."""
 
 
 def is_num(v: Any) -> bool:

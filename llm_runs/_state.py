@@ -11,6 +11,7 @@ import torch
 from ._edges import EdgeController
 from ._policy import MultiAdapter
 from ._pool import Pool
+from ._signal_meter import SignalMeter
 from ._staleness import AdapterRing
 from ._tasks import Task
 from .config import TrainConfig
@@ -27,6 +28,7 @@ class State:
         acc: Per agent, lists of per-step metrics since the last evaluation.
         acc_e2e: Training end-to-end rewards (uncorrupted) since the last evaluation.
         ring: Past adapter snapshots (``rl.staleness``; empty and unused when 0).
+        meter: The training signals of the step in progress (None: not logged).
     """
 
     cfg: TrainConfig
@@ -42,6 +44,7 @@ class State:
     acc: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     acc_e2e: list[float] = field(default_factory=list)
     ring: AdapterRing = field(default_factory=lambda: AdapterRing(0))
+    meter: SignalMeter | None = None
 
     @property
     def roles(self) -> list[str]:

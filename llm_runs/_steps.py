@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._member_update import mixed, targets, update_role, warmup_role
+from ._member_update import mixed, score_role, targets, update_role, warmup_role
 from ._mixed import generate_mixed
 from ._rl import advantages, assign_credit, corrupt
+from ._signal_meter import Trace, ess, k3_kl
 from ._staleness import Snapshot, use_snapshot
 from ._state import State as State
 from ._tasks import Probe, Problem
@@ -109,10 +110,21 @@ def _set_lr(st: State, step: int, factors: dict[str, dict[str, float]]) -> None:
 
 
 def _clip_and_step(st: State) -> None:
-    for _, params in st.pool.trainable():
-        torch.nn.utils.clip_grad_norm_(params, st.cfg.rl.grad_clip, foreach=True)
+    groups = st.pool.trainable()
+    clip = st.cfg.rl.grad_clip
+    norms = [torch.nn.utils.clip_grad_norm_(ps, clip, foreach=True) for _, ps in groups]
+    if st.meter is not None:
+        st.meter.before_step(groups)
     st.opt.step()
+    if st.meter is not None:
+        st.meter.after_step(groups, norms)
     st.opt.zero_grad(set_to_none=True)
+
+
+def _lengths(st: State, texts: list[str], role: str) -> float:
+    """Mean response length in tokens (cut to the role's output length, as trained)."""
+    n = st.task.out_len[role]
+    return float(np.mean([len(st.policy.tok.encode(t)[:n]) for t in texts]))
 
 
 def warmup_step(st: State, step: int) -> None:
@@ -121,6 +133,8 @@ def warmup_step(st: State, step: int) -> None:
     factors = st.edges.factors()
     _set_lr(st, step, factors)
     st.ring.advance(pol)  # the lag counts every optimizer step
+    if st.meter is not None:
+        st.meter.begin()
     probs = task.sample(st.rng, cfg.rl.warmup_batch, split="train", shifted=_shifted(cfg, step))
     measured = {}
     for role in st.roles:
@@ -132,6 +146,8 @@ def warmup_step(st: State, step: int) -> None:
         ok_all, losses, ents = warmup_role(st, role, prompts, golds, assign)
         acc = float(ok_all.mean())
         measured[role] = acc
+        if st.meter is not None:
+            st.meter.put(role, entropy=float(np.mean(ents)))
         st.record(
             role,
             loss=float(np.mean(losses)),
@@ -189,6 +205,9 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
     factors = st.edges.factors()
     _set_lr(st, step, factors)
     stale = st.ring.advance(pol)  # None: on-policy (rl.staleness 0, or step 0)
+    meter = st.meter
+    if meter is not None:
+        meter.begin()
     base = task.sample(st.rng, rl.batch, split="train", shifted=_shifted(cfg, step))
     probs = [p for p in base for _ in range(rl.group)]
     sampled: Behaviour | None = None if stale is None else {}
@@ -225,6 +244,9 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
         )
         st.pool.observe(role, r)
         n = max(1, round(factors[role]["budget"] * rl.batch)) * rl.group
+        if meter is not None:
+            meter.reward(role, r, rl.group)
+            meter.put(role, response_length=_lengths(st, [o[role] for o in outs[:n]], role))
         if st.pool.es:
             st.pool.es_gradient(role, r[:n])
             lr_role = _lr(st, step, role, factors)
@@ -247,6 +269,7 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
         return
     epochs = rl.ppo_epochs if rl.algo == "ppo" else 1
     old: dict[tuple[str, int], torch.Tensor] = {}
+    traces = {w[0]: Trace(w[5], w[2].shape[1], pol.device) for w in work if meter is not None}
     for epoch in range(epochs):
         for role, pr, comp, adv, r, n in work:
             losses, ents, kls = update_role(
@@ -262,8 +285,12 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
                 log_kl=log_kl,
                 stale=stale,
                 sampled=sampled,
+                trace=traces.get(role),
             )
             if epoch == epochs - 1:
+                if meter is not None:
+                    kl = float(np.mean(kls)) if kls else None
+                    meter.put(role, entropy=float(np.mean(ents)), kl=kl)
                 st.record(
                     role,
                     reward=float(r.mean()),
@@ -275,6 +302,21 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
                     budget_share=n / len(probs),
                 )
         _clip_and_step(st)
+    if meter is not None:
+        _policy_signals(st, work, traces, assign)
+
+
+def _policy_signals(
+    st: State, work: list[Any], traces: dict[str, Trace], assign: dict[str, np.ndarray]
+) -> None:
+    """``ess`` of the step's last update's weights, and ``policy_kl`` from one no-grad
+    forward of each agent's batch under its updated adapters."""
+    meter = st.meter
+    if meter is None:
+        return
+    for role, pr, comp, _, _, n in work:
+        new = score_role(st, role, pr, comp, assign[role][:n])
+        meter.put(role, ess=ess(traces[role].logw), policy_kl=k3_kl(new, traces[role].logp0))
 
 
 def evaluate(

@@ -5,7 +5,10 @@ eval_every == 0``; one training step (supervised while ``step < warmup_steps``, 
 checkpoint after the step if ``(step + 1) % ckpt_every == 0``. A final evaluation is
 logged at ``step == steps``. A checkpoint taken after step ``s - 1`` resumes at ``s``:
 log rows with ``step >= s`` are dropped and regenerated, so no row is lost or duplicated,
-and on CPU the resumed log equals the uninterrupted one.
+and on CPU the resumed log equals the uninterrupted one. The training signals
+(``signals.jsonl``, one row per optimizer step and agent, :mod:`llm_runs._signal_meter`) are
+appended after every step and fsynced before every checkpoint; a resume drops the rows past
+the checkpoint's step, so that file too equals the uninterrupted run's.
 
 Run folders are never destroyed, spliced or shared (see :mod:`llm_runs._runfolder`): a new
 run needs an empty folder (or ``overwrite``), a resumed run keeps the config in its manifest,
@@ -39,6 +42,8 @@ from ._policy import MultiAdapter
 from ._pool import Pool
 from ._rows import log_rows, nonfinite
 from ._runfolder import CKPT_FILE, check_device, embed_spec, open_run_folder, same_run
+from ._signal_log import SignalWriter
+from ._signal_meter import SignalMeter
 from ._staleness import AdapterRing
 from ._steps import State, evaluate, rl_step, warmup_step
 from ._task_registry import get_task
@@ -119,6 +124,7 @@ def _setup(cfg: TrainConfig, progress: bool) -> tuple[State, Any]:
         members=members,
         pool=pool,
         ring=AdapterRing(cfg.rl.staleness),
+        meter=SignalMeter(list(roles)) if cfg.signals else None,
     )
     return st, base
 
@@ -246,12 +252,15 @@ def _run(cfg: TrainConfig, out: Path, manifest: dict[str, Any] | None, progress:
         "pulse_mode": cfg.task.spurious.mode,
         "shift_step": cfg.task.shift.step,
     }
-    start = 0
+    start, resumed = 0, None
     if manifest is not None:
         run_id = manifest.get("run_id")
         if ckpt.exists():
             start = int(_load(st, ckpt, run_id)["next_step"])
+        resumed = start
         writer = runlog.RunWriter(out, None, resume_from_step=start)
+        if manifest["schema_version"] < 3:  # a log of before the signals gets none
+            st.meter = None
     else:
         manifest = runlog.make_manifest(
             run=cfg.name or out.name,
@@ -270,6 +279,7 @@ def _run(cfg: TrainConfig, out: Path, manifest: dict[str, Any] | None, progress:
         )
         run_id = manifest["run_id"]
         writer = runlog.RunWriter(out, manifest)
+    signals = None if st.meter is None else SignalWriter(out, resume_from_step=resumed)
     task, n_probe, n_test = st.task, cfg.task.n_probe, cfg.task.n_test
     sets = {}
     for shifted in (False, True):
@@ -313,6 +323,9 @@ def _run(cfg: TrainConfig, out: Path, manifest: dict[str, Any] | None, progress:
                     post["phase"] = "rl"
                     post["R"] = f"{st.acc_e2e[-1]:.2f}"
                 why = nonfinite(st)
+                if signals is not None and st.meter is not None:
+                    phase = "sft" if step < cfg.rl.warmup_steps else "rl"
+                    signals.write(st.meter.rows(step + 1, phase))
             except RuntimeError as err:  # sampling from NaN/inf probabilities
                 why = nonfinite(st) or (
                     f"{err}".splitlines()[0]
@@ -330,12 +343,16 @@ def _run(cfg: TrainConfig, out: Path, manifest: dict[str, Any] | None, progress:
                 break
             if cfg.ckpt_every and (step + 1) % cfg.ckpt_every == 0 and step + 1 < cfg.steps:
                 extra = {"elapsed_s": time.perf_counter() - t0, "run_id": run_id}
+                if signals is not None:
+                    signals.sync()  # every row the checkpoint has seen is on disk first
                 _save(st, ckpt, step + 1, extra)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(post, refresh=False)
     finally:
         writer.close()
+        if signals is not None:
+            signals.close()
         if bar is not None:
             bar.close()
     if diverged is None:

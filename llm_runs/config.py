@@ -86,6 +86,8 @@ class TrainConfig:
         threads: torch CPU threads (None: torch's default). 1 by default: the tiny model's
             matmuls gain little from a second thread, and on a shared 2-core machine a
             second thread was 2-4x slower under load.
+        signals: Log the training signals per agent and optimizer step (``signals.jsonl``,
+            docs/runlog.md); they only observe, the run is the same without them.
     """
 
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
@@ -101,6 +103,7 @@ class TrainConfig:
     pool: PoolConfig = dataclasses.field(default_factory=PoolConfig)
     device: str = "cpu"
     threads: int | None = 1
+    signals: bool = True
     name: str | None = None
 
     def __post_init__(self) -> None:
@@ -155,6 +158,7 @@ class TrainConfig:
             "threads",
             "must be a positive int or null",
         )
+        _check(isinstance(self.signals, bool), "signals", "must be true or false")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready nested dict; :meth:`from_dict` inverts it exactly."""

@@ -5,10 +5,11 @@ A training run writes one folder::
     runs/NAME/
       manifest.json      # written once at start (atomically), see below
       competence.jsonl   # one JSON object per line, appended and flushed per eval step
+      signals.jsonl      # schema 3: one row per optimizer step and agent (SIGNALS)
       checkpoints/       # llm_runs only; not part of the schema
 
-Schema ``agentmotifs.runlog``, version 2 (:data:`SCHEMA_VERSION`); version 1 logs (no pool
-fields) are still read.
+Schema ``agentmotifs.runlog`` version 3 (:data:`SCHEMA_VERSION`; 1: no pool fields, 2: no
+signals; both still read). Signals: :data:`SIGNALS`, :func:`read_signals`, docs/runlog.md.
 
 ``manifest.json`` (a JSON object):
     ``schema`` (str, ``"agentmotifs.runlog"``), ``schema_version`` (int), ``run`` (str, run
@@ -53,15 +54,13 @@ Unknown extra fields are allowed (forward compatibility) and kept by the reader.
 
 Optional manifest fields written by llm_runs: ``run_id`` (random hex id; checkpoints carry it,
 so a checkpoint of another run is never resumed), ``status`` (``"running"`` while written or
-after the run was stopped early, e.g. killed; ``"finished"``; ``"diverged"``), and for a
-diverged run ``diverged_step`` (int, optimizer steps done when parameters or training metrics
-became non-finite; training stopped there) and ``diverged_reason`` (str). Non-finite training
-metrics are logged as null.
+stopped early, e.g. killed; ``"finished"``; ``"diverged"``), and for a diverged run
+``diverged_step`` (int, optimizer steps done when parameters or training metrics became
+non-finite) and ``diverged_reason`` (str). Non-finite training metrics are logged as null.
 
-Torn tails: a run killed mid-write can leave an unterminated, unparsable last line or an
-incomplete last group. Readers (:func:`read_run`, ``python -m llm_runs figure``,
-``calibrate``'s run-folder reader) drop that tail with a :class:`RunLogWarning`; with
-``strict=True`` (``--strict``) it is an error. Anything else malformed is always an error.
+Torn tails (a run killed mid-write: an unterminated last line, an incomplete last group) are
+dropped by the readers with a :class:`RunLogWarning`; with ``strict=True`` (``--strict``)
+they are an error. Anything else malformed is always an error.
 """
 
 from __future__ import annotations
@@ -82,16 +81,23 @@ from ._runlog_schema import SCHEMA as SCHEMA
 from ._runlog_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._runlog_schema import TERMINAL_STATUSES as TERMINAL_STATUSES
 from ._runlog_schema import RunLogError as RunLogError
+from ._runlog_schema import RunLogWarning as RunLogWarning
 from ._runlog_schema import check_steps, is_int, validate_manifest
 from ._runlog_schema import is_terminal as is_terminal
 from ._runlog_schema import make_manifest as make_manifest
 from ._runlog_schema import validate_row as validate_row
+from ._signal_log import read_signals as read_signals
+from ._signal_log import validate_signal_row as validate_signal_row
+from ._signals import SIGNALS as SIGNALS
+from ._signals import SIGNALS_FILE as SIGNALS_FILE
 
 __all__ = [
     "COMPETENCE_FILE",
     "MANIFEST_FILE",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "SIGNALS",
+    "SIGNALS_FILE",
     "TERMINAL_STATUSES",
     "RunLog",
     "RunLogError",
@@ -104,16 +110,14 @@ __all__ = [
     "package_versions",
     "read_manifest",
     "read_run",
+    "read_signals",
     "update_manifest",
     "validate_row",
+    "validate_signal_row",
 ]
 
 MANIFEST_FILE = "manifest.json"
 COMPETENCE_FILE = "competence.jsonl"
-
-
-class RunLogWarning(UserWarning):
-    """A run log read with a problem that was worked around (a torn tail dropped)."""
 
 
 def _read_utf8(p: Path) -> str:
@@ -273,6 +277,10 @@ class RunLog:
         """Wide table: index ``step``, one column per agent (competence A_i)."""
         df = self.frame("agent")
         return df.pivot(index="step", columns="agent", values="competence")
+
+    def signals(self, *, wide: bool = True, strict: bool = False) -> Any:
+        """The training signals as :func:`read_signals` reads them (empty before schema 3)."""
+        return read_signals(self.path, agents=self.manifest["agents"], strict=strict, wide=wide)
 
 
 def _parse(file: Path) -> tuple[list[tuple[int, dict[str, Any]]], str | None]:

@@ -214,7 +214,7 @@ def test_pool_run_logs_members_and_resumes_exactly(tmp_path, micro_cfg, pool):
     run = tmp_path / "run"
     full = _log(micro_cfg, run)
     log = read_run(run)
-    assert log.manifest["schema_version"] == runlog.SCHEMA_VERSION == 2
+    assert log.manifest["schema_version"] == runlog.SCHEMA_VERSION == 3
     last = [r for r in log.agent_rows if r["step"] == 7]
     assert all(len(r["pool_fitness"]) == 2 for r in last)
     assert all(f is not None for r in last for f in r["pool_fitness"])
@@ -225,9 +225,12 @@ def test_pool_run_logs_members_and_resumes_exactly(tmp_path, micro_cfg, pool):
             assert r["competence"] == pytest.approx(np.mean(r["members"]), abs=1e-12)
             assert r["pool_spread"] == pytest.approx(np.std(r["members"]), abs=1e-12)
     assert (run / CKPT_FILE).exists()  # taken after step 6
+    signals = (run / runlog.SIGNALS_FILE).read_bytes()
+    assert log.signals()["step"].tolist() == [1, 2, 3, 4, 5, 6, 7] * 3
     runlog.update_manifest(run, status="running")  # as if killed after its last checkpoint
     train(None, run, resume=True, progress=False)
     assert (run / runlog.COMPETENCE_FILE).read_bytes() == full
+    assert (run / runlog.SIGNALS_FILE).read_bytes() == signals  # steps 7.. regenerated
 
 
 def test_es_trains_the_centre_and_evaluates_it(tmp_path, micro_cfg):
@@ -255,17 +258,20 @@ def test_es_trains_the_centre_and_evaluates_it(tmp_path, micro_cfg):
             assert torch.equal(p, c)
 
 
-def test_old_schema_1_logs_still_read(tmp_path, micro_cfg):
+def test_old_schema_1_and_2_logs_still_read(tmp_path, micro_cfg):
     _torch()
     from llm_runs import runlog
 
     run = tmp_path / "run"
     _log(micro_cfg, run)
+    (run / runlog.SIGNALS_FILE).unlink()  # logs before schema 3 have no training signals
     m = json.loads((run / runlog.MANIFEST_FILE).read_text())
-    m["schema_version"] = 1
-    (run / runlog.MANIFEST_FILE).write_text(json.dumps(m))
-    assert runlog.read_run(run).manifest["schema_version"] == 1
-    m["schema_version"] = 3
+    for version in (1, 2):
+        m["schema_version"] = version
+        (run / runlog.MANIFEST_FILE).write_text(json.dumps(m))
+        log = runlog.read_run(run)
+        assert log.manifest["schema_version"] == version and log.signals().empty
+    m["schema_version"] = 4
     (run / runlog.MANIFEST_FILE).write_text(json.dumps(m))
     with pytest.raises(runlog.RunLogError, match="schema_version"):
         runlog.read_run(run)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -19,7 +20,7 @@ from llm_runs import runlog as rl
 from llm_runs._competence_plot import competence_axes, competence_figure
 from llm_runs._train import CKPT_FILE, train
 from llm_runs.config import TrainConfig, save_config
-from llm_runs.runlog import COMPETENCE_FILE, read_manifest, read_run
+from llm_runs.runlog import COMPETENCE_FILE, SIGNALS_FILE, read_manifest, read_run
 
 
 def _strip(rows):
@@ -193,6 +194,7 @@ def test_sigkill_resume_reproduces_log_exactly(tmp_path, micro_cfg):
     proc.wait()
     killed_steps = set(_logged_steps(log_file))
     assert max(killed_steps) < 30
+    killed_signal_steps = _logged_steps(out / SIGNALS_FILE)
     assert read_manifest(out)["status"] == "running"
     res = _cli("train", "--out", out, "--resume", "--no-progress", env=env)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -204,6 +206,10 @@ def test_sigkill_resume_reproduces_log_exactly(tmp_path, micro_cfg):
     a, b = read_run(ref).rows, log.rows
     assert [(r["step"], r.get("agent")) for r in a] == [(r["step"], r.get("agent")) for r in b]
     assert a == b
+    # the training signals too: rows past the checkpoint were dropped and regenerated
+    assert max(killed_signal_steps) >= 9  # past the last checkpoint (after step 8)
+    assert (out / SIGNALS_FILE).read_bytes() == (ref / SIGNALS_FILE).read_bytes()
+    assert log.signals()["step"].max() == 30
     # resuming a finished run changes nothing
     before = log_file.read_bytes()
     again = _cli("train", "--out", out, "--resume", "--no-progress", env=env)
@@ -243,6 +249,9 @@ def test_diverged_run_ends_as_data(tmp_path, micro_cfg):
     assert steps[-1] == log.diverged_step and steps[:-1] == list(range(0, steps[-1], 3))
     last = [r for r in log.agent_rows if r["step"] == log.diverged_step]
     assert len(last) == 3 and any(r["loss"] is None for r in last)  # NaN logged as null
+    sig = log.signals(strict=True)  # the diverged step's signals end the file, as data
+    assert sig["step"].max() == log.diverged_step
+    assert sig.loc[sig["step"] == log.diverged_step, "update_norm"].isna().any()
     png = competence_figure([out], tmp_path / "div.png")
     assert png.is_file()
 
@@ -271,6 +280,9 @@ def test_one_agent_diverging_is_recorded_others_keep_their_metrics(
     last = {r["agent"]: r for r in log.agent_rows if r["step"] == 4}
     assert last["X"]["loss"] is None
     assert last["Y"]["loss"] is not None and last["Z"]["entropy"] is not None
+    sig = log.signals(strict=True).set_index(["step", "agent"])  # X's NaN gradient as null
+    assert math.isnan(sig.at[(4, "X"), "grad_norm"]) and sig.at[(4, "Y"), "grad_norm"] >= 0
+    assert sig.index.get_level_values("step").max() == 4
 
 
 def test_cuda_without_cuda_is_a_one_line_error(tmp_path, micro_cfg):
