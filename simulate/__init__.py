@@ -16,6 +16,7 @@ from ._collapse import COLLAPSE_RULE as COLLAPSE_RULE
 from ._collapse import PEAK_COLLAPSE_RULE as PEAK_COLLAPSE_RULE
 from ._collapse import Collapse as Collapse
 from ._collapse import fall_collapse as fall_collapse
+from ._collapse import fall_collapse_many as fall_collapse_many
 from ._collapse import peak_collapse as peak_collapse
 from ._errors import AgentmotifsError as AgentmotifsError
 from ._errors import ConfigError as ConfigError
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
     from ._network import Network as Network
     from ._network import as_network as as_network
     from ._observed import classify_observed as classify_observed
+    from ._observed import classify_observed_many as classify_observed_many
     from ._options import OptionsError as OptionsError
     from ._options import Sharded as Sharded
     from ._options import SolveOptions as SolveOptions
@@ -174,6 +176,7 @@ _LAZY: dict[str, str] = {
     "Network": "_network",
     "as_network": "_network",
     "classify_observed": "_observed",
+    "classify_observed_many": "_observed",
     "OptionsError": "_options",
     "Sharded": "_options",
     "SolveOptions": "_options",

@@ -23,7 +23,14 @@ import numpy as np
 
 from ._errors import AgentmotifsError
 
-__all__ = ["COLLAPSE_RULE", "PEAK_COLLAPSE_RULE", "Collapse", "fall_collapse", "peak_collapse"]
+__all__ = [
+    "COLLAPSE_RULE",
+    "PEAK_COLLAPSE_RULE",
+    "Collapse",
+    "fall_collapse",
+    "fall_collapse_many",
+    "peak_collapse",
+]
 
 COLLAPSE_RULE = (
     "an agent's competence curve (T >= 4 evaluations on n_eval probes) has collapsed iff, with "
@@ -202,3 +209,59 @@ def peak_collapse(
     peak = float(np.max(np.convolve(head, np.ones(w) / w, mode="valid")))
     last = y[-m:]
     return bool(np.all(last < fall * peak) and peak - float(np.mean(last)) >= gap)
+
+
+def fall_collapse_many(
+    values: Any,
+    n_eval: Any,
+    *,
+    fall: float = 0.5,
+    z: float = 3.0,
+    tail_share: float = 0.2,
+    min_tail: int = 3,
+    smooth: int = 3,
+) -> np.ndarray:
+    """:func:`fall_collapse`'s verdict on many curves at once (its rule, vectorised).
+
+    Args:
+        values: Curves, shape ``(B, T)``, finite, in ``[0, 1]``, ``T >= 4``.
+        n_eval: Probes per evaluation: a number or one per curve ``(B,)``, > 0.
+        fall: As :func:`fall_collapse`.
+        z: As :func:`fall_collapse`.
+        tail_share: As :func:`fall_collapse`.
+        min_tail: As :func:`fall_collapse`.
+        smooth: As :func:`fall_collapse`.
+
+    Returns:
+        Whether each curve collapsed, shape ``(B,)`` (bool).
+
+    Raises:
+        AgentmotifsError: Fewer than 4 evaluations, non-finite values, or a bad ``n_eval``.
+    """
+    y = np.asarray(values, dtype=np.float64)
+    if y.ndim != 2 or y.shape[1] < 4:
+        raise AgentmotifsError(f"curves must have shape (B, T) with T >= 4, got {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise AgentmotifsError("competence values must be finite to judge a collapse")
+    ne = np.broadcast_to(np.asarray(n_eval, dtype=np.float64), (y.shape[0],))
+    if not np.all(ne > 0):
+        raise AgentmotifsError(f"n_eval must be positive, got {n_eval!r}")
+    T = y.shape[1]
+    m = min(max(min_tail, math.ceil(tail_share * T)), T - 1)
+    head = y[:, : T - m]
+    w = max(1, min(smooth, head.shape[1]))
+    csum = np.concatenate([np.zeros((y.shape[0], 1)), np.cumsum(head, axis=1)], axis=1)
+    peak = ((csum[:, w:] - csum[:, :-w]) / w).max(axis=1)
+    start = y[:, 0]
+    use_start = start >= peak
+    ref = np.where(use_start, start, peak)
+    k_ref = np.where(use_start, 1.0, float(w))
+    tail = y[:, -m:].mean(axis=1)
+    last = y[:, -1]
+
+    def var(p: np.ndarray, k: Any) -> np.ndarray:
+        q = np.clip(p, 1.0 / ne, 1.0 - 1.0 / ne)
+        return q * (1.0 - q) / (ne * k)
+
+    sd = np.sqrt(var(ref, k_ref) + var(tail, float(m)))
+    return (tail < fall * ref) & (last < fall * ref) & (ref - tail > z * sd)

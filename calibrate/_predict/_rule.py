@@ -80,16 +80,18 @@ def observed_regime_probs(
     seed = 0 if key is None else int(jax.random.randint(key, (), 0, 2**30))
     rng = np.random.default_rng(seed)
     groups = list(REGIME_GROUPS)
+    cur = pred.curves[:, :, ::m]  # (S, G, T, N) at the evaluation steps
+    ok = np.all(np.isfinite(cur), axis=(2, 3))
+    y = np.zeros(cur.shape)
+    for s, g in zip(*np.nonzero(ok), strict=True):  # the noise drawn run by run, in order
+        p = np.clip(cur[s, g] + sdv * rng.standard_normal(sdv.size), 0.0, 1.0)
+        y[s, g] = rng.binomial(n, p) / n
+    codes = simulate.classify_observed_many(t, y[ok], float(np.median(n)), names=pred.agents)
+    of_code = {int(c): groups.index(regime_group(simulate.REGIME_NAMES[c]))
+               for c in simulate.Regime}  # fmt: skip
     probs = np.zeros((len(settings), len(groups)))
-    for s, cs in enumerate(pred.curves[:, :, ::m]):  # (G, T, N) at the evaluation steps
-        for cur in cs:
-            if not np.all(np.isfinite(cur)):
-                probs[s, groups.index("failed")] += 1
-                continue
-            p = np.clip(cur + sdv * rng.standard_normal(sdv.size), 0.0, 1.0)
-            y = rng.binomial(n, p) / n
-            reg = simulate.classify_observed(t, y, float(np.median(n)), names=pred.agents)
-            probs[s, groups.index(regime_group(reg["regime"]))] += 1
-        probs[s] /= max(len(cs), 1)
+    np.add.at(probs, (np.nonzero(ok)[0], [of_code[int(c)] for c in codes]), 1.0)
+    probs[:, groups.index("failed")] += (~ok).sum(axis=1)
+    probs /= np.maximum(cur.shape[1], 1)
     out = {g: probs[:, j] for j, g in enumerate(groups)}
     return lift_collapse(out, pred.collapse_floor) if any(pred.collapse_floor) else out

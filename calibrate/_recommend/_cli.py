@@ -52,6 +52,15 @@ def add_recommend_parser(sub: Any) -> None:
         help="with --space: bend of the links beyond the pilots' range "
         "(default 0.5, the fifth forecast test's choice; 0: straight)",
     )
+    r.add_argument(
+        "--regime-rule",
+        dest="regime_rule",
+        choices=["observed", "model"],
+        default=None,
+        help="with --space: where the risk comes from: observed (default: one simulated new "
+        "run per draw, with seed spread and probe noise, labelled by the rule real runs are "
+        "labelled with) or model (each draw's smooth curve labelled by simulate.classify)",
+    )
     r.add_argument("--draws", type=int, default=200, help="with --space: posterior draws used")
     r.add_argument("--json", action="store_true", help="with --space: print one JSON object")
     r.add_argument(
@@ -81,9 +90,9 @@ def recommend_command(args: argparse.Namespace) -> int:
         return _recommend_space(args)
     if (args.json or args.top != 5 or args.draws != 200 or args.motif_weights is not None
             or args.objective is not None or args.tie is not None
-            or args.extrapolation_sd is not None):  # fmt: skip
-        raise ConfigError("--json, --top, --draws, --motif-weights, --objective, --tie and "
-                          "--extrapolation-sd go with --space")  # fmt: skip
+            or args.extrapolation_sd is not None or args.regime_rule is not None):  # fmt: skip
+        raise ConfigError("--json, --top, --draws, --motif-weights, --objective, --tie, "
+                          "--extrapolation-sd and --regime-rule go with --space")  # fmt: skip
     from .._cli_args import parse_grid, recommend_out
 
     grid = parse_grid(args.grid)  # before the work: "" is an error, not the default grid
@@ -204,6 +213,7 @@ def _recommend_space_locked(args: argparse.Namespace, space: Any, out: Path) -> 
         motif_weights=args.motif_weights or "best",
         tie=args.tie,
         extrapolation_sd=args.extrapolation_sd,
+        regime_rule=args.regime_rule or "observed",
     )
     arrays = rec.pop("_arrays")
     path = write_json(out / "recommendation.json", rec)

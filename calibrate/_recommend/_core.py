@@ -29,7 +29,7 @@ from .._objective import objective_index, objective_label
 from .._posterior import Posterior, load_fit
 from .._predict._core import predict
 from .._space import SearchSpace
-from ._eval import evaluate, head_stats
+from ._eval import REGIME_RULES, evaluate, head_stats
 from ._eval import rank_candidates as rank_candidates
 from ._explain import explain
 from ._margin import margins, tied_with_best
@@ -173,6 +173,7 @@ def recommend_space(
     motif_weights: str = "best",
     tie: float | None = None,
     extrapolation_sd: float = 0.0,
+    regime_rule: str = "model",
 ) -> dict[str, Any]:
     """Predict every candidate of a search space and rank them for the next run.
 
@@ -215,6 +216,10 @@ def recommend_space(
         extrapolation_sd: Bend of the links beyond the pilots' range (``predict``'s; 0,
             straight, as :func:`calibrate.predict`; the command line's default is
             :data:`calibrate._predict._defaults.DEFAULT_EXTRAPOLATION_SD`).
+        regime_rule: Where the risk comes from: ``model`` (each draw's smooth curve
+            labelled by :func:`simulate.classify`) or ``observed`` (one simulated new run per
+            draw labelled by the rule for real runs, :func:`calibrate.observed_regime_probs`;
+            the command line's default). The ranking, the ties and the margins use it.
 
     Returns:
         A JSON-ready dict (``space``, ``motif_source``, ``ranked_by``, ``top``, ``best``,
@@ -261,7 +266,9 @@ def recommend_space(
     steps = space.budget_steps
     kw = {"steps": steps, "max_draws": max_draws, "key": key,
           "extrapolation_sd": extrapolation_sd}  # fmt: skip
-    ev = evaluate(pl, settings, agent, **kw)
+    if regime_rule not in REGIME_RULES:
+        raise ConfigError(f"regime_rule must be one of {list(REGIME_RULES)}, got {regime_rule!r}")
+    ev = evaluate(pl, settings, agent, regime_rule=regime_rule, **kw)
     mean, risk, net = ev.mean, ev.risk, ev.net
     order = rank_candidates(mean, risk, space.risk)
     ok = (risk <= space.risk) & np.isfinite(mean)
@@ -271,7 +278,7 @@ def recommend_space(
     def risk_of(scan: list[dict[str, Any]]) -> np.ndarray:
         held_scan = [{k: v for k, v in c.items() if k in refs or k in parts} | held for c in scan]
         pl_scan = plan(post, space, scan, motif_weights)
-        return evaluate(pl_scan, held_scan, agent, **kw).risk
+        return evaluate(pl_scan, held_scan, agent, regime_rule=regime_rule, **kw).risk
 
     marg = margins(risk_of, space, [cands[i] for i in tied], space.risk)
     if len(tied) > 1:  # the largest margin wins the tie (None: no crossing, the largest)
@@ -330,6 +337,7 @@ def recommend_space(
             "objective": {"name": space.objective, "label": objective_label(names, agent)},
             "motif_source": pl.motif_source,
             "ranked_by": ranked_by,
+            "regime_rule": regime_rule,
             "seed_spread": seed_spread_note(first, agent),
             "tie": {
                 "tolerance": tol,

@@ -6,6 +6,12 @@ pools their posterior draws, each fit's draws weighing ``weight / draws``: its m
 regime probabilities are the weighted averages of the fits' and its quantiles those of
 the pooled weighted draws. With one fit the numbers are that fit's (plain
 ``numpy.quantile`` and ``numpy.median`` over its draws).
+
+The regime probabilities come from one of two rules (``regime_rule``): ``model`` labels each
+draw's smooth mean curve with :func:`simulate.classify` (:meth:`calibrate.Prediction.groups`);
+``observed`` labels one simulated new run per draw, read at the pilots' evaluation steps with
+seed spread and probe noise, by the rule real runs are labelled with
+(:func:`calibrate.observed_regime_probs`): the label a run at the candidate would get.
 """
 
 from __future__ import annotations
@@ -23,6 +29,14 @@ from ._seeds import new_run_draws
 __all__ = ["Evaluation", "evaluate", "head_stats", "weighted_quantile"]
 
 GROUPS = tuple(REGIME_GROUPS)
+#: The rules a candidate's regime probabilities can come from (the module docstring).
+REGIME_RULES = ("model", "observed")
+
+
+def eval_every(post: Any) -> int:
+    """Steps between the pilots' evaluations (the median gap of the fit's observed steps)."""
+    ts = np.unique(np.asarray(post.model.ts, float))
+    return max(1, round(float(np.median(np.diff(ts))))) if ts.size > 1 else 1
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: Sequence[float]) -> np.ndarray:
@@ -64,7 +78,11 @@ class Evaluation:
         self, plan: Plan, settings: list[dict[str, Any]], agent: int | None = -1, **kw: Any
     ) -> None:
         s = len(settings)
+        rule = kw.pop("regime_rule", "model")
+        if rule not in REGIME_RULES:
+            raise ValueError(f"regime_rule must be one of {REGIME_RULES}, got {rule!r}")
         self.plan, self.settings, self.kw, self.agent = plan, settings, kw, agent
+        self.regime_rule = rule
         self.mean = np.zeros(s)
         self.net = {g: np.zeros(s) for g in GROUPS}
         self.finals: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # label -> (pos, (n, G))
@@ -82,7 +100,16 @@ class Evaluation:
             # a candidate with a failed draw has no mean (NaN), and no numpy warning says so
             m = np.where(ok, np.where(ok[:, None], final, 0.0).mean(1), np.nan)
             self.mean[pos] += w * m
-            _, net = pred.groups()
+            if rule == "observed":
+                from .._predict._rule import observed_regime_probs
+
+                net = observed_regime_probs(
+                    post, [settings[i] for i in pos], steps=int(kw["steps"]),
+                    every=eval_every(post), max_draws=int(kw.get("max_draws", 200)),
+                    extrapolation_sd=float(kw.get("extrapolation_sd", 0.0)), key=kw.get("key"),
+                )  # fmt: skip
+            else:
+                _, net = pred.groups()
             for g in GROUPS:
                 self.net[g][pos] += w * net[g]
             self.finals[label] = (pos, final)

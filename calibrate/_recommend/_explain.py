@@ -98,6 +98,9 @@ def explain(
         if risk[runner] > tolerance >= risk[best]:
             why = (f"P(oscillating or collapse) {risk[runner]:.2f} above the tolerance "
                    f"{tolerance:g}")  # fmt: skip
+        elif mean[runner] > mean[best]:
+            why = (f"forecast final of {agent} higher by {mean[runner] - mean[best]:.3g}, a tie "
+                   "with the pick, whose stability margin is the larger")  # fmt: skip
         else:
             why = f"forecast final of {agent} lower by {mean[best] - mean[runner]:.3g}"
         out["runner_up"] = {"setting": dict(cands[runner]),

@@ -224,3 +224,31 @@ def test_groups_lift_collapse_to_the_floor_among_the_solved_draws() -> None:
     assert np.allclose(total, 1.0)
     plain = Prediction(**{**pred.__dict__, "collapse_floor": ()})
     assert plain.groups()[1]["collapse"][0] == pytest.approx(0.25)
+
+
+def test_recommend_space_observed_rule_is_observed_regime_probs(knob_fit) -> None:
+    """With ``regime_rule="observed"`` every candidate's risk is P(oscillating or collapse
+    or failed) of :func:`calibrate.observed_regime_probs` on the same draws (the oracle),
+    and the JSON names the rule."""
+    import jax
+
+    folder, _ = knob_fit
+    post = calibrate.load_fit(folder)
+    space = calibrate.SearchSpace.from_dict({
+        "fields": {"rl.lr": {"low": 1e-4, "high": 3e-2},
+                   "rl.staleness": {"choices": [0]}, "rl.kl_coef": {"choices": [0.0]}},
+        "budget_steps": 40, "n_candidates": 8, "risk": 0.5,
+    })  # fmt: skip
+    rec = calibrate.recommend_space(post, space, max_draws=24, key=jax.random.key(3),
+                                    regime_rule="observed")  # fmt: skip
+    assert rec["regime_rule"] == "observed"
+    arr = rec["_arrays"]
+    settings = [dict(s) for s in arr["settings"]]
+    probs = calibrate.observed_regime_probs(
+        post, settings, steps=40, every=10, max_draws=24, key=jax.random.key(3)
+    )
+    want = probs["oscillating"] + probs["collapse"] + probs["failed"]
+    np.testing.assert_allclose(arr["risk"], want, atol=1e-12)
+    assert np.ptp(want) > 0  # the candidates differ, so the comparison can fail
+    with pytest.raises(ConfigError, match="regime_rule"):
+        calibrate.recommend_space(post, space, max_draws=8, regime_rule="smooth")
