@@ -68,12 +68,16 @@ if TYPE_CHECKING:
     from ._fit_plot import plot_prediction as plot_prediction
     from ._fit_plot import plot_predictive as plot_predictive
     from ._importers import KeyMapping as KeyMapping
+    from ._importers import Meaning as Meaning
+    from ._importers import RunStatus as RunStatus
+    from ._importers import observed_regimes as observed_regimes
     from ._importers import read_events as read_events
     from ._importers import read_mlflow as read_mlflow
     from ._importers import read_training_args as read_training_args
     from ._importers import read_trl as read_trl
     from ._importers import read_verl as read_verl
     from ._importers import read_wandb_csv as read_wandb_csv
+    from ._importers import status_counts as status_counts
     from ._knobs import KNOB_LINKS as KNOB_LINKS
     from ._knobs import default_links as default_links
     from ._model import CurveModel as CurveModel
@@ -170,12 +174,16 @@ _LAZY: dict[str, str] = {
     "plot_prediction": "._fit_plot",
     "plot_predictive": "._fit_plot",
     "KeyMapping": "._importers",
+    "Meaning": "._importers",
+    "RunStatus": "._importers",
     "read_events": "._importers",
     "read_mlflow": "._importers",
     "read_training_args": "._importers",
     "read_trl": "._importers",
     "read_verl": "._importers",
     "read_wandb_csv": "._importers",
+    "observed_regimes": "._importers",
+    "status_counts": "._importers",
     "KNOB_LINKS": "._knobs",
     "default_links": "._knobs",
     "CurveModel": "._model",

@@ -267,7 +267,7 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _fit_locked(args: argparse.Namespace) -> int:
     """``fit`` after its checks, holding its ``--out`` (see :func:`_fit`)."""
-    from ._cli_inputs import check_horizon, load
+    from ._cli_inputs import check_horizon, describe_inputs, load, write_inputs
 
     _host_devices(_config(args).chains)  # the config file's chains unless --chains
     import jax
@@ -277,6 +277,8 @@ def _fit_locked(args: argparse.Namespace) -> int:
     from ._select._core import candidates, select
 
     data = load(args)
+    for line in describe_inputs(data):  # keys' meanings, evaluation sizes, runs' status
+        print(line)
     cfg = _proposed_links(_config(args), args, data)
     check_horizon(data, cfg)  # before any solve: steps of 1e15 asked 7 PiB
     if cfg.edge_weights:  # every run's weights readable, before any work
@@ -321,6 +323,7 @@ def _fit_locked(args: argparse.Namespace) -> int:
             f"{tm['workers']} worker(s)"
         )
         sel.save(out, fits=True, figures=args.figures)
+        write_inputs(out, data)  # what the keys mean and the runs' status, with the fits
         n_full = len(sel.complete_fits(args.figures))
         print(
             f"saving: {len(sel.posteriors)} fits ({n_full} complete"
@@ -335,6 +338,7 @@ def _fit_locked(args: argparse.Namespace) -> int:
     post = fit(data, network, cfg, key=key, nodes=nodes, progress=not args.no_progress, log=print)
     summ = post.summary()
     diag = post.save(out, summary=summ)
+    write_inputs(out, data)
     print(f"{'parameter':<16}{'mean':>10}{'q05':>10}{'q95':>10}{'r_hat':>8}{'ess_bulk':>10}")
     for name, s in summ.items():
         print(

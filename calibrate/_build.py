@@ -54,7 +54,8 @@ def build_model(
             "names with nodes=(...) / --agents"
         )
     t = data.table
-    ts = np.unique(t["step"].to_numpy()).astype(float)
+    t_obs = data.model_steps().astype(float)  # a window mean: at its window's middle
+    ts = np.unique(t_obs)
     if ts.size < 2:
         raise DataError("need observations at >= 2 distinct steps")
     layout = make_layout(net, config, horizon=float(ts[-1]))
@@ -114,7 +115,7 @@ def build_model(
         runs=runs,
         ts=ts,
         run_idx=t["run"].map(run_pos).to_numpy(np.int64),
-        t_idx=np.searchsorted(ts, t["step"].to_numpy().astype(float)),
+        t_idx=np.searchsorted(ts, t_obs),
         node_idx=np.array([net.names.index(a) for a in t["agent"]], dtype=np.int64),
         n_eval=t["n_eval"].to_numpy(np.int64),
         k=data.successes,

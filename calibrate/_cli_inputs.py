@@ -11,7 +11,15 @@ from typing import Any
 from ._curve_data import CurveData
 from ._importers import KeyMapping
 
-__all__ = ["add_input_options", "check_gates", "check_horizon", "dry_run", "load"]
+__all__ = [
+    "add_input_options",
+    "check_gates",
+    "check_horizon",
+    "describe_inputs",
+    "dry_run",
+    "load",
+    "write_inputs",
+]
 
 
 def add_input_options(p: argparse.ArgumentParser) -> None:
@@ -48,6 +56,12 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
         "seed=data.seed (repeat)",
     )
     p.add_argument(
+        "--force-key",
+        action="store_true",
+        help="read mapped keys that do not look like a success rate (by name: loss, kl, "
+        "entropy, lengths; by behaviour: values or spread beyond the range) anyway",
+    )
+    p.add_argument(
         "--dry-run",
         action="store_true",
         help="read and check the inputs, print what they hold, fit and write nothing",
@@ -60,7 +74,9 @@ def load(args: argparse.Namespace) -> CurveData:
 
     from ._data import load_inputs
 
-    mapping = KeyMapping.from_options(args.agent, args.agent_regex, args.n_eval, args.covariate)
+    mapping = KeyMapping.from_options(
+        args.agent, args.agent_regex, args.n_eval, args.covariate, force=args.force_key
+    )
     tags = {}
     for item in args.tb_tag:
         agent, _, tag = item.partition("=")
@@ -84,12 +100,62 @@ def dry_run(args: argparse.Namespace) -> int:
             f", competence {g['competence'].iloc[0]:.3g} -> {g['competence'].iloc[-1]:.3g}"
             f", n_eval {sorted(set(g['n_eval'].tolist()))}"
         )
+    for line in describe_inputs(data):
+        print(line)
     names = {"seed", *(item.partition("=")[0].strip() for item in args.covariate)}
     named = [c for c in data.hyper.columns if c in names]
     if named:
         print(data.hyper[named].to_string())
     print(f"{len(data.hyper.columns)} covariate column(s); dry run: nothing fitted or written")
     return 0
+
+
+def describe_inputs(data: CurveData) -> list[str]:
+    """What each imported key means, where its evaluation size came from, what its points
+    are, each run's status (with counts) and the training signals read: the lines
+    ``fit --dry-run``, ``fit`` and ``watch`` print (issue 70 §1, §2, §4)."""
+    from ._importers import status_counts
+
+    lines = []
+    if data.sources is not None:
+        for r in data.sources.to_dict("records"):
+            lines.append(
+                f"  {r['run']} {r['agent']} <- {r['key']}: {r['meaning']}; n_eval from "
+                f"{r['n_eval_from']}; each value a {r['point']}"
+            )
+    for run, s in sorted(data.status.items()):
+        why = f" ({s['reason']})" if s.get("reason") else ""
+        lines.append(f"  {run}: {s['status']}{why}")
+    if data.status:
+        counts = ", ".join(f"{n} {k}" for k, n in status_counts(data.status).items())
+        lines.append(f"run status: {counts}")
+    if data.signals is not None:
+        names = [c for c in data.signals.columns if c not in ("run", "step", "agent")]
+        lines.append(f"training signals: {', '.join(names)}")
+    return lines
+
+
+def write_inputs(out: Any, data: CurveData) -> None:
+    """Write ``inputs.json`` into a fit's folder: per run and agent the key, its meaning
+    and range, the evaluation size's origin and the point kind, and each run's status (the
+    range is stored with the fit, so every later output can show it)."""
+    from pathlib import Path
+
+    from simulate import write_json
+
+    from ._importers import status_counts
+
+    if data.sources is None and not data.status:
+        return
+    sources = [] if data.sources is None else data.sources.to_dict("records")
+    write_json(
+        Path(out) / "inputs.json",
+        {
+            "sources": sources,
+            "status": {r: dict(s) for r, s in data.status.items()},
+            "status_counts": status_counts(data.status),
+        },
+    )
 
 
 def check_gates(args: argparse.Namespace) -> None:

@@ -162,6 +162,18 @@ class CurveData:
     """Per run, the training competence its edges acted on (llm_runs' per-agent ``ema``,
     columns ``step, agent, ema``; from run folders only): ``calibrate fit --regulators
     logged`` reads the edges' Hill terms from it."""
+    sources: pd.DataFrame | None = None
+    """Per run and agent (imported logs): the logged ``key``, what its values mean
+    (``meaning``, ``lo``, ``hi``: a reward on [lo, hi] read as ``(value - lo) / (hi - lo)``),
+    where the evaluation size came from (``n_eval_from``), and what each point is
+    (``point``; ``window``: the steps a training log's value averages over, which the
+    likelihood compares at the window's middle, :meth:`model_steps`). None: not imported."""
+    status: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Per run, how it ended as its log shows it: ``{"status": "finished" | "truncated" |
+    "collapsed" | "diverged", "step": ..., "reason": ...}`` (imported logs and run folders)."""
+    signals: pd.DataFrame | None = None
+    """Training signals (imported logs): columns ``run, step, agent`` and one per signal of
+    ``llm_runs.runlog.SIGNALS`` present; ``agent`` ``"*"`` for the whole policy."""
 
     @classmethod
     def from_table(
@@ -226,6 +238,18 @@ class CurveData:
         index = {k: i for i, k in enumerate(dict.fromkeys(keys.values()))}
         return {r: index[k] for r, k in keys.items()}
 
+    def model_steps(self) -> np.ndarray:
+        """Per row of :attr:`table`, the step the model is compared at: the step itself for
+        an evaluation, the middle of the window for a window mean (``step - (window - 1)
+        // 2``, at least 0)."""
+        steps = self.table["step"].to_numpy(dtype=np.int64)
+        src = self.sources
+        if src is None or "window" not in src.columns or src.empty:
+            return steps
+        w = self.table.merge(src[["run", "agent", "window"]], on=["run", "agent"], how="left")
+        win = w["window"].fillna(1).to_numpy(dtype=np.int64)
+        return np.maximum(steps - (win - 1) // 2, 0)
+
     def subset(self, runs: Sequence[str]) -> CurveData:
         """The data of some runs only."""
         keep = self.table["run"].isin(list(runs))
@@ -236,6 +260,9 @@ class CurveData:
             self.hyper.loc[list(runs)],
             configs,
             regs,
+            _rows_of(self.sources, runs),
+            {r: s for r, s in self.status.items() if r in set(runs)},
+            _rows_of(self.signals, runs),
         )
 
     @classmethod
@@ -250,7 +277,25 @@ class CurveData:
         table = _config_defaults(table, set(configs))
         joined = cls.from_table(table, strict=strict, source="inputs")
         regs = {r: c for p in parts for r, c in p.regulators.items()}
-        return dataclasses.replace(joined, configs=configs, regulators=regs)
+        return dataclasses.replace(
+            joined,
+            configs=configs,
+            regulators=regs,
+            sources=_joined([p.sources for p in parts]),
+            status={r: s for p in parts for r, s in p.status.items()},
+            signals=_joined([p.signals for p in parts]),
+        )
+
+
+def _rows_of(df: pd.DataFrame | None, runs: Sequence[str]) -> pd.DataFrame | None:
+    if df is None:
+        return None
+    return df.loc[df["run"].isin(list(runs))].reset_index(drop=True)
+
+
+def _joined(parts: Sequence[pd.DataFrame | None]) -> pd.DataFrame | None:
+    got = [p for p in parts if p is not None and not p.empty]
+    return pd.concat(got, ignore_index=True) if got else None
 
 
 def config_default(name: str) -> float | None:

@@ -83,6 +83,7 @@ def add_watch_parser(sub: Any) -> None:
     w.add_argument("--agent-regex", action="append", default=[], metavar="REGEX")
     w.add_argument("--n-eval", action="append", default=[], metavar="N|AGENT=N")
     w.add_argument("--covariate", action="append", default=[], metavar="NAME=KEY")
+    w.add_argument("--force-key", action="store_true", help="as fit's --force-key")
     w.add_argument("--seed", type=int, default=0)
 
 
@@ -129,7 +130,9 @@ def _read(args: argparse.Namespace):
         log = folder / "competence.jsonl"
         if not log.is_file() or b"\n" not in log.read_bytes():
             return None, status, agents
-    mapping = KeyMapping.from_options(args.agent, args.agent_regex, args.n_eval, args.covariate)
+    mapping = KeyMapping.from_options(
+        args.agent, args.agent_regex, args.n_eval, args.covariate, force=args.force_key
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a torn last line: a run being written
         data = load_inputs([args.run], mapping=mapping)
@@ -171,6 +174,7 @@ class _Watcher:
             self.post = load_fit(args.fit)
         self.draws = None
         self.last_step: int | None = None
+        self.seen_status: str | None = None
         self.note: str | None = None
         self.say = (lambda s: print(s, file=sys.stderr)) if args.json else print
 
@@ -216,6 +220,10 @@ class _Watcher:
         if data is None:
             return False, status
         t = data.table
+        run_status = data.status.get(data.runs[0], {})  # an imported log's, counted
+        if run_status.get("status") not in (None, "finished", self.seen_status):
+            self.seen_status = run_status["status"]
+            self.say(f"run status: {run_status['status']} ({run_status.get('reason')})")
         steps = sorted(set(t["step"].tolist()))
         new = [s for s in steps if self.last_step is None or s > self.last_step]
         if self.args.once:
@@ -247,7 +255,8 @@ class _Watcher:
             alerted = alerted or alert
             if self.args.json:
                 row = {"run": data.runs[0], **fc.to_dict(), "alert": alert,
-                       "threshold": self.args.threshold, "source": self.draws.source}  # fmt: skip
+                       "threshold": self.args.threshold, "source": self.draws.source,
+                       "run_status": run_status.get("status")}  # fmt: skip
                 print(json.dumps(row, allow_nan=False, default=float), flush=True)
             else:
                 print(fc.line(), flush=True)

@@ -8,7 +8,27 @@ from pathlib import Path
 
 from ._spec import FFL_SIGNS, GATES, MOTIFS, EdgeSpec, NetworkSpec, SpecError, load_spec
 
-__all__ = ["add_feedback", "ffl_spec", "preset_names", "resolve_spec", "ring_spec"]
+__all__ = [
+    "SINGLE",
+    "add_feedback",
+    "ffl_spec",
+    "preset_names",
+    "resolve_spec",
+    "ring_spec",
+    "single_spec",
+]
+
+#: The preset name of the one-node network (``--motif single``).
+SINGLE = "single"
+
+
+def single_spec(node: str = "X") -> NetworkSpec:
+    """The one-node network: one agent (a single policy, e.g. one GRPO run) and no edges.
+
+    Its competence follows the same kinetics as any node's (learning rate, decay, the
+    lag and finite-step mechanisms), with nothing regulating it.
+    """
+    return NetworkSpec(nodes=(node,), edges=(), name=SINGLE)
 
 
 def ffl_spec(
@@ -119,7 +139,8 @@ def resolve_spec(
     """The one way to turn a motif name or a spec file into a spec (CLIs and libraries).
 
     Args:
-        source: A spec, a preset (``"C1"``; ``"I1-OR"`` names its gate), or a ``.json``/
+        source: A spec, a preset (``"C1"``; ``"I1-OR"`` names its gate; ``"single"`` the
+            one-node network, :func:`single_spec`), or a ``.json``/
             ``.yaml``/``.yml`` spec file.
         gate: Gate of a preset named without one (``AND`` or ``OR``).
         feedback: If ±1, close the loop with end-to-end reward edges of this sign from the
@@ -142,7 +163,9 @@ def resolve_spec(
                 f"{what} is empty: give a preset ({', '.join(FFL_SIGNS)}) or a spec file"
             )
         head, _, gate_part = text.partition("-")
-        if isinstance(source, str) and head.upper() in FFL_SIGNS:
+        if isinstance(source, str) and head.lower() == SINGLE:  # a gate means nothing here
+            spec = single_spec()
+        elif isinstance(source, str) and head.upper() in FFL_SIGNS:
             spec = ffl_spec(head, gate_part or gate)
         elif Path(text).suffix.lower() in (".json", ".yaml", ".yml") or Path(text).exists():
             spec = load_spec(text)

@@ -24,11 +24,13 @@ external input schedule; by default the nodes without incoming edges.
 
 from __future__ import annotations
 
+from ._presets import SINGLE as SINGLE
 from ._presets import add_feedback as add_feedback
 from ._presets import ffl_spec as ffl_spec
 from ._presets import preset_names as preset_names
 from ._presets import resolve_spec as resolve_spec
 from ._presets import ring_spec as ring_spec
+from ._presets import single_spec as single_spec
 from ._spec import FFL_SIGNS as FFL_SIGNS
 from ._spec import GATES as GATES
 from ._spec import MOTIFS as MOTIFS
@@ -42,6 +44,7 @@ __all__ = [
     "FFL_SIGNS",
     "GATES",
     "MOTIFS",
+    "SINGLE",
     "EdgeSpec",
     "NetworkSpec",
     "SpecError",
@@ -52,4 +55,5 @@ __all__ = [
     "resolve_spec",
     "ring_spec",
     "save_spec",
+    "single_spec",
 ]

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .._curve_data import CurveData, DataError, DataWarning
-from ._mapping import KeyMapping, curves_from_scalars, scalar_frame
+from ._curves import curves_from_scalars, scalar_frame
+from ._mapping import KeyMapping
 
 __all__ = ["event_files", "is_event_input", "read_events", "text_summaries"]
 

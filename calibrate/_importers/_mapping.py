@@ -1,12 +1,9 @@
-"""From a framework's logged keys to competence curves: the key mapping and the step join.
+"""From a framework's logged keys to agents: the key mapping.
 
-Every importer first reads its log into *scalars*, a long table ``(run, step, key, value)``
-with the framework's own metric names, and the run's configuration as a nested mapping. A
-:class:`KeyMapping` then says which keys are which agent's competence (exact keys or regular
-expressions with a named group ``agent``), what the evaluation size is, and which config keys
-become named covariates. :func:`curves_from_scalars` joins the mapped keys by step (sparse
-validation metrics keep only the steps at which they were logged) and returns the
-:class:`~calibrate.CurveData` every other importer returns.
+A :class:`KeyMapping` says which keys are which agent's competence (exact keys or regular
+expressions with a named group ``agent``) and what their values mean, what the evaluation
+size is where the log does not say it, and which config keys become named covariates;
+:func:`calibrate._importers._curves.curves_from_scalars` applies it to a log's scalars.
 """
 
 from __future__ import annotations
@@ -14,29 +11,21 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-
-import numpy as np
-import pandas as pd
 
 from simulate import parse_int
 from simulate.common import ConfigError
 
-from .._curve_data import CurveData, DataError, DataWarning
+from .._curve_data import DataError
+from ._meaning import Meaning, parse_meaning
 
-__all__ = [
-    "KeyMapping",
-    "curves_from_scalars",
-    "flat_numbers",
-    "parse_number",
-    "report_unreadable",
-    "scalar_frame",
-]
+__all__ = ["KeyMapping", "flat_numbers", "parse_number"]
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _SHOWN_KEYS = 25
+#: Keys shown first in a "keys:" hint: those that may be success rates or rewards.
+_LIKELY = re.compile(r"val|eval|acc|reward|score|pass|correct|success", re.IGNORECASE)
 
 
 def parse_number(value: Any) -> float | None:
@@ -93,15 +82,23 @@ class KeyMapping:
         covariates: Covariate name → config key, e.g. ``{"rl.lr": "learning_rate"}``: the
             config value becomes a run covariate under the toolkit's name (so the knob links
             of llm_runs' fields apply). ``"seed"`` names the run's seed.
+        force: Read keys that do not look like a success rate (by name or behaviour) anyway.
+
+    A key (or pattern) may end in what its values mean (:mod:`._meaning`): ``:rate``,
+    ``:LO:HI`` (a reward on a known range, ``rewards/correctness:0:2``) or ``:>=T``.
     """
 
     agents: Mapping[str, str] = dataclasses.field(default_factory=dict)
     patterns: tuple[str, ...] = ()
     n_eval: int | Mapping[str, int] | None = None
     covariates: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    force: bool = False
 
     def __post_init__(self) -> None:
-        for p in self.patterns:
+        for text in self.agents.values():
+            parse_meaning(text)  # a range LO >= HI: refused here, before any file is read
+        for text in self.patterns:
+            p, _ = parse_meaning(text)
             try:
                 rx = re.compile(p)
             except re.error as err:
@@ -124,9 +121,10 @@ class KeyMapping:
         agent_regex: Sequence[str] = (),
         n_eval: Sequence[str] = (),
         covariate: Sequence[str] = (),
+        force: bool = False,
     ) -> KeyMapping:
-        """Build a mapping from command-line values: ``AGENT=KEY``, regexes, ``N`` or
-        ``AGENT=N``, and ``NAME=CONFIG_KEY``."""
+        """Build a mapping from command-line values: ``AGENT=KEY[:MEANING]``, regexes, ``N``
+        or ``AGENT=N``, ``NAME=CONFIG_KEY``, and ``--force-key``."""
         agents = dict(_pairs(agent, "--agent"))
         sizes: dict[str, int] = {}
         for item in n_eval:
@@ -145,7 +143,9 @@ class KeyMapping:
         if sizes and list(sizes) == ["*"]:
             ne = sizes["*"]
         covs = dict(_pairs(covariate, "--covariate"))
-        return cls(agents=agents, patterns=tuple(agent_regex), n_eval=ne, covariates=covs)
+        return cls(
+            agents=agents, patterns=tuple(agent_regex), n_eval=ne, covariates=covs, force=force
+        )
 
     @property
     def empty(self) -> bool:
@@ -153,177 +153,66 @@ class KeyMapping:
         return not self.agents and not self.patterns
 
     def resolve(self, keys: Iterable[str], source: str) -> dict[str, str]:
-        """Agent → key for the keys of one log.
+        """Agent → key for the keys of one log (see :meth:`resolve_meanings`)."""
+        return {a: k for a, (k, _) in self.resolve_meanings(keys, source).items()}
+
+    def resolve_meanings(self, keys: Iterable[str], source: str) -> dict[str, tuple[str, Meaning]]:
+        """Agent → (key, what its values mean) for the keys of one log.
 
         Raises:
             DataError: An exact key absent from the log, no key matching at all, or two keys
                 giving one agent.
         """
         keys = sorted(set(keys))
-        shown = keys[:_SHOWN_KEYS] + (["..."] if len(keys) > _SHOWN_KEYS else [])
+        likely = sorted(keys, key=lambda k: (_LIKELY.search(k) is None, k))  # val-* first
+        shown = likely[:_SHOWN_KEYS] + (
+            [f"... {len(keys) - _SHOWN_KEYS} more"] if len(keys) > _SHOWN_KEYS else []
+        )
         if self.empty:
             raise DataError(
                 f"{source}: which keys are competences? give --agent AGENT=KEY or "
                 f"--agent-regex with (?P<agent>...); keys: {shown}"
             )
-        out: dict[str, str] = {}
-        for agent, key in self.agents.items():
+        out: dict[str, tuple[str, Meaning]] = {}
+        for agent, text in self.agents.items():
+            key, meaning = parse_meaning(text)
             if key not in keys:
                 raise DataError(f"{source}: key {key!r} (agent {agent}) not found; keys: {shown}")
-            out[agent] = key
-        for p in self.patterns:
+            out[agent] = (key, meaning)
+        for text in self.patterns:
+            p, meaning = parse_meaning(text)
             rx = re.compile(p)
             for key in keys:
                 m = rx.fullmatch(key)
                 if m is None or not m.group("agent"):
                     continue
                 agent = m.group("agent")
-                if agent in out and out[agent] != key:
+                if agent in out and out[agent][0] != key:
                     raise DataError(
-                        f"{source}: agent {agent!r} matches two keys, {out[agent]!r} and {key!r}"
+                        f"{source}: agent {agent!r} matches two keys, {out[agent][0]!r} and {key!r}"
                     )
-                out[agent] = key
+                out[agent] = (key, meaning)
         if not out:
             raise DataError(f"{source}: no key matches {list(self.patterns)}; keys: {shown}")
         return out
 
-    def size(self, agent: str, source: str) -> int:
-        """The evaluation size of an agent's values."""
+    def given_size(self, agent: str) -> int | None:
+        """The evaluation size ``--n-eval`` gives an agent (None: not given)."""
         ne = self.n_eval
         if isinstance(ne, Mapping):
             ne = ne.get(agent, ne.get("*"))
+        return None if ne is None else int(ne)
+
+    def size(self, agent: str, source: str) -> int:
+        """The evaluation size of an agent's values, as ``--n-eval`` gives it.
+
+        Raises:
+            DataError: Not given.
+        """
+        ne = self.given_size(agent)
         if ne is None:
             raise DataError(
                 f"{source}: the log does not record the evaluation size of agent {agent!r}; "
                 "give --n-eval N (or AGENT=N)"
             )
-        return int(ne)
-
-
-#: Columns of the long table, never taken from a config.
-_RESERVED = frozenset({"run", "step", "agent", "competence", "n_eval", "successes", "seed"})
-
-
-def _covariates(
-    config: Mapping[str, Any], mapping: KeyMapping, source: str, seed_keys: Sequence[str]
-) -> dict[str, float]:
-    flat = flat_numbers(config)
-    hyper = {k: v for k, v in flat.items() if k not in _RESERVED}
-    for key in seed_keys:
-        if key in flat:
-            hyper["seed"] = flat[key]
-            break
-    for name, key in mapping.covariates.items():
-        if key not in flat:
-            near = sorted(k for k in flat if k.rsplit(".", 1)[-1] == key.rsplit(".", 1)[-1])
-            hint = f" (did you mean {near[:5]}?)" if near else ""
-            raise DataError(f"{source}: --covariate {name}: the config has no number {key!r}{hint}")
-        hyper[name] = flat[key]
-    return hyper
-
-
-def curves_from_scalars(
-    scalars: pd.DataFrame,
-    mapping: KeyMapping,
-    *,
-    source: str,
-    configs: Mapping[str, Mapping[str, Any]] | None = None,
-    seed_keys: Sequence[str] = ("seed",),
-    strict: bool = False,
-) -> CurveData:
-    """Turn logged scalars into validated competence curves.
-
-    Args:
-        scalars: Long table ``run, step, key, value`` in log order; a (run, step, key)
-            logged twice keeps its last value (a resumed run logs its steps again).
-        mapping: Which keys are competences, and the evaluation sizes.
-        source: File or folder named in messages.
-        configs: Per run, its configuration (nested): numeric leaves become covariates
-            under their dotted names, plus the mapping's named covariates.
-        seed_keys: Config keys tried, in order, for the run's seed.
-        strict: Raise on NaN values instead of dropping them with a warning.
-
-    Returns:
-        The curves: one row per (run, agent, step) at which the agent's key was logged.
-    """
-    configs = configs or {}
-    tables = []
-    lost = scalars.attrs.get("unreadable", [])
-    for run, grp in scalars.groupby("run", sort=True):
-        run = str(run)
-        grp = grp.drop_duplicates(["step", "key"], keep="last")
-        agents = mapping.resolve(grp["key"].unique(), source)
-        report_unreadable(
-            [x for x in lost if x[0] == run and x[2] in set(agents.values())], source, strict
-        )
-        hyper = _covariates(configs.get(run, {}), mapping, source, seed_keys)
-        for agent, key in sorted(agents.items()):
-            sub = grp.loc[grp["key"] == key].sort_values("step", kind="stable")
-            vals = sub["value"].to_numpy(dtype=float)
-            bad = np.isfinite(vals) & ((vals < 0) | (vals > 1))
-            if bad.any():
-                k = int(np.argmax(bad))
-                raise DataError(
-                    f"{source}: key {key!r} (agent {agent}) is not a success rate in [0, 1]: "
-                    f"{vals[k]:.6g} at step {int(sub['step'].iloc[k])}"
-                )
-            t = pd.DataFrame(
-                {
-                    "run": run,
-                    "step": sub["step"].to_numpy(),
-                    "agent": agent,
-                    "competence": vals,
-                    "n_eval": mapping.size(agent, source),
-                }
-            )
-            tables.append(t.assign(**hyper))
-    if not tables:
-        raise DataError(f"{source}: no logged values")
-    df = pd.concat(tables, ignore_index=True)
-    return CurveData.from_table(df, strict=strict, source=source)
-
-
-def report_unreadable(
-    cells: Sequence[tuple[str, Any, str, Any]], source: str, strict: bool
-) -> None:
-    """Name the competence cells a reader could not read as numbers: a warning that counts
-    them and names each (key, step) and value, or, under ``strict``, an error.
-
-    Raises:
-        DataError: ``strict`` and any such cell.
-    """
-    if not cells:
-        return
-    shown = ", ".join(f"{k} at step {st} ({raw!r})" for _, st, k, raw in cells[:5])
-    more = f" and {len(cells) - 5} more" if len(cells) > 5 else ""
-    msg = f"{source}: {len(cells)} value(s) that are not finite numbers: {shown}{more}"
-    if strict:
-        raise DataError(msg + "; fix them or run without --strict to drop them")
-    warnings.warn(msg + "; dropped", DataWarning, stacklevel=3)
-
-
-def scalar_frame(
-    rows: Iterable[tuple[str, int, str, float]],
-    source: str,
-    unreadable: Iterable[tuple[str, Any, str, Any]] = (),
-) -> pd.DataFrame:
-    """A scalars table from ``(run, step, key, value)`` tuples (steps must be integers).
-
-    ``unreadable`` holds the cells a reader could not read as a number, ``(run, step, key,
-    raw)`` (a string ``"0.5"`` or a boolean in JSONL, ``abc``, ``55%`` or ``inf`` in a CSV):
-    :func:`curves_from_scalars` names each one of a competence key and drops it with a
-    warning, or refuses under ``strict`` (issue 72 §2: they were dropped without a word).
-    """
-    df = pd.DataFrame(list(rows), columns=["run", "step", "key", "value"])
-    df.attrs["unreadable"] = [(str(r), st, str(k), raw) for r, st, k, raw in unreadable]
-    if df.empty:
-        raise DataError(f"{source}: no numeric values logged")
-    step = pd.to_numeric(df["step"], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(step) | (step < 0) | (np.abs(step - np.round(step)) > 1e-9)
-    if bad.any():
-        raise DataError(
-            f"{source}: step {df['step'].iloc[int(np.argmax(bad))]!r} is not an integer >= 0"
-        )
-    df["step"] = np.round(step).astype(np.int64)
-    df["value"] = pd.to_numeric(df["value"], errors="coerce").astype(float)
-    return df
+        return ne

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from .._curve_data import CurveData, DataError
-from ._mapping import KeyMapping, curves_from_scalars, parse_number, scalar_frame
+from ._curves import curves_from_scalars, scalar_frame
+from ._mapping import KeyMapping, parse_number
 
 __all__ = [
     "WANDB_STEP_COLUMNS",

@@ -26,15 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from .._curve_data import CurveData, DataError
-from ._mapping import KeyMapping, curves_from_scalars, scalar_frame
+from ._curves import Point, RunInfo, curves_from_scalars, scalar_frame
+from ._mapping import KeyMapping
 
-__all__ = ["is_trl_folder", "read_training_args", "read_trl"]
+__all__ = ["is_trl_folder", "read_training_args", "read_trl", "trl_info"]
 
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 _SKIP = {"step", "epoch"}
 
 
 def _states(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path] if path.name == "trainer_state.json" else []
     ckpts = [d for d in path.glob("checkpoint-*") if _CHECKPOINT.fullmatch(d.name)]
     ckpts = sorted(ckpts, key=lambda d: int(_CHECKPOINT.fullmatch(d.name).group(1)))  # type: ignore[union-attr]
     files = [d / "trainer_state.json" for d in ckpts if (d / "trainer_state.json").is_file()]
@@ -44,8 +47,62 @@ def _states(path: Path) -> list[Path]:
 
 
 def is_trl_folder(path: Path) -> bool:
-    """True for a folder with ``trainer_state.json`` (its own or a checkpoint's)."""
-    return path.is_dir() and bool(_states(path))
+    """True for a folder with ``trainer_state.json`` (its own or a checkpoint's), or that
+    file itself."""
+    return bool(_states(path))
+
+
+def _run_label(path: Path) -> str:
+    """A run's name: its output folder's (a ``checkpoint-N`` folder or a
+    ``trainer_state.json`` names the run it belongs to, so two runs' ``checkpoint-500``
+    do not collide)."""
+    folder = path.parent if path.is_file() else path
+    if _CHECKPOINT.fullmatch(folder.name) and folder.parent.name:
+        folder = folder.parent
+    return folder.resolve().name or str(folder)
+
+
+def _int_arg(args: dict[str, Any], name: str) -> int | None:
+    v = args.get(name)
+    if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0 or v != int(v):
+        return None
+    return int(v)
+
+
+#: The training arguments whose product is the completions behind one logged value.
+_SIZE_ARGS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps")
+
+
+def trl_info(args: dict[str, Any]) -> RunInfo:
+    """What TRL's training arguments say about the logged values (issue 70 §2).
+
+    A training metric (no ``eval_`` prefix) is a mean over the ``logging_steps`` optimizer
+    steps ending at its step, over ``num_generations × per_device_train_batch_size ×
+    gradient_accumulation_steps × logging_steps`` completions (one device; give
+    ``--n-eval`` for more devices or another count); an ``eval_`` metric is an evaluation
+    at its step whose size TRL does not log. ``max_steps`` is the configured length.
+    """
+    max_steps = _int_arg(args, "max_steps")
+    log_steps = args.get("logging_steps")
+    window = _int_arg(args, "logging_steps") or 1
+    if isinstance(log_steps, float) and 0 < log_steps < 1 and max_steps:  # a share of the run
+        window = max(1, round(log_steps * max_steps))
+    sizes = [_int_arg(args, a) for a in _SIZE_ARGS]
+    missing = [a for a, v in zip(_SIZE_ARGS, sizes, strict=True) if v is None]
+    if missing:
+        train = Point("window", window, None, f"the training arguments lack {missing}")
+    else:
+        n = window
+        for v in sizes:
+            n *= v or 1
+        words = " × ".join(f"{a} {v}" for a, v in zip(_SIZE_ARGS, sizes, strict=True))
+        train = Point("window", window, n, f"{words} × logging_steps {window}")
+    evaluation = Point("eval", 1, None, "TRL does not log the evaluation set's size")
+
+    def point(key: str) -> Point:
+        return evaluation if key.startswith("eval_") else train
+
+    return RunInfo(point=point, max_steps=max_steps, one_policy=True)
 
 
 def _read_state(file: Path) -> tuple[int, list[dict]]:
@@ -188,21 +245,22 @@ def read_trl(
     """Read a TRL / transformers ``Trainer`` output folder.
 
     Args:
-        path: The ``output_dir`` (or one ``checkpoint-N`` folder).
-        mapping: Keys → agents, e.g. ``KeyMapping({"X": "eval_rewards/accuracy/mean"}, n_eval=64)``;
+        path: The ``output_dir``, one ``checkpoint-N`` folder, or a ``trainer_state.json``.
+        mapping: Keys → agents, e.g. ``KeyMapping({"X": "rewards/accuracy/mean:rate"})``;
             keys are ``log_history``'s own (``eval_`` prefix for evaluation entries).
-        run: Run label (default: the folder name).
+        run: Run label (default: the output folder's name, a checkpoint's run's).
         strict: Raise on NaN values instead of dropping them.
 
     Returns:
         The curves, with the training arguments' numbers as covariates under their own names
-        (``learning_rate``, ``per_device_train_batch_size``, …) and ``seed``.
+        (``learning_rate``, ``per_device_train_batch_size``, …) and ``seed``; evaluation
+        sizes, point kinds and the configured length from them (:func:`trl_info`).
     """
     path = Path(path)
     states = _states(path)
     if not states:
         raise DataError(f"{path}: no trainer_state.json (in the folder or a checkpoint-N/)")
-    label = run or path.name
+    label = run or _run_label(path)
     read = sorted(
         ((*_read_state(f), i, f) for i, f in enumerate(states)), key=lambda t: (t[0], t[2])
     )
@@ -220,7 +278,15 @@ def read_trl(
                     )
     source = str(read[-1][3])
     scalars = scalar_frame(rows, source, lost)
-    args, _ = _training_args(path, states)
+    folder = path.parent if path.is_file() else path
+    args, _ = _training_args(folder, states)
+    if not args and _CHECKPOINT.fullmatch(folder.name):
+        args, _ = _training_args(folder.parent, [])  # the output folder's own arguments
     return curves_from_scalars(
-        scalars, mapping, source=source, configs={label: args}, strict=strict
+        scalars,
+        mapping,
+        source=source,
+        configs={label: args},
+        strict=strict,
+        info={label: trl_info(args)},
     )

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from .._curve_data import CurveData, DataError, DataWarning
-from ._mapping import KeyMapping, curves_from_scalars, scalar_frame
+from ._curves import Point, RunInfo, curves_from_scalars, scalar_frame
+from ._mapping import KeyMapping, parse_number
 
-__all__ = ["VERL_SEED_KEYS", "is_verl_log", "read_verl"]
+__all__ = ["VERL_SEED_KEYS", "is_verl_log", "read_verl", "verl_info"]
 
 #: Config keys tried for a verl run's seed (the data loader's, then the actor's).
 VERL_SEED_KEYS = ("data.seed", "actor_rollout_ref.actor.data_loader_seed", "seed")
@@ -135,15 +136,19 @@ def read_verl(
     lines = _lines(path, strict)
     if not lines:
         raise DataError(f"{path}: an empty verl log (no records)")
+    samples = {}
     for step, data in lines:
         for key, value in data.items():
             if value is None:
                 rows.append((label, step, key, math.nan))  # orjson writes NaN as null
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 rows.append((label, step, key, value))
+            elif isinstance(value, list) and _numbers(value):  # per-sample values
+                samples[(label, step, key)] = [math.nan if v is None else v for v in value]
             elif not isinstance(value, dict | list):  # "0.5", true: named if a competence
                 lost.append((label, step, key, value))
     scalars = scalar_frame(rows, str(path), lost)
+    scalars.attrs["samples"] = samples
     cfg_file = Path(config) if config is not None else _hydra_config(path)
     if cfg_file is not None and not cfg_file.is_file():
         raise DataError(f"verl config not found: {cfg_file}")
@@ -155,4 +160,52 @@ def read_verl(
         configs={label: cfg},
         seed_keys=VERL_SEED_KEYS,
         strict=strict,
+        info={label: verl_info(cfg)},
     )
+
+
+def _numbers(values: list) -> bool:
+    return bool(values) and all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values
+    )
+
+
+def _positive(cfg: dict[str, Any], dotted: str) -> int | None:
+    v: Any = cfg
+    for part in dotted.split("."):
+        v = v.get(part) if isinstance(v, dict) else None
+    x = parse_number(v)
+    return int(x) if x is not None and x > 0 and x == int(x) else None
+
+
+#: Validation keys: evaluations at their step.
+_VALIDATION = ("val-core/", "val-aux/", "val/")
+
+
+def verl_info(cfg: dict[str, Any]) -> RunInfo:
+    """What a verl run's Hydra config says about the logged values (issue 70 §2).
+
+    A training metric is the mean over one step's batch: ``data.train_batch_size`` prompts
+    × ``actor_rollout_ref.rollout.n`` responses; a validation metric (``val-core/``,
+    ``val-aux/``, ``val/``) is an evaluation at its step over ``data.val_max_samples``
+    prompts where the config sets it (else ``--n-eval``). ``trainer.total_training_steps``
+    is the configured length.
+    """
+    batch = _positive(cfg, "data.train_batch_size")
+    n = _positive(cfg, "actor_rollout_ref.rollout.n") or (1 if batch else None)
+    train = (
+        Point("window", 1, batch * n, f"data.train_batch_size {batch} × rollout.n {n}")
+        if batch and n
+        else Point("window", 1, None, "the config lacks data.train_batch_size")
+    )
+    val_n = _positive(cfg, "data.val_max_samples")
+    val = (
+        Point("eval", 1, val_n, f"data.val_max_samples {val_n}")
+        if val_n
+        else Point("eval", 1, None, "verl does not log the validation set's size")
+    )
+
+    def point(key: str) -> Point:
+        return val if key.startswith(_VALIDATION) else train
+
+    return RunInfo(point=point, max_steps=_positive(cfg, "trainer.total_training_steps"))

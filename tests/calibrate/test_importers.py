@@ -1,6 +1,7 @@
 """Importers of external logs (TRL, verl, TensorBoard, MLflow, W&B): round trips of known
 values, sparse metrics aligned by step, covariates from configs, and one-line errors."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -100,6 +101,10 @@ def test_trl_fixture_roundtrip_and_sparse_eval(tmp_path):
         n_eval=50,
         covariates={"rl.lr": "learning_rate"},
     )
+    # two keys of one policy are no two agents (issue 70 §3): refused unless forced
+    with pytest.raises(cal.DataError, match=r"the rewards of one policy.*--motif single"):
+        cal.read_trl(folder, m)
+    m = dataclasses.replace(m, force=True)
     d = cal.read_trl(folder, m)
     assert d.runs == ["grpo-lr1e-4"] and d.agents == ["X", "Y"]
     assert _curve(d, "X") == (list(range(2, 21, 2)), [s / 40 for s in range(2, 21, 2)])
@@ -153,7 +158,7 @@ def test_trl_real_trainer_folder(tmp_path):
     lr = {e["step"]: e["learning_rate"] for e in state["log_history"] if "learning_rate" in e}
     acc = {e["step"]: e["eval_accuracy"] for e in state["log_history"] if "eval_accuracy" in e}
     assert sorted(lr) == [1, 2] and sorted(acc) == [2]
-    m = cal.KeyMapping({"X": "learning_rate", "Y": "eval_accuracy"}, n_eval=8)
+    m = cal.KeyMapping({"X": "learning_rate", "Y": "eval_accuracy"}, n_eval=8, force=True)
     d = cal.load_inputs([out], mapping=m)
     assert _curve(d, "X") == ([1, 2], [round(lr[1], 12), round(lr[2], 12)])
     assert _curve(d, "Y") == ([2], [0.25])
@@ -162,7 +167,7 @@ def test_trl_real_trainer_folder(tmp_path):
     # a folder of TRL folders reads each from its trainer_state.json, not its runs/ events
     assert cal.load_inputs([tmp_path], mapping=m).runs == ["sft"]
     # its TensorBoard logs: runs/<date>_<host>/ is a run, with TRL's train/* and eval/* tags
-    m_tb = cal.KeyMapping({"X": "train/learning_rate", "Y": "eval/accuracy"}, n_eval=8)
+    m_tb = cal.KeyMapping({"X": "train/learning_rate", "Y": "eval/accuracy"}, n_eval=8, force=True)
     tb = cal.load_inputs([out / "runs"], mapping=m_tb)
     (date,) = tb.runs
     assert _curve(tb, "Y", date) == ([2], [0.25]) and tb.hyper.loc[date, "seed"] == 7
@@ -426,12 +431,13 @@ def test_cli_malformed_files_exit_2_with_one_line_naming_the_file(tmp_path, caps
     assert "gsm8k-ppo.jsonl: --covariate rl.lr: the config has no number 'lr'" in says
     assert "did you mean ['actor_rollout_ref.actor.optim.lr']" in says
     trl = _trl_fixture(tmp_path / "trl2")
-    assert "(agent X) is not a success rate in [0, 1]: 2 at step 10" in bad(
+    assert "key 'eval_loss' (agent X) is named as no success rate" in bad(
         trl, "--agent", "X=eval_loss", "--n-eval", "5"
     )
-    assert "does not record the evaluation size of agent 'X'; give --n-eval" in bad(
-        trl, "--agent", "X=loss"
-    )
+    assert (
+        "does not record the evaluation size of agent 'X' (the training arguments lack "
+        "['num_generations', 'gradient_accumulation_steps']); give --n-eval"
+    ) in bad(trl, "--agent", "X=loss", "--force-key")
     assert "which keys are competences? give --agent AGENT=KEY" in bad(trl, "--n-eval", "5")
 
 
