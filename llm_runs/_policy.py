@@ -41,8 +41,9 @@ class MultiAdapter:
         base: The frozen base (its model is wrapped in place).
         agents: Adapter names (valid Python identifiers, e.g. ``X`` or ``X_0``).
         r: LoRA rank. alpha: LoRA alpha. dropout: LoRA dropout.
-        target_modules: Module names to adapt (None: per architecture,
-            :func:`~llm_runs._arch.lora_targets`); the ones used are ``target_modules``.
+        target_modules: Module names to adapt (None: the base's own ``lora_targets``, else
+            per architecture, :func:`~llm_runs._arch.lora_targets`); the ones used are
+            ``target_modules``.
         seed: Seed of the adapters' initial A matrices (B starts at zero).
         device: torch device string; on CUDA forwards run under bf16 autocast.
     """
@@ -65,6 +66,7 @@ class MultiAdapter:
         if len(set(agents)) != len(agents) or not agents:
             raise ValueError(f"agent names must be unique and non-empty, got {list(agents)}")
         default_targets, fan = lora_targets(base.model)
+        default_targets = base.lora_targets or default_targets  # a packaged base's own
         self.target_modules: list[str] | str = list(target_modules or []) or default_targets
         cfg = LoraConfig(
             r=r,
@@ -100,6 +102,9 @@ class MultiAdapter:
         # transformers >= 5.2x renamed ``past_key_values`` to ``cache`` (inputs and outputs)
         fwd = inspect.signature(type(base.model).forward).parameters
         self._cache_kw = "cache" if "cache" in fwd else "past_key_values"
+        # the LM head only where logits are read (the prompt's last position, the completion):
+        # with a 49k vocabulary most of a short prompt's forward is that projection
+        self._keep = "logits_to_keep" in fwd
 
     # -- helpers ------------------------------------------------------------------------
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
@@ -119,8 +124,9 @@ class MultiAdapter:
             yield
 
     def encode(self, prompts: Sequence[str]) -> Encoded:
-        """Left-pad ``[bos] + prompt`` token ids to one length."""
-        seqs = [[self.tok.bos_id, *self.tok.encode(p)] for p in prompts]
+        """Left-pad the prompts' token ids (the tokenizer's ``encode_prompt``: ``[bos] +
+        prompt``, or the chat template's user turn) to one length."""
+        seqs = [self.tok.encode_prompt(p) for p in prompts]
         length = max(len(s) for s in seqs)
         ids = torch.full((len(seqs), length), self.tok.pad_id, dtype=torch.long)
         mask = torch.zeros((len(seqs), length), dtype=torch.long)
@@ -203,8 +209,9 @@ class MultiAdapter:
         out_tokens: list[torch.Tensor] = []
         out_logp: list[torch.Tensor] = []
         with self.autocast():
+            keep = {"logits_to_keep": 1} if self._keep else {}
             out = self.model(
-                input_ids=enc.ids, attention_mask=mask, position_ids=pos, use_cache=True
+                input_ids=enc.ids, attention_mask=mask, position_ids=pos, use_cache=True, **keep
             )
             for t in range(n_new):
                 logits = out.logits[:, -1].float()
@@ -251,13 +258,15 @@ class MultiAdapter:
             entropy of the predictive distribution (nats), and whether the argmax equals the
             token (teacher-forced greedy check).
         """
-        P, T = enc.ids.shape[1], comp.shape[1]
+        T = comp.shape[1]  # prompt length P: the logits read are positions P-1 .. P+T-2
         ids = torch.cat([enc.ids, comp], 1)
         mask = torch.cat([enc.mask, torch.ones_like(comp)], 1)
         pos = torch.cat([enc.pos, enc.pos[:, -1:] + torch.arange(1, T + 1, device=comp.device)], 1)
+        keep = {"logits_to_keep": T + 1} if self._keep else {}  # positions P-1 .. P+T-1
         with self.autocast():
-            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits
-        logits = logits[:, P - 1 : P - 1 + T].float() / temperature
+            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, **keep).logits
+        first = logits.shape[1] - (T + 1)  # 0 with logits_to_keep, else P - 1
+        logits = logits[:, first : first + T].float() / temperature
         logsm = torch.log_softmax(logits, -1)
         logp = logsm.gather(-1, comp[..., None]).squeeze(-1)
         entropy = -(logsm.exp() * logsm).sum(-1)

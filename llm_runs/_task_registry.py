@@ -11,7 +11,8 @@ from typing import Any
 
 from simulate.common import ConfigError
 
-from . import _math, _rag  # noqa: F401  (register "math", "rag" and their v1 forms)
+# register "math", "rag", their v1 forms and the tasks of a pretrained LLM ("math-lm", ...)
+from . import _lm_tasks, _math, _rag  # noqa: F401
 from ._tasks import TASKS, Task
 
 __all__ = ["get_task"]
@@ -20,7 +21,7 @@ __all__ = ["get_task"]
 def get_task(
     name: str, *, seed: int = 0, roles: tuple[str, ...] | None = None, **options: Any
 ) -> Task:
-    """Instantiate a registered task (``math``, ``rag`` or a user's).
+    """Instantiate a registered task (``math``, ``rag``, ``math-lm`` or a user's).
 
     Args:
         name: The task's registered name (:func:`llm_runs.register_task`).

@@ -34,7 +34,7 @@ import abc
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -100,6 +100,9 @@ class Task(abc.ABC):
     #: Default per-role multipliers of ``rl.lr`` (default role names; ``rl.lr_scale``
     #: entries override them).
     LR_SCALE: ClassVar[dict[str, float]] = {}
+    #: Whether prompts are user turns of the base's chat template (an instruct model's
+    #: format; :meth:`llm_runs._tokenizer.HFTokenizer.use_chat`), not plain text.
+    chat: ClassVar[bool] = False
 
     def __init__(
         self, *, seed: int = 0, roles: tuple[str, ...] | None = None, p_bug: float = 0.6
@@ -226,7 +229,10 @@ class Task(abc.ABC):
 TASKS: dict[str, type[Task]] = {}
 
 
-def register_task(cls: type[Task]) -> type[Task]:
+_T = TypeVar("_T", bound=type[Task])
+
+
+def register_task(cls: _T) -> _T:
     """Register a :class:`Task` subclass under ``cls.name`` (usable as a decorator)."""
     TASKS[cls.name] = cls
     return cls

@@ -1,8 +1,11 @@
 """Tokenizers: a character-level one, a subword (BPE) one trained here with the
 ``tokenizers`` library, and a transformers adapter.
 
-Both interfaces expose ``encode(text) -> list[int]``, ``decode(ids) -> str``, ``pad_id``,
-``bos_id``, ``eos_id``, ``vocab_size`` and ``save(folder)``.
+Both interfaces expose ``encode(text) -> list[int]``, ``encode_prompt(text) -> list[int]``
+(what a policy reads before its completion: ``[bos] + encode(text)``, or with
+:meth:`HFTokenizer.use_chat` the text as a user turn of the model's chat template),
+``decode(ids) -> str``, ``pad_id``, ``bos_id``, ``eos_id``, ``vocab_size`` and
+``save(folder)``.
 
 The BPE tokenizer (:func:`train_bpe`) splits text before merging into runs of letters, runs
 of one to three digits, runs of whitespace and single other characters, so no token spans a
@@ -69,6 +72,10 @@ class CharTokenizer:
                 f"character {err.args[0]!r} is not in the tokenizer alphabet"
             ) from None
 
+    def encode_prompt(self, text: str) -> list[int]:
+        """Token ids a policy reads before its completion: ``[bos] + encode(text)``."""
+        return [self.bos_id, *self.encode(text)]
+
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``; specials are dropped."""
         n = len(_SPECIALS)
@@ -80,13 +87,42 @@ class CharTokenizer:
 
 
 class HFTokenizer:
-    """Adapter giving a transformers tokenizer the :class:`CharTokenizer` interface."""
+    """Adapter giving a transformers tokenizer the :class:`CharTokenizer` interface.
+
+    Attributes:
+        chat: Whether :meth:`encode_prompt` wraps a prompt in the chat template (set by
+            :meth:`use_chat`; off by default).
+    """
 
     def __init__(self, tok: Any) -> None:
         self.tok = tok
         self.eos_id = tok.eos_token_id if tok.eos_token_id is not None else 0
         self.bos_id = tok.bos_token_id if tok.bos_token_id is not None else self.eos_id
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else self.eos_id
+        self.chat = False
+
+    def use_chat(self, on: bool = True) -> None:
+        """Wrap prompts in the chat template (an instruct model's format) from now on.
+
+        Raises:
+            ValueError: ``on`` and the tokenizer has no chat template.
+        """
+        if on and not getattr(self.tok, "chat_template", None):
+            raise ValueError("the base's tokenizer has no chat template")
+        self.chat = bool(on)
+
+    def encode_prompt(self, text: str) -> list[int]:
+        """Token ids a policy reads before its completion: ``[bos] + encode(text)``, or
+        with :attr:`chat` the user turn ``text`` in the chat template, the assistant's turn
+        opened (the template's own specials, no extra ``bos``)."""
+        if not self.chat:
+            return [self.bos_id, *self.encode(text)]
+        ids = self.tok.apply_chat_template(
+            [{"role": "user", "content": text}], tokenize=True, add_generation_prompt=True
+        )
+        if not isinstance(ids, list):  # transformers 5 may hand back a BatchEncoding
+            ids = ids["input_ids"]
+        return [int(i) for i in ids]
 
     @property
     def vocab_size(self) -> int:
