@@ -90,7 +90,15 @@ def read_run_folder(path: str | Path, *, strict: bool = False) -> CurveData:
         data,
         configs={log.name: dict(log.manifest.get("config", {}))},
         regulators={} if regs is None else {log.name: regs.reset_index(drop=True)},
+        status={log.name: _folder_status(log)},
     )
+
+
+def _folder_status(log) -> dict:
+    """A run folder's status record, as the importers' (:attr:`CurveData.status`)."""
+    step = log.diverged_step if log.status == "diverged" else None
+    reason = str(log.manifest.get("diverged_reason", "")) if step is not None else ""
+    return {"status": str(log.status), "step": step, "reason": reason}
 
 
 def _flat_numbers(d: Mapping, prefix: str = "") -> dict[str, float]:

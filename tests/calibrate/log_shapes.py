@@ -48,9 +48,10 @@ def accuracy(step: int) -> float:
     return 0.1 + 0.75 * (1 - np.exp(-step / 25))
 
 
-def trl_entry(step: int, *, old: bool = False, lr: float = 1e-6) -> dict:
-    """One ``log_history`` train entry of GRPO at ``step``."""
-    c = correctness(step)
+def trl_entry(step: int, *, old: bool = False, lr: float = 1e-6, speed: float = 1.0) -> dict:
+    """One ``log_history`` train entry of GRPO at ``step`` (its reward ``correctness(step *
+    speed)``)."""
+    c = correctness(step * speed)
     fn = "rewards/correctness_reward" + ("" if old else "/mean")
     e = {
         "loss": 0.01 * step,
@@ -81,9 +82,11 @@ def trl_grpo(
     old: bool = False,
     args: dict | None = None,
     checkpoints: tuple[int, ...] = (20, 40, 60),
+    speed: float = 1.0,
 ) -> Path:
     """A GRPO output folder logging every 5 steps up to ``last``, with ``checkpoint-N``."""
-    hist = [trl_entry(s, old=old) for s in range(5, last + 1, 5)]
+    lr = (args or TRL_ARGS)["learning_rate"]
+    hist = [trl_entry(s, old=old, lr=lr, speed=speed) for s in range(5, last + 1, 5)]
     for n in checkpoints:
         (folder / f"checkpoint-{n}").mkdir(parents=True, exist_ok=True)
         state = {
@@ -201,6 +204,7 @@ def tensorboard_run(folder: Path) -> Path:
 def write_all(root: Path) -> Path:
     """Every shape under ``root`` by the names docs/runlog.md's worked examples use."""
     trl_grpo(root / "grpo-gsm8k")
+    trl_grpo(root / "grpo-lr3e-6", args={**TRL_ARGS, "learning_rate": 3e-6}, speed=1.5)
     trl_grpo(root / "grpo-old", old=True, checkpoints=(40,), last=40)
     verl_jsonl(root / "verl-gsm8k")
     prefix_csv(root / "marti.csv")

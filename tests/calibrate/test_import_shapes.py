@@ -211,7 +211,7 @@ def test_truncation_and_collapse_to_a_constant_are_recorded(tmp_path):
 
 
 def test_training_signals_are_read_under_llm_runs_names(tmp_path):
-    from llm_runs._signals import SIGNALS
+    from llm_runs.runlog import SIGNALS
 
     folder = ls.trl_grpo(tmp_path / "grpo")
     s = _read(folder, cal.KeyMapping({"X": f"{CORRECT}:0:2"})).signals
@@ -267,7 +267,7 @@ def test_cli_dry_run_shows_meaning_size_point_and_status(tmp_path, capsys):
     assert main(["fit", str(folder), "--agent", f"X={CORRECT}:0:2", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert f"grpo X <- {CORRECT}: range [0, 2]; n_eval from num_generations 4" in out
-    assert "each value a mean of the 5 step(s) ending at step" in out
+    assert "each value: mean of the 5 step(s) ending at step" in out
     assert "grpo: truncated (the log ends at step 60 of 100)" in out
     assert "run status: 1 truncated" in out and "training signals: " in out
     assert main(["fit", str(folder), "--agent", "X=loss", "--dry-run"]) == 2
