@@ -101,6 +101,11 @@ def tie_margin_lines(rec: dict[str, Any]) -> list[str]:
     if m:
         lines.append(f"- **Margin** (forecast P(oscillating or collapse) stays <= "
                      f"{m['risk_level']:g}): {m['words'] or 'nothing to move'}.")  # fmt: skip
+    from .._recommend._margin import time_margin_words
+
+    words = time_margin_words(rec.get("time_margin"))
+    if words:
+        lines.append(f"- **Margin in time** (one new run, labelled as real runs are): {words}.")
     return lines
 
 

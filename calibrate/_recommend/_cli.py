@@ -53,6 +53,14 @@ def add_recommend_parser(sub: Any) -> None:
         "(default 0.5, the fifth forecast test's choice; 0: straight)",
     )
     r.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        help="with --space: the launch horizon in optimizer steps (replaces the space's "
+        "budget_steps): the candidates are forecast there, and the pick's margin in time says "
+        "until which step it stays converged with P >= 1 - risk (scanned to twice it)",
+    )
+    r.add_argument(
         "--regime-rule",
         dest="regime_rule",
         choices=["observed", "model"],
@@ -90,9 +98,11 @@ def recommend_command(args: argparse.Namespace) -> int:
         return _recommend_space(args)
     if (args.json or args.top != 5 or args.draws != 200 or args.motif_weights is not None
             or args.objective is not None or args.tie is not None
-            or args.extrapolation_sd is not None or args.regime_rule is not None):  # fmt: skip
+            or args.extrapolation_sd is not None or args.regime_rule is not None
+            or args.horizon is not None):  # fmt: skip
         raise ConfigError("--json, --top, --draws, --motif-weights, --objective, --tie, "
-                          "--extrapolation-sd and --regime-rule go with --space")  # fmt: skip
+                          "--extrapolation-sd, --regime-rule and --horizon go with "
+                          "--space")  # fmt: skip
     from .._cli_args import parse_grid, recommend_out
 
     grid = parse_grid(args.grid)  # before the work: "" is an error, not the default grid
@@ -160,6 +170,8 @@ def _recommend_space(args: argparse.Namespace) -> int:
     if args.objective is not None:  # a bad value: exit 2 with one error: line
         objective = check_objective(args.objective, "--objective")
         space = dataclasses.replace(space, objective=objective)
+    if args.horizon is not None:  # the space's own check of budget_steps
+        space = SearchSpace.from_dict(space.to_dict() | {"budget_steps": args.horizon})
     from .._predict._defaults import DEFAULT_EXTRAPOLATION_SD
     from .._predict._knots import check_sd
     from ._margin import TIE

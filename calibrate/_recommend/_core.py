@@ -29,7 +29,7 @@ from .._objective import objective_index, objective_label
 from .._posterior import Posterior, load_fit
 from .._predict._core import predict
 from .._space import SearchSpace
-from ._eval import REGIME_RULES, evaluate, head_stats
+from ._eval import REGIME_RULES, eval_every, evaluate, head_stats
 from ._eval import rank_candidates as rank_candidates
 from ._explain import explain
 from ._margin import margins, tied_with_best
@@ -219,7 +219,10 @@ def recommend_space(
         regime_rule: Where the risk comes from: ``model`` (each draw's smooth curve
             labelled by :func:`simulate.classify`) or ``observed`` (one simulated new run per
             draw labelled by the rule for real runs, :func:`calibrate.observed_regime_probs`;
-            the command line's default). The ranking, the ties and the margins use it.
+            the command line's default). The ranking, the ties and the margins use it;
+            with ``observed`` the result also holds the pick's margin in time
+            (``time_margin``, :func:`calibrate._predict._rule.safe_until`: until which step
+            a new run stays converged with P >= 1 - risk, scanned to twice the horizon).
 
     Returns:
         A JSON-ready dict (``space``, ``motif_source``, ``ranked_by``, ``top``, ``best``,
@@ -322,6 +325,14 @@ def recommend_space(
         raise ConfigError("every candidate's forecast failed (competence left [0, 1]): "
                           "the space lies too far outside the pilots' range")  # fmt: skip
     best = cands[order[0]]
+    time_margin = None
+    if regime_rule == "observed":  # the margin in time (issue 67 §3), by the same rule
+        from .._predict._rule import safe_until
+
+        time_margin = safe_until(first, settings[order[0]], horizon=steps,
+                                 every=eval_every(first), risk=space.risk,
+                                 max_draws=min(max_draws, 100),
+                                 extrapolation_sd=extrapolation_sd, key=key)  # fmt: skip
     train = space_config(first, base, best | pl.network_fields(order[0]), steps)
     pilots = {f.name: pilot_values(first, f.name) for f in space.fields}
     runs = list(first.model.runs)
@@ -353,6 +364,7 @@ def recommend_space(
                 ],
             },
             "margin": marg[0] | {"risk_level": space.risk},
+            "time_margin": time_margin,
             "extrapolation_sd": extrapolation_sd,
             "held": held,
             "top": rows,

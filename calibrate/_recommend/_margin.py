@@ -30,7 +30,7 @@ from simulate.common import to_scale
 
 from .._space import SearchSpace
 
-__all__ = ["TIE", "margins", "tied_with_best"]
+__all__ = ["TIE", "margins", "tied_with_best", "time_margin_words"]
 
 #: Default smallest tie tolerance (objective units).
 TIE = 0.005
@@ -213,3 +213,17 @@ def _fmt(v: float | None, kind: str) -> str:
     if v is None:
         return "1" if kind == "factor" else "0"
     return f"{v:g}"
+
+
+def time_margin_words(tm: dict[str, Any] | None) -> str | None:
+    """The margin in time in words, e.g. "converged with P >= 0.9 until step 300 (the
+    horizon 150; scanned to 300)"; None without one."""
+    if not tm:
+        return None
+    level = 1.0 - float(tm["risk_level"])
+    where = f"the horizon {tm['horizon']}; scanned to {tm['scanned_to']}"
+    if tm["safe_until"] is None:
+        return f"P(converged) < {level:g} already at step {tm['steps'][0]} ({where})"
+    if tm["safe_until"] >= tm["scanned_to"]:
+        return f"converged with P >= {level:g} through step {tm['scanned_to']} ({where})"
+    return f"converged with P >= {level:g} until step {tm['safe_until']} ({where})"

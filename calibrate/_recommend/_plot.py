@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ._margin import time_margin_words
+
 __all__ = ["influence", "plot_regime_map", "space_table"]
 
 _BINS = 8
@@ -49,6 +51,9 @@ def space_table(rec: dict[str, Any]) -> list[str]:
         m = rec["margin"]
         lines.append(f"margin (P(oscillating or collapse) stays <= {m['risk_level']:g}): "
                      f"{m['words'] or 'no searched range to move'}")  # fmt: skip
+    words = time_margin_words(rec.get("time_margin"))
+    if words:
+        lines.append(f"margin in time: {words}")
     if "seed_spread" in rec:
         lines.append(f"seed sd / new run: one new run (seed) at the setting: {rec['seed_spread']}")
     lines.append("mean curve: 90 % of the population-median run's expected final competence "

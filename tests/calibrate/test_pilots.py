@@ -252,3 +252,61 @@ def test_recommend_space_observed_rule_is_observed_regime_probs(knob_fit) -> Non
     assert np.ptp(want) > 0  # the candidates differ, so the comparison can fail
     with pytest.raises(ConfigError, match="regime_rule"):
         calibrate.recommend_space(post, space, max_draws=8, regime_rule="smooth")
+
+
+def test_safe_until_labels_each_prefix_as_a_run_of_that_length(knob_fit) -> None:
+    """The margin in time: the risk at each scanned step is the share of the simulated runs,
+    cut there, that the single-run rule (:func:`simulate.classify_observed`, the oracle)
+    labels oscillating or collapse (or failed), lifted to the collapse floor beyond the
+    pilots' range; safe_until is the last step before it exceeds the level."""
+    import jax
+
+    import simulate
+    from calibrate._predict._checks import lift_collapse
+    from calibrate._predict._rule import observed_runs, safe_until
+    from simulate.common import REGIME_GROUPS, regime_group
+
+    folder, _ = knob_fit
+    post = calibrate.load_fit(folder)
+    setting = {"rl.lr": 2e-2, "rl.staleness": 2, "rl.kl_coef": 0.0}  # beyond: a floor
+    tm = safe_until(post, setting, horizon=40, every=10, risk=0.2, max_draws=16,
+                    key=jax.random.key(5))  # fmt: skip
+    assert tm["scanned_to"] == 80 and 40 in tm["steps"]
+    t, y, ok, pred = observed_runs(post, [setting], steps=80, every=10, max_draws=16,
+                                   key=jax.random.key(5))  # fmt: skip
+    for step, r in zip(tm["steps"], tm["risk"], strict=True):
+        cut = t <= step
+        share = dict.fromkeys(REGIME_GROUPS, 0.0)
+        for g in range(y.shape[1]):
+            lab = "failed" if not ok[0, g] else regime_group(simulate.classify_observed(
+                t[cut], y[0, g][cut], 64.0, names=pred.agents)["regime"])  # fmt: skip
+            share[lab] += 1.0 / y.shape[1]
+        lifted = lift_collapse({k: np.array([v]) for k, v in share.items()}, pred.collapse_floor)
+        want = float(lifted["oscillating"][0] + lifted["collapse"][0] + lifted["failed"][0])
+        assert r == pytest.approx(want)
+    assert max(tm["risk"]) > 0  # something to compare
+    over = [s for s, r in zip(tm["steps"], tm["risk"], strict=True) if r > 0.2]
+    if over:
+        assert tm["safe_until"] is None or tm["safe_until"] < over[0]
+    else:
+        assert tm["safe_until"] == tm["scanned_to"]
+
+
+def test_recommend_horizon_refuses_bad_values_with_one_line(knob_fit, tmp_path: Path) -> None:
+    folder, _ = knob_fit
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps({"fields": {"rl.lr": {"low": 1e-4, "high": 1e-3}},
+                                 "budget_steps": 40}))  # fmt: skip
+    base = [sys.executable, "-m", "calibrate", "recommend", str(folder), "--out",
+            str(tmp_path / "rec")]  # fmt: skip
+    for extra, needle in (
+        (["--space", str(space), "--horizon", "0"], "budget_steps"),
+        (["--space", str(space), "--horizon", "abc"], "--horizon"),
+        (["--param", "rl.lr", "--horizon", "100"], "--horizon go with --space"),
+        (["--space", str(space), "--regime-rule", "smooth"], "--regime-rule"),
+    ):
+        r = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), r.stderr
+        assert needle in lines[0]
+        assert not (tmp_path / "rec").exists()
