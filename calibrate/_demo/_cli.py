@@ -24,6 +24,13 @@ def add_demo_parser(sub: Any) -> None:
     d.add_argument(
         "--overwrite", action="store_true", help="restart a demo folder made with another config"
     )
+    d.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        help="the launch horizon in optimizer steps (the config's budget_steps): the "
+        "recommendation is forecast there and the confirmation run trains that long",
+    )
     d.add_argument("--stop-after", dest="stop_after", help="stop after this stage")
     d.add_argument("--no-progress", action="store_true", help="no bars inside the stages")
 
@@ -43,6 +50,8 @@ def demo_command(args: argparse.Namespace) -> int:
         cfg = DemoConfig.from_dict(read_config_file(args.config))
     else:
         cfg = QUICK if args.quick else DemoConfig()
+    if args.horizon is not None:  # checked as the config's own field
+        cfg = DemoConfig.from_dict(cfg.to_dict() | {"budget_steps": args.horizon})
     try:
         timing = run_demo(
             args.out,
@@ -53,6 +62,7 @@ def demo_command(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt as stop:  # DemoInterrupted once the stages run
         again = ["--out", args.out, *(["--config", args.config] if args.config else [])]
+        again += ["--horizon", str(args.horizon)] if args.horizon is not None else []
         again += ["--quick"] if args.quick else []
         stage = stop.stage if isinstance(stop, DemoInterrupted) else "first"
         line = f"interrupted during the {stage} stage (its commands were stopped); "
