@@ -38,6 +38,8 @@ from ._tasks import Problem, Task, register_task
 __all__ = ["LMMathChatTask", "LMMathTask"]
 
 _LO, _HI = 10, 99  # every result (each role's output) is a two-digit number
+#: The worked lines' operands (``u + v = w``; a subtracting role reads ``w - v = u``).
+SHOTS = ((23, 14), (45, 27), (68, 19))
 
 
 def _apply(op: str, u: int, v: int) -> int:
@@ -55,7 +57,7 @@ class LMMathTask(Task):
     docstring).
 
     Args:
-        seed: Seed of the worked examples in the prompts.
+        seed: Unused (the task has no fixed content); kept for the interface.
         roles: Role names.
         p_bug: Probability of the dropped carry in each role's demonstrations (the
             pretraining text of a base built here; a packaged base is not pretrained).
@@ -82,21 +84,17 @@ class LMMathTask(Task):
             raise ValueError(f"p_carry must be in [0, 1], got {p_carry!r}")
         if len(ops) != 3 or set(ops) - {"+", "-"}:
             raise ValueError(f"ops must be three of '+' and '-', got {ops!r}")
-        if not isinstance(k_shots, int) or isinstance(k_shots, bool) or k_shots < 0:
-            raise ValueError(f"k_shots must be an int >= 0, got {k_shots!r}")
+        if type(k_shots) is not int or not 0 <= k_shots <= len(SHOTS):
+            raise ValueError(f"k_shots must be an int in [0, {len(SHOTS)}], got {k_shots!r}")
         self.p_carry = float(p_carry)
         self.ops = dict(zip(self.roles, ops, strict=True))
-        rng = np.random.default_rng([self.seed, 2718])
         self.shots: dict[str, str] = {}
-        for role in self.roles:  # fixed worked examples, two-digit operands, one per carry kind
-            lines = []
-            for i in range(k_shots):
-                left = int(rng.integers(20, 80))
-                right = self._operand(rng, self.ops[role], left, i % 2 == 0, False)
-                lines.append(
-                    f"{left} {self.ops[role]} {right} = {_apply(self.ops[role], left, right)}\n"
-                )
-            self.shots[role] = "".join(lines)
+        for role in self.roles:  # the same worked lines for every role, in its operation
+            op = self.ops[role]
+            lines = [
+                f"{u} + {v} = {u + v}" if op == "+" else f"{u + v} - {v} = {u}" for u, v in SHOTS
+            ]
+            self.shots[role] = "".join(f"{line}\n" for line in lines[:k_shots])
 
     def _operand(
         self, rng: np.random.Generator, op: str, left: int, carry: bool, shifted: bool
