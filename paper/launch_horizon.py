@@ -91,14 +91,14 @@ def forecast_phase(d: Design, out: Path) -> None:
 
     import calibrate
 
+    if d.quick:
+        print("note: the quick form makes no forecasts (they need the demo's fit)", flush=True)
+        return
     fit_root = Path(d.fit) / "fit"
     sel = fit_root / "selection.json"
     fit = (
         fit_root / "fits" / str(json.loads(sel.read_text())["best"]) if sel.is_file() else fit_root
     )
-    if not fit.is_dir() and d.quick:
-        print(f"note: no demo fit at {fit}; the quick form has no forecasts", flush=True)
-        return
     if not fit.is_dir():
         raise SystemExit(f"error: no demo fit at {fit}: run python -m paper.demo_heldout "
                          "--phase pilots (or restore its runs) first")  # fmt: skip
