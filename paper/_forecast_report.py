@@ -4,6 +4,7 @@ scores), plus the collapse-boundary error of a study's grid."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ from typing import Any
 import numpy as np
 
 import calibrate
-from calibrate import Forecast
+import simulate
+from calibrate import Forecast, group_of
 from paper._regime_report import _boundary
 from simulate.common import save_figure, write_json, write_text
 
@@ -170,3 +172,43 @@ def write_outputs(
     write_json(out / "summary.json", summary)
     write_text(out / "table.md", "\n".join(_table(config, summary, sp) for sp in splits))
     _figure(out / "forecast_scores.png", summary, forecasts, splits[-1])
+
+
+def load_runs(source: Path, n_eval: int) -> tuple[dict[str, Any], list[dict], list[dict]]:
+    """The study's design and its pilot and held-out runs, each relabelled with the one rule."""
+    cfg = json.loads((source / "config.json").read_text())["design"]
+    obs = json.loads((source / "observed.json").read_text())
+    pilots = {tuple(c) for c in cfg["pilots"]}
+    pil, held = [], []
+    for name, r in obs.items():
+        i, j = r["cell"]
+        agents = list(r["curves"])
+        curves = np.array([r["curves"][a] for a in agents], dtype=float).T
+        regime = simulate.classify_observed(r["steps"], curves, n_eval, names=tuple(agents))
+        setting = {"rl.lr": cfg["lrs"][i], "rl.staleness": cfg["staleness"][j]}
+        run = dict(r, name=name, group=group_of(regime["regime"]), setting=setting)
+        (pil if (i, j) in pilots else held).append(run)
+    return cfg, pil, held
+
+
+def model_forecasts(
+    post: Any,
+    held: list[dict],
+    horizon: float,
+    n_eval: int,
+    draws: int,
+    *,
+    name: str = "motif model",
+    bands: tuple[str, ...] = ("new_run", "mean"),
+    extrapolation_sd: float = 0.0,
+):
+    """A fit's forecasts of every held-out run (:func:`calibrate.model_forecasts`): one new
+    run's (``new_run``) and the mean curve's (``mean``, plus evaluation noise), each a
+    :class:`calibrate.Forecast` named ``<name> (new run)`` or ``<name> (mean curve)``; and the
+    fit's seed-spread note. ``extrapolation_sd``: links bent beyond the pilots' range."""
+    import calibrate
+
+    return calibrate.model_forecasts(
+        post, [r["setting"] for r in held], horizon=horizon, n_eval=n_eval, draws=draws,
+        name=name, bands=bands, extrapolation_sd=extrapolation_sd,
+    )  # fmt: skip

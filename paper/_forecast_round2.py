@@ -12,7 +12,7 @@ import numpy as np
 
 from calibrate import load_fit
 from paper import _forecast_baselines as fb
-from paper._forecast_report import score_forecast, write_outputs
+from paper._forecast_report import model_forecasts, score_forecast, write_outputs
 from paper._forecast_study import (
     _decode,
     _encode,
@@ -22,9 +22,8 @@ from paper._forecast_study import (
     split_scores,
 )
 from paper._regime_report import modal, wilson
-from paper._study import store_once
+from paper._study import refit, store_once
 from paper._study_runs import archive_runs
-from paper.forecast_scores import model_forecasts, refit
 from simulate.common import write_json
 
 __all__ = [

@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 
 from calibrate import load_fit
-from paper._forecast_report import score_forecast
+from paper._forecast_report import model_forecasts, score_forecast
 from paper._forecast_round2 import TIE, _source, prediction_doc
 from paper._forecast_study import _per_run
-from paper._study import store_once
-from paper.forecast_scores import model_forecasts, refit
+from paper._study import refit, store_once
 
 __all__ = ["calibrate_phase", "choose", "predict_phase"]
 

@@ -14,13 +14,12 @@ import pandas as pd
 
 from calibrate import load_fit
 from paper import _forecast_baselines as fb
-from paper._forecast_report import score_forecast
+from paper._forecast_report import model_forecasts, score_forecast
 from paper._forecast_round2 import TIE, _source, _targets, choose_sd, rule_groups, rule_probs
 from paper._forecast_round4 import _seen
 from paper._forecast_study import _encode, _per_run, dataclasses_replace
 from paper._regime_report import modal
-from paper._study import store_once
-from paper.forecast_scores import model_forecasts, refit
+from paper._study import refit, store_once
 
 __all__ = ["OWN", "calibrate_phase", "own_setting", "predict_phase"]
 

@@ -91,7 +91,7 @@ def _decode(d: dict[str, Any]) -> fb.Forecast:
 def predict_phase(cfg: Any, runs: Path, out: Path) -> None:
     """Every held-out setting's forecasts — the motif model's (one new run, mean curve) and
     the baselines fitted on the pilots — stored once in ``predictions.json``."""
-    from paper.forecast_scores import model_forecasts
+    from paper._forecast_report import model_forecasts
 
     def make() -> dict[str, Any]:
         fit = out / "fit"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ __all__ = [
     "fit_pilots",
     "git_revision",
     "now",
+    "refit",
     "run_config",
     "simulator_params",
     "store_once",
@@ -212,3 +214,38 @@ def simulator_params(params: dict[str, Any]) -> dict[str, Any]:
             continue
         keep[k] = v
     return keep
+
+
+def refit(
+    source: Path,
+    out: Path,
+    *,
+    folder: str = "fit",
+    links: tuple = (),
+    replace_links: bool = False,
+    data: Path | None = None,
+) -> Path:
+    """The pilots' fit, refitted from the committed data and config (kept in ``out/folder``);
+    ``links``: link dicts (as the config's ``hierarchy.links``) added to the config's, or in
+    their place with ``replace_links``; ``data``: another data file (default the committed
+    ``fit/data.parquet``)."""
+    from calibrate import run_command
+
+    fit = out / folder
+    if not (fit / "latent.npz").is_file():
+        net = json.loads((source / "fit" / "network.json").read_text())
+        config = source / "fit" / "config.json"
+        if links or replace_links:
+            doc = json.loads(config.read_text())
+            kept = [] if replace_links else doc["hierarchy"]["links"]
+            doc["hierarchy"]["links"] = [*kept, *links]
+            config = out / f"{folder}_config.json"
+            config.write_text(json.dumps(doc, indent=2) + "\n")
+        data = data or source / "fit" / "data.parquet"
+        args = [sys.executable, "-m", "calibrate", "fit", str(data),
+                "--network", str(source / "fit" / "network.json"), "--out", str(fit),
+                "--config", str(config), "--no-progress", "--figures", "none"]  # fmt: skip
+        log = out / f"{folder}.log"
+        print(f"refitting {net.get('name', 'the pilots')} (log: {log})", flush=True)
+        run_command(args, log)
+    return fit

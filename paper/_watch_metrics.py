@@ -158,3 +158,6 @@ def breakdown(
     out["false_alerts_at_first"] = int(first_false)
     out["alerts_after_first"] = int(later)
     return out
+
+
+THRESHOLDS = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]

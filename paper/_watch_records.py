@@ -4,6 +4,7 @@ paper/watch_round2.py): each run's curves, evaluations and setting, and its rang
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +51,15 @@ def split_by_range(runs: list[dict[str, Any]]) -> None:
     for r in runs:
         inside = all(lo <= r["setting"][k] <= hi for k, (lo, hi) in rng.items())
         r["split"] = "inside" if inside else "outside"
+
+
+def fix_config(out: Path, cfg: dict[str, Any]) -> None:
+    """Write config.json once; a later run must find the same design."""
+    path = out / "config.json"
+    if path.is_file():
+        if json.loads(path.read_text()) != cfg:  # bad input: one error line, exit 2
+            print(f"error: {path} holds another design; use a new --out", file=sys.stderr)
+            raise SystemExit(2)
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(cfg, indent=2) + "\n")

@@ -1,40 +1,6 @@
-"""The two knock-down read-backs refitted with a flip law fitted per agent (issue 29 §4).
-
-The knock-down read-backs (``paper/wiring_pulses.py``: X knocked down; ``paper/
-wiring_knockdowns.py``: X, then Y) were fitted with a flip law that sent a pulsed agent toward
-0 at its full learning rate. The runs say otherwise: where Y had learned, a 40-step pulse moved
-it from 0.83-0.86 to 0.78; where it had not, it stayed at 0.47, the base's level; X fell from
-0.94 to 0.73 in one set and from 0.80 to 0.41 in the other. A model that expects Y to fall to 0
-explained a Y that hardly moved by a wiring that held Y back (wrong signs in 5 of 8 sets).
-``calibrate fit --pulses`` now drives a pulsed agent back toward its start level ``A0`` at a
-share ``kappa`` of its learning rate, one ``kappa`` per agent, fitted (prior log-normal,
-median 0.3, log-sd 1.0): a reward ``1 - r`` moves a policy only where its samples differ; and
-a pulse acts ``flip_lag`` training steps after its window (one for the network, fitted; prior
-log-normal, median 5, log-sd 1.0): in both X knock-downs X held its level through the first
-20 steps of the pulse and was lowest 10 steps after it ended.
-
-A first refit with ``kappa`` alone (no lag; design in ``paper/results/wiring_floor_kappa/``)
-was stopped after 2 of its 16 sets: ``kappa`` of X was fitted at 0.04, so the fit switched
-the X knock-down off rather than place it at the wrong steps; its two sets are kept there.
-
-This is a re-analysis of committed runs, no new run is trained. Design (``config.json``,
-stored after both read-backs' results were read and before any fit of this one):
-
-- The same sets as the two read-backs, from their archives, unchanged: per set ``<type>
-  _set<k>_x`` the three runs of the X knock-down read-back, and ``<type>_set<k>_xy`` the four
-  runs of the X-and-Y read-back (4 types x 2 sets each, 16 sets).
-- Each set fitted once with the read-backs' command (``calibrate fit --motif auto --gate AND
-  --method laplace --edge-weights --pulses --pipeline X->Y,Y->Z``), now with the fitted flip
-  law; measures and goal as issue 29 §4 states them, per family, with the earlier fits'
-  numbers quoted beside them.
-
-Phases (each resumable): ``restore``, ``wiring`` (training: only with ``--quick``), ``fit``,
-``summary``.
-
-Usage: python -m paper.wiring_floor [--phase restore|wiring|fit|summary|all]
-       [--runs runs/wiring_floor] [--out paper/results/wiring_floor] [--workers 2]
-       [--code DIR] [--quick]
-"""
+"""The library of ``python -m paper.archive.wiring_floor`` (its design, phases and summary; the
+driver, paper/wiring_floor.py, states the design): kept apart so that other studies of
+its family import this helper, never the study."""
 
 from __future__ import annotations
 
@@ -46,10 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from paper._study import study_main
-from paper.wiring_knockdowns import QUICK as KNOCKDOWN_QUICK
-from paper.wiring_knockdowns import Job, KnockdownDesign
-from paper.wiring_knockdowns import run_name as knockdown_run_name
+from paper._wiring_knockdowns import QUICK as KNOCKDOWN_QUICK
+from paper._wiring_knockdowns import Job, KnockdownDesign
+from paper._wiring_knockdowns import run_name as knockdown_run_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +41,7 @@ class FloorDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
-    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_floor``).
+    #: The stored design's field, frozen with it (run as ``python -m paper.archive.wiring_floor``).
     command: str = "python paper/wiring_floor.py"
 
     @property
@@ -114,7 +79,7 @@ class FloorDesign:
 def fit_phase(cfg: FloorDesign, runs: Path, out: Path) -> None:
     """Fit every set whose runs have all finished, two at a time on two cores (a set with a
     ``selection.json`` is kept)."""
-    from paper import wiring_pulses
+    from paper import _wiring_pulses as wiring_pulses
 
     failed = threading.Event()
 
@@ -138,7 +103,7 @@ def family_measures(sets: dict[str, dict[str, Any]], out: Path | None) -> dict[s
 
     kappa = {}
     for name, s in sets.items() if out is not None else ():
-        f = out / "wiring" / name / "fits" / s["true"] / "summary.json"
+        f = Path(out or ".") / "wiring" / name / "fits" / s["true"] / "summary.json"
         if f.is_file():
             post = json.loads(f.read_text())
             kappa[name] = {k: post[k]["mean"] for k in post if k.startswith("flip")}
@@ -175,26 +140,3 @@ def summary_phase(cfg: FloorDesign, runs: Path, out: Path) -> dict[str, Any]:
 
 QUICK = {"knockdowns": {**dataclasses.asdict(KnockdownDesign()), **KNOCKDOWN_QUICK},
          "reuse_knockdowns_from": None}  # fmt: skip
-
-
-def main(argv: list[str] | None = None) -> int:
-    return study_main(
-        argv,
-        description="The knock-down read-backs refitted with a fitted flip law (issue 29 §4).",
-        design=FloorDesign,
-        quick=QUICK,
-        run_name=knockdown_run_name,
-        phases=["restore", "wiring", "fit", "summary"],
-        gated=None,
-        default_runs="runs/wiring_floor",
-        default_out="paper/results/wiring_floor",
-        steps={
-            "restore": "paper._study_runs:restore_phase",
-            "fit": "paper.wiring_floor:fit_phase",
-            "summary": "paper.wiring_floor:summary_phase",
-        },
-    )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

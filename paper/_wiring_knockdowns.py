@@ -1,23 +1,6 @@
-"""The wiring read back from real logs with a knock-down of X and one of Y per set (issue 29 §4).
-
-The fourth read-back (``paper/wiring_pulses.py``: per set the reference ``w = 0``, the
-``w = 0.9`` run and a ``w = 0.9`` run with X knocked down by a flip pulse on X alone) put the
-truth first or indistinguishable in 6 of 8 sets with no wrong sign, but identified two signs
-in no set: a knock-down of X moves the edges out of X, while Y -> Z, where C1 and I1 (and C2
-and I2) differ, is moved by Y alone. Here each set adds a fourth run in which Y is knocked
-down while Z is still learning (a flip pulse on Y alone at step ``pulse_start`` for
-``pulse_length`` steps; seed ``3000 + 10 set + 4``); the other three runs are the earlier
-read-backs' (reused unchanged). Fitted as the fourth read-back (``calibrate fit --motif auto
---gate AND --method laplace --edge-weights --pulses --pipeline X->Y,Y->Z``), measures and goal
-as issue 29 §4 states them. Design stored (``config.json``) after the fourth read-back's
-results were read and before any run of this one.
-
-Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``.
-
-Usage: python -m paper.wiring_knockdowns [--phase restore|wiring|fit|summary|all]
-       [--runs runs/wiring_knockdowns] [--out paper/results/wiring_knockdowns] [--workers 2]
-       [--code DIR] [--quick]
-"""
+"""The library of ``python -m paper.archive.wiring_knockdowns`` (its design, phases and summary; the
+driver, paper/wiring_knockdowns.py, states the design): kept apart so that other studies of
+its family import this helper, never the study."""
 
 from __future__ import annotations
 
@@ -25,9 +8,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from paper._study import study_main
-from paper.wiring_pulses import PulseDesign
-from paper.wiring_pulses import run_name as pulse_run_name
+from paper._wiring_pulses import PulseDesign
+from paper._wiring_pulses import run_name as pulse_run_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +32,7 @@ class KnockdownDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
-    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_knockdowns``).
+    #: The stored design's field, frozen with it (run as ``python -m paper.archive.wiring_knockdowns``).
     command: str = "python paper/wiring_knockdowns.py"
 
     @property
@@ -104,7 +86,7 @@ def run_name(motif: str, k: int, kind: str) -> str:
 
 def fit_phase(cfg: KnockdownDesign, runs: Path, out: Path) -> None:
     """Fit every set whose runs have all finished (a set with a ``selection.json`` is kept)."""
-    from paper import wiring_pulses
+    from paper import _wiring_pulses as wiring_pulses
 
     wiring_pulses.fit_phase(cfg, runs, out)  # type: ignore[arg-type]  # same interface
 
@@ -112,7 +94,7 @@ def fit_phase(cfg: KnockdownDesign, runs: Path, out: Path) -> None:
 def summary_phase(cfg: KnockdownDesign, runs: Path, out: Path) -> dict[str, Any]:
     """``summary.json`` and ``table.md``; the earlier read-backs quoted beside them."""
     from paper._wiring_read import readback_summary
-    from paper.wiring_weights import EARLIER
+    from paper._wiring_weights import EARLIER
 
     res = ROOT / "paper" / "results"
     return readback_summary(cfg, runs, out, {**EARLIER,
@@ -125,26 +107,3 @@ QUICK = {"pulse_start": 4, "pulse_length": 2, "reuse_pulses_from": None,
                      "n_probe": 8, "n_test": 8, "preset": "micro", "pulse_start": 2,
                      "pulse_length": 3, "wiring_types": ["C2"], "wiring_sets": [0],
                      "reuse_from": None}}  # fmt: skip
-
-
-def main(argv: list[str] | None = None) -> int:
-    return study_main(
-        argv,
-        description="The wiring read back with knock-downs of X and of Y (issue 29 §4).",
-        design=KnockdownDesign,
-        quick=QUICK,
-        run_name=run_name,
-        phases=["restore", "wiring", "fit", "summary"],
-        gated=None,
-        default_runs="runs/wiring_knockdowns",
-        default_out="paper/results/wiring_knockdowns",
-        steps={
-            "restore": "paper._study_runs:restore_phase",
-            "fit": "paper.wiring_knockdowns:fit_phase",
-            "summary": "paper.wiring_knockdowns:summary_phase",
-        },
-    )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,40 +1,6 @@
-"""The wiring read back when the edges' threshold sits inside their sources' range (issue 29 §4).
-
-Every read-back so far ran the testbed's edges at ``K`` 0.5, ``n`` 4. The edges act on a
-Hill term of their source's logged training competence (``ema``; docs/model.md, "Logged
-regulators"), and Y's stays near that threshold: in the confirmation's 16 runs
-(``paper/results/wiring_confirm/runs``) its 5th to 95th percentile is 0.49 to 0.74, and the
-early Y knock-down leaves it at 0.5 (flipped rewards take Y's training accuracy back to
-chance, not below it). So across everything Y does, ``h+`` and ``h-`` of Y move only between
-0.5 and about 0.8 and 0.2, the Y -> Z edge barely changes Z's learning rate over a run, and
-no fit has ever read its sign. Here every edge's threshold and Hill coefficient are chosen
-so that a Hill term of Y goes from 0.1 to 0.9 across that range: ``K`` = sqrt(0.49 x 0.74)
-= 0.60 and ``n`` = ln 81 / ln(0.74 / 0.49) = 10.7, taken as 10 (``network.K``,
-``network.n``; one pair on every edge, as ``--regulators logged`` needs). Chosen from
-committed runs, before any run of this design.
-
-Design (``config.json``, stored before the first run trained; everything else as the
-confirmation, ``paper/wiring_confirm.py``):
-
-- Runs: per type (C1, I1, C2, I2) the early family's four runs at a set not used before
-  (set 3, seeds 3030-3035): ``w = 0``, ``w = 0.9``, ``w = 0.9`` with X knocked down at steps
-  30-60, ``w = 0.9`` with Y knocked down at steps 40-80 (16 runs).
-- Analysis: ``calibrate fit --motif auto --gate AND --method laplace --edge-weights
-  --pipeline X->Y,Y->Z --regulators logged --pulses --dse-blocks`` on each set's four runs.
-  Primary: the indistinguishable set by the se of each elpd difference from its sums per
-  run and agent; secondary: the pointwise se of the same fits (``pointwise``).
-- Measures and goal as issue 29 §4 states them. One set per type, as the confirmation: the
-  runs must train and be fitted within one session, and the read-backs give no spread of a
-  rank to base a power calculation on; the share of sets with two or more signs is given
-  with its Clopper-Pearson interval.
-
-Phases (each resumable): ``restore`` (the archived runs copied back into ``--runs``),
-``wiring`` (training), ``fit``, ``summary``.
-
-Usage: python -m paper.wiring_threshold [--phase restore|wiring|fit|summary|all]
-       [--runs runs/wiring_threshold] [--out paper/results/wiring_threshold] [--workers 2]
-       [--code DIR] [--quick]
-"""
+"""The library of ``python -m paper.wiring_threshold`` (its design, phases and summary; the
+driver, paper/wiring_threshold.py, states the design): kept apart so that other studies of
+its family import this helper, never the study."""
 
 from __future__ import annotations
 
@@ -44,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from paper._study import study_main
-from paper.wiring_confirm import QUICK as CONFIRM_QUICK
-from paper.wiring_confirm import ConfirmDesign, _early_at
-from paper.wiring_logged import run_name
+from paper._wiring_confirm import FIT_ARGS, ConfirmDesign, _early_at
+from paper._wiring_confirm import QUICK as CONFIRM_QUICK
+from paper._wiring_logged import run_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -203,7 +169,7 @@ def summary_phase(cfg: ThresholdDesign, runs: Path, out: Path) -> dict[str, Any]
     """The confirmation's summary (:func:`wiring_confirm.summary_phase`) with
     ``two_signs_share`` (:func:`two_signs_shares`) and, read after the runs,
     ``misfit_by_block`` and ``y_to_z_contrast``."""
-    from paper import wiring_confirm
+    from paper import _wiring_confirm as wiring_confirm
     from simulate.common import write_json
 
     summary = wiring_confirm.summary_phase(cfg, runs, out)
@@ -224,7 +190,7 @@ def read_back_main(
     quick: dict[str, Any],
     name: str,
     description: str,
-    summary: str = "paper.wiring_threshold:summary_phase",
+    summary: str = "paper._wiring_threshold:summary_phase",
 ) -> int:
     """The command line of a read-back on this design's phases (``restore``, ``wiring``,
     ``fit``, ``summary``: by default :func:`summary_phase`), with runs under
@@ -241,21 +207,54 @@ def read_back_main(
         default_out=f"paper/results/{name}",
         steps={
             "restore": "paper._study_runs:restore_phase",
-            "fit": "paper.wiring_logged:fit_phase",
+            "fit": "paper._wiring_logged:fit_phase",
             "summary": summary,
         },
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    return read_back_main(
-        argv,
-        design=ThresholdDesign,
-        quick=QUICK,
-        name="wiring_threshold",
-        description="The wiring read back with edge thresholds inside Y's range (issue 29 §4).",
+# -- the pipeline gates (python -m paper.wiring_gates) -------------------------------------
+GATES_ARGS = [a if a != "logged" else "logged-gates" for a in FIT_ARGS]
+
+
+@dataclasses.dataclass
+class GatesDesign(ThresholdDesign):
+    """The design (see the module docstring)."""
+
+    early: dict[str, Any] = dataclasses.field(default_factory=lambda: _early_at([4, 5]))
+    fit_args: list[str] = dataclasses.field(default_factory=lambda: list(GATES_ARGS))
+    hypothesis: str = (
+        "with the pipeline gates on the logged training competence, the truth is first or "
+        "indistinguishable in every set and no identified sign is wrong; whether >= 2 of the "
+        "3 signs are identified in most sets is open"
     )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_gates``).
+    command: str = "python paper/wiring_gates.py"
+    figure = "wiring_gates.png"
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+GATES_QUICK = {**QUICK, "fit_args": [a if a != "logged" else "logged-gates"
+                                         for a in QUICK["fit_args"]]}  # fmt: skip
+
+
+# -- the greedy readout (python -m paper.wiring_readout) ----------------------------------
+READOUT_ARGS = [*GATES_ARGS, "--readout", "greedy"]
+
+
+@dataclasses.dataclass
+class ReadoutDesign(GatesDesign):
+    """The design (see the module docstring)."""
+
+    early: dict[str, Any] = dataclasses.field(default_factory=lambda: _early_at([6, 7]))
+    fit_args: list[str] = dataclasses.field(default_factory=lambda: list(READOUT_ARGS))
+    hypothesis: str = (
+        "with a greedy readout of a latent skill, the truth is first or indistinguishable in "
+        "every set and no identified sign is wrong; X -> Y is identified in most sets; "
+        "whether >= 2 of the 3 signs are identified in most sets is open"
+    )
+    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_readout``).
+    command: str = "python paper/wiring_readout.py"
+    figure = "wiring_readout.png"
+
+
+READOUT_QUICK = {**GATES_QUICK, "fit_args": [*GATES_QUICK["fit_args"], "--readout", "greedy"]}

@@ -1,47 +1,12 @@
-"""The wiring read back from real logs with a reference inside each set (issue 29 §4).
-
-The testbed's first read-back (``paper/testbed_study.py``, sets moved by the learning rate)
-and its refit with a pipeline gate (``paper/wiring_pipeline.py``) both failed: in llm_runs
-each role's prompt carries its upstream role's output, so Y learns only once X is competent
-whatever the designed X->Y sign, and the fit could not tell that data path from the designed
-coupling. Here each set moves by the coupling itself: the runs of a set differ only in the
-edges' weight ``network.default_weight`` (llm_runs' coupling factor ``1 - w + w G``), and the
-set holds its own reference, ``w = 0`` (the data path alone, no designed edge acting). The
-fit knows each run's weight (``calibrate fit --edge-weights``) and carries the data path as
-pipeline gates (``--pipeline X->Y,Y->Z``).
-
-Design (``config.json``, stored before any run):
-
-- ``wiring_types`` x ``wiring_sets`` sets of runs on the testbed's ``task`` at its default
-  configuration (tiny base, coupling edges, ``rl.lr`` ``lr``, ``steps`` steps, evaluations
-  every ``eval_every`` on ``n_probe`` probes and ``n_test`` problems), AND gates; in each set
-  one run per weight of ``weights`` (seeds ``3000 + 10 set + index``, the same in every type,
-  as the testbed's sets; none shared with the testbed's runs).
-- Each set fitted once, as soon as its runs have finished: ``calibrate fit --motif auto
-  --gate AND --method laplace --edge-weights --pipeline X->Y,Y->Z`` (no hyperparameter
-  links: the learning rate is the same in every run); the CLI ranks 16 types (8 x AND/OR),
-  as in the first two read-backs.
-- Measures and goal as issue 29 §4 states them (``_wiring_read``): for each set the true
-  type's rank, whether it is in the indistinguishable set, whether every identified sign is
-  right; goal: the truth always first or indistinguishable, no identified sign ever wrong,
-  >= 2 of the 3 signs identified in most sets. The first two read-backs' numbers are quoted
-  beside these in the summary (``earlier``), read from their committed summaries.
-
-Phases (each resumable): ``restore``, ``wiring`` (training), ``fit``, ``summary``
-(``summary.json``, ``table.md``).
-
-Usage: python -m paper.wiring_weights [--phase restore|wiring|fit|summary|all]
-       [--runs runs/wiring_weights] [--out paper/results/wiring_weights] [--workers 2]
-       [--code DIR] [--quick]
-"""
+"""The library of ``python -m paper.archive.wiring_weights`` (its design, phases and summary; the
+driver, paper/wiring_weights.py, states the design): kept apart so that other studies of
+its family import this helper, never the study."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 from typing import Any
-
-from paper._study import study_main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +32,7 @@ class WeightDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
-    #: The stored design's field, frozen with it (run as ``python -m paper.wiring_weights``).
+    #: The stored design's field, frozen with it (run as ``python -m paper.archive.wiring_weights``).
     command: str = "python paper/wiring_weights.py"
 
     def jobs(self, phase: str) -> list[Job]:
@@ -139,26 +104,3 @@ EARLIER = {
 
 QUICK = {"steps": 8, "eval_every": 2, "n_probe": 8, "n_test": 8, "preset": "micro",
          "wiring_types": ["C2"], "wiring_sets": [0], "weights": [0.0, 0.9]}  # fmt: skip
-
-
-def main(argv: list[str] | None = None) -> int:
-    return study_main(
-        argv,
-        description="The wiring read back with a weight family per set (issue 29 §4).",
-        design=WeightDesign,
-        quick=QUICK,
-        run_name=run_name,
-        phases=["restore", "wiring", "fit", "summary"],
-        gated=None,
-        default_runs="runs/wiring_weights",
-        default_out="paper/results/wiring_weights",
-        steps={
-            "restore": "paper._study_runs:restore_phase",
-            "fit": "paper.wiring_weights:fit_phase",
-            "summary": "paper.wiring_weights:summary_phase",
-        },
-    )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -40,103 +40,15 @@ Usage: python -m paper.forecast_round2
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 from pathlib import Path
-from typing import ClassVar
 
-from paper._forecast_design import ForecastDesign, Job, run_name
+from paper._forecast_design import run_name
+from paper._forecast_rounds import PILOT_RANGE as PILOT_RANGE
+from paper._forecast_rounds import QUICK2 as QUICK
+from paper._forecast_rounds import STEPS, Round2Design
 from paper._study import study_main
 
 ROOT = Path(__file__).resolve().parents[1]
-
-#: The pilots' range of each knob in the first study (its pilots' lowest and highest values).
-PILOT_RANGE = {"rl.lr": [4e-3, 2.5e-2], "rl.staleness": [0, 4], "rl.lr_scale.X": [0.15, 0.3]}
-
-
-@dataclasses.dataclass
-class Round2Design(ForecastDesign):
-    """The second test's fixed design (see the module docstring); the run config is the
-    first study's (:meth:`ForecastDesign.train_config`)."""
-
-    seeds: list[int] = dataclasses.field(default_factory=lambda: [2, 3])
-    lrs: list[float] = dataclasses.field(default_factory=lambda: [6e-3, 1.6e-2, 4e-2])
-    staleness: list[int] = dataclasses.field(default_factory=lambda: [1, 3, 6, 12])
-    third_values: list[float] = dataclasses.field(default_factory=lambda: [0.2, 0.45])
-    pilots: list[list[int]] = dataclasses.field(default_factory=list)
-    source: str = "paper/results/forecast"
-    pilot_range: dict[str, list[float]] = dataclasses.field(
-        default_factory=lambda: {k: list(v) for k, v in PILOT_RANGE.items()}
-    )
-    sd_grid: list[float] = dataclasses.field(
-        default_factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0]
-    )
-    COMMAND: ClassVar[str] = "python -m paper.forecast_round2"
-    power: str = (
-        "runs from the precision of 90 % coverage, the score the first study failed: its "
-        "95 % half-width 1.96 sqrt(0.9 * 0.1 / n) <= 0.06 needs n >= 96 final competences, "
-        "i.e. 32 runs of 3 agents, so 2 seeds; the issue's >= 24 settings x 2 seeds = 48 runs "
-        "(144 finals, half-width 0.049, finals of one run taken as independent)"
-    )
-
-    def __post_init__(self) -> None:
-        grids = {"lrs": self.lrs, "staleness": self.staleness,
-                 "third_values": self.third_values, "sd_grid": self.sd_grid}  # fmt: skip
-        for name, vals in grids.items():
-            if list(vals) != sorted(vals) or len(set(vals)) != len(vals) or min(vals) < 0:
-                raise ValueError(f"{name} must be ascending, distinct and >= 0")
-        if self.pilots:
-            raise ValueError("the second test trains no pilots: it uses the first study's")
-
-    def bind(self, out: Path) -> None:
-        """Remember the results folder (a ``source`` of ``@out/PATH`` lies relative to it)."""
-        self._out = Path(out)
-
-    def resolve(self, name: str) -> Path:
-        """A results folder the design names (``@out/PATH``: relative to the results folder;
-        else to the repository)."""
-        if name.startswith("@out/"):
-            return Path(getattr(self, "_out", ".")) / name.removeprefix("@out/")
-        return ROOT / name
-
-    def source_dir(self) -> Path:
-        """The first study's results folder."""
-        return self.resolve(self.source)
-
-    def cells(self) -> list[tuple[int, int, int]]:
-        dims = (len(self.lrs), len(self.staleness), len(self.third_values))
-        return list(itertools.product(*(range(d) for d in dims)))
-
-    def split(self, cell: tuple[int, int, int]) -> str:
-        """``interpolation`` (every knob inside :data:`PILOT_RANGE`) or ``extrapolation``."""
-        s = self.setting(cell)
-        inside = all(lo <= s[k] <= hi for k, (lo, hi) in self.pilot_range.items())
-        return "interpolation" if inside else "extrapolation"
-
-    def jobs(self, phase: str) -> list[Job]:
-        if phase == "pilots":
-            return []
-        if phase != "heldout":
-            raise ValueError(f"not a training phase: {phase!r}")
-        return [(self.lrs[i], self.staleness[j], self.third_values[k], s)
-                for s in self.seeds for (i, j, k) in self.cells()]  # fmt: skip
-
-
-QUICK = {"seeds": [5], "lrs": [2e-3, 8e-3], "staleness": [1], "third_values": [0.2],
-         "preset": "micro", "steps": 12, "eval_every": 3, "draws": 32, "prefix": 9,
-         "source": "@out/../first", "pilot_range": {"rl.lr": [1e-3, 4e-3], "rl.staleness": [0, 2],
-                                              "rl.lr_scale.X": [0.15, 0.3]},
-         "sd_grid": [0.0, 1.0]}  # fmt: skip
-
-
-#: The phases that are not training, and their functions (the third test uses them too).
-STEPS = {
-    "restore": "paper._study_runs:restore_phase",
-    "calibrate": "paper._forecast_round2:calibrate_phase",
-    "predict": "paper._forecast_round2:predict_phase",
-    "summary": "paper._forecast_round2:summary_phase",
-    "posthoc": "paper._forecast_round2:posthoc_phase",
-}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,38 +21,14 @@ Usage: python -m paper.forecast_round3 [--phase restore|calibrate|predict|heldou
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-from typing import ClassVar
 
+from paper._forecast_design import run_name
+from paper._forecast_rounds import QUICK3 as QUICK
+from paper._forecast_rounds import STEPS, Round3Design
 from paper._study import study_main
-from paper.forecast_round2 import QUICK as QUICK2
-from paper.forecast_round2 import STEPS, Round2Design, run_name
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@dataclasses.dataclass
-class Round3Design(Round2Design):
-    """The third test's design: the second's, at new settings and seeds, with the runs'
-    rule labels."""
-
-    seeds: list[int] = dataclasses.field(default_factory=lambda: [4, 5])
-    lrs: list[float] = dataclasses.field(default_factory=lambda: [8e-3, 2e-2, 3e-2])
-    staleness: list[int] = dataclasses.field(default_factory=lambda: [0, 2, 8])
-    third_values: list[float] = dataclasses.field(default_factory=lambda: [0.1, 0.25])
-    rule_labels: bool = True
-    COMMAND: ClassVar[str] = "python -m paper.forecast_round3"
-    power: str = (
-        "runs from the paired comparison this test is for, the runs' rule labels against "
-        "classify's on the same runs (McNemar): with discordant pairs at ~25 % of runs (the "
-        "second test: 10 of 48) and a difference of 0.23 in accuracy, 80 % power at alpha 0.05 "
-        "needs n = (1.96 sqrt(0.25) + 0.84 sqrt(0.25 - 0.23^2))^2 / 0.23^2 = 34.6, so 35 "
-        "runs; 18 settings x 2 seeds = 36"
-    )
-
-
-QUICK = {**QUICK2, "seeds": [6], "lrs": [3e-3, 6e-3], "third_values": [0.25]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,95 +36,18 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 import simulate
-from calibrate import group_of
 from paper import _forecast_baselines as fb
-from paper._forecast_report import score_all, write_outputs
-from paper._study import now
+from paper._forecast_report import load_runs, model_forecasts, score_all, write_outputs
+from paper._study import now, refit
 from simulate.common import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
 KNOBS = ("rl.lr", "rl.staleness")
-
-
-def load_runs(source: Path, n_eval: int) -> tuple[dict[str, Any], list[dict], list[dict]]:
-    """The study's design and its pilot and held-out runs, each relabelled with the one rule."""
-    cfg = json.loads((source / "config.json").read_text())["design"]
-    obs = json.loads((source / "observed.json").read_text())
-    pilots = {tuple(c) for c in cfg["pilots"]}
-    pil, held = [], []
-    for name, r in obs.items():
-        i, j = r["cell"]
-        agents = list(r["curves"])
-        curves = np.array([r["curves"][a] for a in agents], dtype=float).T
-        regime = simulate.classify_observed(r["steps"], curves, n_eval, names=tuple(agents))
-        setting = {"rl.lr": cfg["lrs"][i], "rl.staleness": cfg["staleness"][j]}
-        run = dict(r, name=name, group=group_of(regime["regime"]), setting=setting)
-        (pil if (i, j) in pilots else held).append(run)
-    return cfg, pil, held
-
-
-def refit(
-    source: Path,
-    out: Path,
-    *,
-    folder: str = "fit",
-    links: tuple = (),
-    replace_links: bool = False,
-    data: Path | None = None,
-) -> Path:
-    """The pilots' fit, refitted from the committed data and config (kept in ``out/folder``);
-    ``links``: link dicts (as the config's ``hierarchy.links``) added to the config's, or in
-    their place with ``replace_links``; ``data``: another data file (default the committed
-    ``fit/data.parquet``)."""
-    from calibrate import run_command
-
-    fit = out / folder
-    if not (fit / "latent.npz").is_file():
-        net = json.loads((source / "fit" / "network.json").read_text())
-        config = source / "fit" / "config.json"
-        if links or replace_links:
-            doc = json.loads(config.read_text())
-            kept = [] if replace_links else doc["hierarchy"]["links"]
-            doc["hierarchy"]["links"] = [*kept, *links]
-            config = out / f"{folder}_config.json"
-            config.write_text(json.dumps(doc, indent=2) + "\n")
-        data = data or source / "fit" / "data.parquet"
-        args = [sys.executable, "-m", "calibrate", "fit", str(data),
-                "--network", str(source / "fit" / "network.json"), "--out", str(fit),
-                "--config", str(config), "--no-progress", "--figures", "none"]  # fmt: skip
-        log = out / f"{folder}.log"
-        print(f"refitting {net.get('name', 'the pilots')} (log: {log})", flush=True)
-        run_command(args, log)
-    return fit
-
-
-def model_forecasts(
-    post: Any,
-    held: list[dict],
-    horizon: float,
-    n_eval: int,
-    draws: int,
-    *,
-    name: str = "motif model",
-    bands: tuple[str, ...] = ("new_run", "mean"),
-    extrapolation_sd: float = 0.0,
-):
-    """A fit's forecasts of every held-out run (:func:`calibrate.model_forecasts`): one new
-    run's (``new_run``) and the mean curve's (``mean``, plus evaluation noise), each a
-    :class:`calibrate.Forecast` named ``<name> (new run)`` or ``<name> (mean curve)``; and the
-    fit's seed-spread note. ``extrapolation_sd``: links bent beyond the pilots' range."""
-    import calibrate
-
-    return calibrate.model_forecasts(
-        post, [r["setting"] for r in held], horizon=horizon, n_eval=n_eval, draws=draws,
-        name=name, bands=bands, extrapolation_sd=extrapolation_sd,
-    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

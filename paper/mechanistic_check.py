@@ -37,8 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from paper._forecast_report import score_all
-from paper.forecast_scores import load_runs, model_forecasts
+from paper._forecast_report import load_runs, model_forecasts, score_all
 
 ROOT = Path(__file__).resolve().parents[1]
 REGIME = ROOT / "paper" / "results" / "regime_map"

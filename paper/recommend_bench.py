@@ -47,7 +47,7 @@ import simulate
 from calibrate import StageError, Study, fit_runs, run_command
 from paper import _recommend_baselines as rb
 from paper import _recommend_summary as summ
-from paper import regime_map
+from paper import _regime_design as regime_map
 from paper._recommend_summary import pick_record as pick_record
 
 HERE = Path(__file__).resolve().parent

@@ -29,12 +29,13 @@ from calibrate import StageError, fit_runs
 from llm_runs.knobs import hierarchy_links
 from paper import _watch_data as wdata
 from paper import _watch_metrics as wm
+from paper._watch_metrics import THRESHOLDS
+from paper._watch_records import fix_config
 from simulate import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent / "results"
 LINKS = hierarchy_links(("rl.lr", "rl.staleness"))  # the knob schema's default links
 PILOT_TASK = "math"  # the pilots' (the regime map's corner runs') task
-THRESHOLDS = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
 
 
 def design(quick: bool) -> dict[str, Any]:
@@ -71,18 +72,6 @@ def design(quick: bool) -> dict[str, Any]:
         "goal": ">= 90 % of collapses flagged >= 20 steps ahead with <= 5 % false alerts",
         "quick": quick,
     }
-
-
-def fix_config(out: Path, cfg: dict[str, Any]) -> None:
-    """Write config.json once; a later run must find the same design."""
-    path = out / "config.json"
-    if path.is_file():
-        if json.loads(path.read_text()) != cfg:  # bad input: one error line, exit 2
-            print(f"error: {path} holds another design; use a new --out", file=sys.stderr)
-            raise SystemExit(2)
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(cfg, indent=2) + "\n")
 
 
 def fit_pilots(runs: list[dict[str, Any]], out: Path, cfg: dict[str, Any]) -> Path:

@@ -26,19 +26,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from paper import watch_round2 as w2
-from paper import watch_testbed as wt
-from paper.forecast_round4 import DELTA_X
-from paper.forecast_scores import refit
+from paper._study import refit
+from paper._watch_rounds import replay_resumably, round2_design, round_runs
+from paper._watch_testbed import driver
 
 ROOT = Path(__file__).resolve().parent / "results"
 SOURCES = ("forecast_round4",)
 LINKS_FIT = "fit_links"  # the added link's fit, inside the results folder
 
 
+def delta_x() -> dict[str, Any]:
+    """The fourth forecast test's added link (``delta[X] <- rl.lr_scale.X``), as its stored
+    design holds it."""
+    return json.loads((ROOT / "forecast_round4" / "config.json").read_text())["extra_links"][0]
+
+
 def design(quick: bool) -> dict[str, Any]:
     """The frozen design (what config.json holds)."""
-    base = w2.design(quick)
+    base = round2_design(quick)
     weights = base["methods"]["weights"]
     return {
         "question": "on 48 new runs: does the collapse already in the evaluations (watch's "
@@ -51,7 +56,7 @@ def design(quick: bool) -> dict[str, Any]:
         "collapses at lr_scale.X 0.6 should be forecast from the first evaluation",
         "fit": base["fit"],
         "links_fit": "the fourth forecast test's chosen fit: the first study's data and "
-        "config with " + json.dumps(DELTA_X) + " added (paper/forecast_round4.py's refit; "
+        "config with " + json.dumps(delta_x()) + " added (paper/forecast_round4.py's refit; "
         f"copied into <out>/{LINKS_FIT} from paper/results/forecast_round4/fit when its draws "
         "are there, else refitted by the same command)",
         "runs": {
@@ -85,7 +90,7 @@ def links_fit(out: Path) -> Path:
     there = ROOT / "forecast_round4" / "fit"
     if not (folder / "latent.npz").is_file() and (there / "latent.npz").is_file():
         shutil.copytree(there, folder, dirs_exist_ok=True)
-    return refit(ROOT / "forecast", out, folder=LINKS_FIT, links=(DELTA_X,))
+    return refit(ROOT / "forecast", out, folder=LINKS_FIT, links=(delta_x(),))
 
 
 def _replay(
@@ -96,14 +101,14 @@ def _replay(
     for o in run_cfg["methods"].values():
         if o.get("fit"):
             o["fit"] = str(links_fit(out))
-    return w2.replay_resumably(runs, fit_dir, run_cfg, out)
+    return replay_resumably(runs, fit_dir, run_cfg, out)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the replay; writes the results folder."""
-    return wt.driver(
+    return driver(
         argv, doc=__doc__ or "", name="watch_round3", design_fn=design,
-        runs_fn=lambda quick: w2.round_runs(quick, SOURCES), replay_fn=_replay,
+        runs_fn=lambda quick: round_runs(quick, SOURCES), replay_fn=_replay,
         quick_help="3 runs, few draws, a small fit",
     )  # fmt: skip
 

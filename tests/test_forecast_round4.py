@@ -15,7 +15,7 @@ from paper import forecast_round3 as f3
 from paper import forecast_round4 as f4
 from paper import forecast_study as fs
 from paper._forecast_round4 import choose
-from paper.forecast_scores import refit
+from paper._study import refit
 
 ROOT = Path(__file__).resolve().parents[1]
 

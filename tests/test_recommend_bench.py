@@ -7,6 +7,7 @@ is the experiment itself.)"""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,7 @@ def _bench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "paper.recommend_bench", *args],
         capture_output=True, text=True, cwd=cwd, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # paper/ from the checkout, run in cwd
     )  # fmt: skip
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from paper.wiring_confirm import QUICK, ConfirmDesign, pointwise_read
-from paper.wiring_logged import LoggedDesign
+from paper._wiring_confirm import QUICK, ConfirmDesign, pointwise_read
+from paper._wiring_logged import LoggedDesign
 
 ROOT = Path(__file__).resolve().parents[1]
 

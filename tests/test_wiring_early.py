@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from paper.wiring_early import QUICK, EarlyDesign, run_name
-from paper.wiring_knockdowns import KnockdownDesign
+from paper._wiring_early import QUICK, EarlyDesign, run_name
+from paper._wiring_knockdowns import KnockdownDesign
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def test_each_set_is_the_x_read_back_s_runs_and_one_early_y_knockdown(tmp_path):
 def test_quick_early_knockdown_pipeline_trains_fits_and_summarises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, "-m", "paper.wiring_early", "--quick",
+    cmd = [sys.executable, "-m", "paper.archive.wiring_early", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -15,13 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from paper.wiring_confirm import ConfirmDesign
-from paper.wiring_gates import GatesDesign
-from paper.wiring_logged import LoggedDesign
-from paper.wiring_readout import ReadoutDesign
-from paper.wiring_replicates import ReplicatesDesign
-from paper.wiring_replicates_rep import ReplicationDesign
-from paper.wiring_threshold import ThresholdDesign
+from paper._wiring_confirm import ConfirmDesign
+from paper._wiring_logged import LoggedDesign
+from paper._wiring_replicates import ReplicatesDesign, ReplicationDesign
+from paper._wiring_threshold import GatesDesign, ReadoutDesign, ThresholdDesign
 
 ROOT = Path(__file__).resolve().parents[1]
 

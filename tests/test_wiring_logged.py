@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from paper.wiring_early import EarlyDesign
-from paper.wiring_logged import QUICK, LoggedDesign, run_name
-from paper.wiring_weights import WeightDesign
+from paper._wiring_early import EarlyDesign
+from paper._wiring_logged import QUICK, LoggedDesign, run_name
+from paper._wiring_weights import WeightDesign
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +48,7 @@ def test_each_family_reads_its_study_s_runs_unchanged(tmp_path):
 def test_quick_logged_read_back_trains_fits_and_summarises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, "-m", "paper.wiring_logged", "--quick",
+    cmd = [sys.executable, "-m", "paper.archive.wiring_logged", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from paper import wiring_pipeline as wp
+from paper.archive import wiring_pipeline as wp
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from paper.wiring_pulses import PulseDesign, run_name
-from paper.wiring_weights import WeightDesign
-from paper.wiring_weights import run_name as weight_run_name
+from paper._wiring_pulses import PulseDesign, run_name
+from paper._wiring_weights import WeightDesign
+from paper._wiring_weights import run_name as weight_run_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ def test_the_design_s_sets_runs_and_configs(tmp_path):
 def test_quick_pipeline_trains_fits_and_summarises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, "-m", "paper.wiring_pulses", "--quick",
+    cmd = [sys.executable, "-m", "paper.archive.wiring_pulses", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -70,8 +70,8 @@ def test_quick_pipeline_trains_fits_and_summarises(tmp_path):
 
 def test_the_knockdown_design_adds_a_y_pulse_to_each_set(tmp_path):
     from llm_runs.config import TrainConfig
-    from paper.wiring_knockdowns import KnockdownDesign
-    from paper.wiring_knockdowns import run_name as kd_run_name
+    from paper._wiring_knockdowns import KnockdownDesign
+    from paper._wiring_knockdowns import run_name as kd_run_name
 
     cfg, earlier = KnockdownDesign(), PulseDesign()
     sets = cfg.sets()
@@ -98,7 +98,7 @@ def test_the_knockdown_design_adds_a_y_pulse_to_each_set(tmp_path):
 def test_quick_knockdown_pipeline_trains_fits_and_summarises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, "-m", "paper.wiring_knockdowns", "--quick",
+    cmd = [sys.executable, "-m", "paper.archive.wiring_knockdowns", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -112,8 +112,8 @@ def test_quick_knockdown_pipeline_trains_fits_and_summarises(tmp_path):
 
 
 def test_the_refit_reads_both_knockdown_read_backs_runs(tmp_path):
-    from paper.wiring_floor import FloorDesign
-    from paper.wiring_knockdowns import KnockdownDesign
+    from paper._wiring_floor import FloorDesign
+    from paper._wiring_knockdowns import KnockdownDesign
 
     cfg, kd = FloorDesign(), KnockdownDesign()
     sets = cfg.sets()
@@ -136,7 +136,7 @@ def test_the_refit_reads_both_knockdown_read_backs_runs(tmp_path):
 def test_quick_refit_pipeline_fits_both_families(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, "-m", "paper.wiring_floor", "--quick",
+    cmd = [sys.executable, "-m", "paper.archive.wiring_floor", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]

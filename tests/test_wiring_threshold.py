@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from llm_runs.config import TrainConfig
-from paper.wiring_confirm import ConfirmDesign
-from paper.wiring_logged import LoggedDesign
-from paper.wiring_threshold import ThresholdDesign, two_signs_shares
+from paper._wiring_confirm import ConfirmDesign
+from paper._wiring_logged import LoggedDesign
+from paper._wiring_threshold import ThresholdDesign, two_signs_shares
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +106,7 @@ def _fake_fit(path: Path, ll: list[float], obs: list[float] | None = None) -> No
 def test_misfit_by_block_sums_the_truths_pointwise_losses(tmp_path):
     import warnings
 
-    from paper.wiring_threshold import misfit_by_block
+    from paper._wiring_threshold import misfit_by_block
 
     fits = tmp_path / "wiring" / "C1_set3_early" / "fits"
     _fake_fit(fits / "C1-AND", [-1.0, -2.0, -3.0, -4.0])
@@ -128,7 +128,7 @@ def test_misfit_by_block_sums_the_truths_pointwise_losses(tmp_path):
 
 
 def test_misfit_by_block_refuses_observations_out_of_line(tmp_path):
-    from paper.wiring_threshold import pointwise_loo
+    from paper._wiring_threshold import pointwise_loo
 
     _fake_fit(tmp_path / "f", [-1.0] * 4, obs=[1.0, 2.0, 3.0, 4.0])
     with pytest.raises(ValueError, match="do not line up"):
@@ -139,7 +139,7 @@ def test_y_to_z_contrast_pairs_runs_that_differ_in_that_sign(tmp_path, monkeypat
     import numpy as np
 
     from paper import _study_runs
-    from paper.wiring_threshold import y_to_z_contrast
+    from paper._wiring_threshold import y_to_z_contrast
 
     steps = np.array([0, 10, 20, 30])
     z_of = {"C1": [0.5, 0.5, 0.6, 0.8], "I1": [0.5, 0.7, 0.8, 0.8],
@@ -163,7 +163,7 @@ def test_y_to_z_contrast_pairs_runs_that_differ_in_that_sign(tmp_path, monkeypat
     assert d["z_steps_to_0.7_act_minus_rep"] == 0 and not d["x_and_y_identical"]
     assert got["C2-I2/w0.9"]["x_and_y_identical"]
     # a pooled set of two seeds a condition: each run's set in its key, none overwritten
-    from paper.wiring_replicates import ReplicatesDesign
+    from paper._wiring_replicates import ReplicatesDesign
 
     pooled = y_to_z_contrast(ReplicatesDesign(), tmp_path)
     assert sorted(pooled) == sorted(f"{p}/set{k}_{c}" for p in ("C1-I1", "C2-I2")
@@ -174,7 +174,7 @@ def test_misfit_by_block_is_read_back_where_the_posteriors_are_not(tmp_path):
     import shutil
     import warnings
 
-    from paper.wiring_threshold import misfit_by_block
+    from paper._wiring_threshold import misfit_by_block
 
     fits = tmp_path / "wiring" / "C1_set3_early" / "fits"
     _fake_fit(fits / "C1-AND", [-1.0, -2.0, -3.0, -4.0])

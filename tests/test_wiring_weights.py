@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from paper._wiring_read import identification_summary, set_identification, table
-from paper.wiring_weights import WeightDesign, run_name
+from paper._wiring_weights import WeightDesign, run_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,7 +73,7 @@ def test_set_measures_and_the_goal_s_summary():
 def test_quick_pipeline_trains_fits_and_summarises(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out, runs = tmp_path / "out", tmp_path / "runs"
-    cmd = [sys.executable, "-m", "paper.wiring_weights", "--quick",
+    cmd = [sys.executable, "-m", "paper.archive.wiring_weights", "--quick",
            "--out", str(out), "--runs", str(runs)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -22,8 +22,12 @@ fits, without it. Each set is fitted once (a set with a ``selection.json`` is ke
 model with pipeline gates, at reduced fit sizes) made under ``<out>/quick_testbed``, fitted
 without the gate there and with it in ``<out>``.
 
-Usage: python -m paper.wiring_pipeline [--testbed paper/results/testbed]
+Usage: python -m paper.archive.wiring_pipeline [--testbed paper/results/testbed]
        [--out paper/results/wiring_pipeline] [--quick] [--no-fit]
+
+Archived (issue 71 §2): kept as the record of ``paper/results/wiring_pipeline/``, part of no
+live claim; it still runs as ``python -m paper.archive.wiring_pipeline``, its design and phases
+in this module.
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PIPELINE = "X->Y,Y->Z"
-COMMAND = "python -m paper.wiring_pipeline"
+#: The stored design's command, frozen with it (the study runs as ``python -m
+#: paper.archive.wiring_pipeline``).
+COMMAND = "python paper/wiring_pipeline.py"
 
 
 def design(testbed: Path, quick: bool) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[4]
 from calibrate import ELPD_BAND  # noqa: E402
-from paper.wiring_threshold import pointwise_loo  # noqa: E402
+from paper._wiring_threshold import pointwise_loo  # noqa: E402
 from simulate.spec import ffl_spec  # noqa: E402
 
 warnings.filterwarnings("ignore")
@@ -45,6 +45,7 @@ for sd in sorted(base.iterdir()):
         d = pointwise_loo(f)
         if d is not None:
             pw[f.name], meta = d["elpd"].to_numpy(), d
+    assert meta is not None, f"{sd}: no fit kept a pointwise log-likelihood"
     runs, agents = meta["run"].to_numpy(), meta["agent"].to_numpy()
     conds = np.array(["_".join(r.split("_")[2:]) for r in runs])
     best = max(pw, key=lambda lb: pw[lb].sum())
