@@ -50,7 +50,7 @@ def test_single_with_finite_steps_and_lag_through_fit_predict_recommend(tmp_path
     assert {s["meaning"] for s in inputs["sources"]} == {"range [0, 2]"}
     assert inputs["status_counts"] == {"truncated": 2}
     names = set(json.loads((fit / "summary.json").read_text()))
-    assert {"eta[X]", "lag"} <= names and not any("->" in n for n in names)  # no edge
+    assert {"rho[X]", "lag"} <= names and not any("->" in n for n in names)  # no edge
     assert main(["predict", str(fit), "--set", "rl.lr=2e-6", "--steps", "100", "--json"]) == 0
     pred = json.loads(capsys.readouterr().out)
     (p,) = pred["predictions"]
