@@ -25,7 +25,7 @@ from ._staleness import Snapshot, use_snapshot
 if TYPE_CHECKING:
     from ._state import State
 
-__all__ = ["mixed", "score_role", "targets", "update_role", "warmup_role"]
+__all__ = ["mixed", "score", "targets", "update_role", "warmup_role"]
 
 #: Per-member float metrics of one update: ``(losses, entropies, kls)``.
 Metrics = tuple[list[float], list[float], list[float]]
@@ -173,24 +173,40 @@ def update_role(
     return out
 
 
-def score_role(
-    st: State, role: str, prompts: list[str], comp: torch.Tensor, member_of: np.ndarray
-) -> torch.Tensor:
-    """No-grad log-probs (n, T) of ``comp`` under ``role``'s members' current adapters (rows
-    in batch order; the same batching as :func:`update_role`)."""
-    pol, temp = st.policy, st.cfg.rl.temperature
-    names = st.members[role]
-    out = torch.zeros(comp.shape, dtype=torch.float32, device=comp.device)
-    with torch.no_grad():
-        if not mixed(st, role):
-            for m, idx in _parts(member_of, len(names)):
-                rows = torch.as_tensor(idx, device=pol.device)
-                pol.activate(names[m])
-                enc = pol.encode([prompts[i] for i in idx])
-                out[rows] = pol.token_logprobs(enc, comp[rows], temperature=temp)[0].float()
-            return out
-        with mixed_members(pol, names, member_of, train=False):
-            return pol.token_logprobs(pol.encode(prompts), comp, temperature=temp)[0].float()
+def score(
+    st: State, batches: dict[str, tuple[list[str], torch.Tensor, np.ndarray]]
+) -> dict[str, torch.Tensor]:
+    """No-grad log-probs of each role's completions under its members' current adapters, in
+    one mixed forward over every role's rows (adapters routed per row, :mod:`._mixed`).
+
+    Args:
+        st: The run state.
+        batches: Role -> ``(prompts (n,), completions (n, T), member index of each row)``.
+
+    Returns:
+        Role -> log-probs (n, T), rows in batch order.
+    """
+    pol = st.policy
+    names = [n for role in batches for n in st.members[role]]
+    offset = dict(
+        zip(batches, np.cumsum([0] + [len(st.members[r]) for r in batches]), strict=False)
+    )
+    width = max(c.shape[1] for _, c, _ in batches.values())
+    comp = torch.full((sum(len(p) for p, _, _ in batches.values()), width), pol.tok.eos_id,
+                      dtype=torch.long, device=pol.device)  # fmt: skip
+    prompts: list[str] = []
+    assign = []
+    for role, (pr, c, member_of) in batches.items():
+        comp[len(prompts) : len(prompts) + len(pr), : c.shape[1]] = c
+        prompts.extend(pr)
+        assign.append(np.asarray(member_of) + offset[role])
+    with torch.no_grad(), mixed_members(pol, names, np.concatenate(assign), train=False):
+        logp = pol.token_logprobs(pol.encode(prompts), comp, temperature=st.cfg.rl.temperature)[0]
+    out, start = {}, 0
+    for role, (pr, c, _) in batches.items():
+        out[role] = logp[start : start + len(pr), : c.shape[1]].float()
+        start += len(pr)
+    return out
 
 
 def targets(pol: MultiAdapter, texts: list[str], n: int) -> torch.Tensor:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._member_update import mixed, score_role, targets, update_role, warmup_role
+from ._member_update import mixed, score, targets, update_role, warmup_role
 from ._mixed import generate_mixed
 from ._rl import advantages, assign_credit, corrupt
 from ._signal_meter import Trace, ess, k3_kl
@@ -19,6 +19,10 @@ from .config import TrainConfig
 
 __all__ = ["State", "evaluate", "rl_step", "warmup_step"]
 
+
+#: Rows per agent and step on which the training signal ``policy_kl`` is measured (one
+#: no-grad forward of all agents' rows together after the optimizer step).
+KL_ROWS = 2
 
 #: Per role, the sampled token ids (N, T) and their log-probs under the sampling adapter.
 Behaviour = dict[str, tuple[torch.Tensor, torch.Tensor]]
@@ -303,20 +307,39 @@ def rl_step(st: State, step: int, *, pulse: bool, pulse_mode: str, log_kl: bool)
                 )
         _clip_and_step(st)
     if meter is not None:
-        _policy_signals(st, work, traces, assign)
+        _policy_signals(st, step, work, traces, assign)
 
 
 def _policy_signals(
-    st: State, work: list[Any], traces: dict[str, Trace], assign: dict[str, np.ndarray]
+    st: State,
+    step: int,
+    work: list[Any],
+    traces: dict[str, Trace],
+    assign: dict[str, np.ndarray],
 ) -> None:
     """``ess`` of the step's last update's weights, and ``policy_kl`` from one no-grad
     forward of each agent's batch under its updated adapters."""
     meter = st.meter
     if meter is None:
         return
-    for role, pr, comp, _, _, n in work:
-        new = score_role(st, role, pr, comp, assign[role][:n])
-        meter.put(role, ess=ess(traces[role].logw), policy_kl=k3_kl(new, traces[role].logp0))
+    rows = {role: _kl_rows(n, st.cfg.seed, step) for role, _, _, _, _, n in work}
+    batches = {
+        role: ([pr[i] for i in rows[role]], comp[rows[role]], assign[role][rows[role]])
+        for role, pr, comp, _, _, _ in work
+    }
+    new = score(st, batches)
+    for role, *_ in work:
+        prev = traces[role].logp0[rows[role]]
+        meter.put(role, ess=ess(traces[role].logw), policy_kl=k3_kl(new[role], prev))
+
+
+def _kl_rows(n: int, seed: int, step: int) -> np.ndarray:
+    """Rows of an agent's ``n`` the policy KL is measured on: :data:`KL_ROWS` of them drawn
+    from a generator of the seed and step alone (the run's own generators are not touched,
+    so a resumed run draws the same rows)."""
+    if n <= KL_ROWS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng([seed, 69, step]).choice(n, KL_ROWS, replace=False))
 
 
 def evaluate(

@@ -222,5 +222,7 @@ def test_a_run_that_does_not_move_has_no_update_and_no_policy_kl(tmp_path, micro
     d["rl"].update(lr=1e-30, weight_decay=0.0, warmup_steps=0)
     d.update(steps=3, eval_every=3)
     sig = runlog.read_run(train(TrainConfig.from_dict(d), tmp_path / "r", progress=False)).signals()
-    assert (sig["update_norm"] < 1e-20).all() and (sig["policy_kl"] < 1e-20).all()
+    assert (sig["update_norm"] < 1e-20).all()
+    # float32 log-probs of one batch scored in two batch shapes differ by rounding, ~1e-7
+    assert (sig["policy_kl"] < 1e-10).all()
     assert (sig["ess"] == 1.0).all()
