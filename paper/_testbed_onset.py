@@ -19,7 +19,7 @@ def onset(c: dict[str, Any]) -> dict[str, Any]:
     competence at the evaluation before it, and the first step with A_X >= :data:`X_READY`.
 
     Args:
-        c: A run's curves (``paper/_pool_analysis.run_curves``: ``steps`` (T,), ``comp``
+        c: A run's curves (``paper/_study_runs.run_curves``: ``steps`` (T,), ``comp``
             (T, roles), ``roles``).
     """
     steps, comp = np.asarray(c["steps"]), np.asarray(c["comp"], dtype=float)

@@ -1,5 +1,5 @@
 """The library of ``python -m paper.archive.wiring_early`` (its design, phases and summary; the
-driver, paper/wiring_early.py, states the design): kept apart so that other studies of
+driver, paper/archive/wiring_early.py, states the design): kept apart so that other studies of
 its family import this helper, never the study."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class EarlyDesign:
         "issue 29 §4: the truth always first or indistinguishable from the first, no "
         "identified sign ever wrong, >= 2 of the 3 edge signs identified in most sets"
     )
-    #: The stored design's field, frozen with it (run as ``python -m paper.archive.wiring_early``).
+    #: The stored design's field, frozen with it (now ``python -m paper.archive.wiring_early``).
     command: str = "python paper/wiring_early.py"
 
     @property

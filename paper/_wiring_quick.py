@@ -1,7 +1,7 @@
-"""The toy testbed of ``paper/wiring_pipeline.py --quick``: one C2 wiring set of synthetic run
-logs (the calibrate model with pipeline gates X->Y, Y->Z, growth rates proportional to
-``rl.lr``), written as llm_runs run folders, and its fit without the gate, at reduced fit
-sizes (for tests; no training, no committed result read)."""
+"""The toy testbed of ``python -m paper.archive.wiring_pipeline --quick``: one C2 wiring
+set of synthetic run logs (the calibrate model with pipeline gates X->Y, Y->Z, growth rates
+proportional to ``rl.lr``), written as llm_runs run folders, and its fit without the gate,
+at reduced fit sizes (for tests; no training, no committed result read)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 ``selection.json``), and the measures over sets that issue 29 §4 states: the true type's rank,
 whether it is indistinguishable from the best, whether every identified sign is right, and
 the share of sets with at least two signs identified. Shared by ``paper/testbed_study.py``
-and ``paper/wiring_weights.py``."""
+and ``paper/archive/wiring_weights.py``."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ Design (fixed in ``config.json`` before anything is computed; see :func:`design`
   evaluation), each through :func:`calibrate._watch.prepare` and
   :func:`calibrate._watch.forecast` at the run's setting and the study's planned steps.
 - **rules**: the first replay's, imported (``paper/_watch_metrics.py``: the one collapse rule,
-  :func:`score`, :func:`curve`, :func:`breakdown`; ``watch_replay.THRESHOLDS``), lead goal
+  :func:`score`, :func:`curve`, :func:`breakdown`; ``_watch_metrics.THRESHOLDS``), lead goal
   20 steps, threshold 0.5; the same runs score both methods.
 
     python -m paper.watch_testbed [--quick --out /tmp/wt]   # -> paper/results/watch_testbed/

@@ -3,7 +3,7 @@
 Every read-back so far was fitted on runs already looked at. This one trains a new set of
 runs per type (set 2: seeds not used before) and reads each back with an analysis stored
 before any of them trained, so its result is a test of that analysis and not a description
-of it. The runs are those of the early Y knock-down read-back (``paper/wiring_early.py``) at
+of it. The runs are those of the early Y knock-down read-back (``paper/archive/wiring_early.py``) at
 set 2: per type (C1, I1, C2, I2) ``w = 0``, ``w = 0.9``, ``w = 0.9`` with X knocked down at
 steps 30-60 and ``w = 0.9`` with Y knocked down at steps 40-80 (the testbed's default
 ``math`` config otherwise; 16 runs).

@@ -1,9 +1,9 @@
 """The wiring read back with Y knocked down while Y still learns (issue 29 §4).
 
-The X-and-Y read-back (``paper/wiring_knockdowns.py``) knocked Y down at steps 80-120, when
+The X-and-Y read-back (``paper/archive/wiring_knockdowns.py``) knocked Y down at steps 80-120, when
 Y had already learned in the C1 and I1 sets (0.83-0.86 at step 80) or had not learned at
 all in the C2 and I2 sets (0.47, the base's level). Refitted with the fitted flip law
-(``paper/wiring_floor.py``), a 40-step pulse moved a learned Y only to 0.78, so Z, the
+(``paper/archive/wiring_floor.py``), a 40-step pulse moved a learned Y only to 0.78, so Z, the
 target of the Y -> Z edge where C1 and I1 differ, had little to answer. In the default C1
 and I1 runs Y rises between steps 50 and 80 and Z between 60 and 100. Here each set's
 fourth run knocks Y down at steps ``pulse_start`` to ``pulse_start + pulse_length`` (40-80):

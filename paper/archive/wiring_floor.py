@@ -1,6 +1,6 @@
 """The two knock-down read-backs refitted with a flip law fitted per agent (issue 29 §4).
 
-The knock-down read-backs (``paper/wiring_pulses.py``: X knocked down; ``paper/
+The knock-down read-backs (``paper/archive/wiring_pulses.py``: X knocked down; ``paper/
 wiring_knockdowns.py``: X, then Y) were fitted with a flip law that sent a pulsed agent toward
 0 at its full learning rate. The runs say otherwise: where Y had learned, a 40-step pulse moved
 it from 0.83-0.86 to 0.78; where it had not, it stayed at 0.47, the base's level; X fell from

@@ -1,6 +1,6 @@
 """The wiring read back from real logs with a knock-down of X and one of Y per set (issue 29 §4).
 
-The fourth read-back (``paper/wiring_pulses.py``: per set the reference ``w = 0``, the
+The fourth read-back (``paper/archive/wiring_pulses.py``: per set the reference ``w = 0``, the
 ``w = 0.9`` run and a ``w = 0.9`` run with X knocked down by a flip pulse on X alone) put the
 truth first or indistinguishable in 6 of 8 sets with no wrong sign, but identified two signs
 in no set: a knock-down of X moves the edges out of X, while Y -> Z, where C1 and I1 (and C2

@@ -19,10 +19,10 @@ fit of this one; the new option was checked only on synthetic data and in tests)
 
 - Three families of sets, from their archives, unchanged (4 types C1, I1, C2, I2 x 2 sets):
   ``<type>_set<k>_weights`` the weight family's three runs (``w`` 0, 0.45, 0.9;
-  ``paper/wiring_weights.py``); ``<type>_set<k>_x`` the X knock-down's three runs (``w`` 0,
-  0.9, and 0.9 with X knocked down at steps 30-60; ``paper/wiring_pulses.py``);
+  ``paper/archive/wiring_weights.py``); ``<type>_set<k>_x`` the X knock-down's three runs (``w`` 0,
+  0.9, and 0.9 with X knocked down at steps 30-60; ``paper/archive/wiring_pulses.py``);
   ``<type>_set<k>_early`` those three and the early Y knock-down (steps 40-80;
-  ``paper/wiring_early.py``).
+  ``paper/archive/wiring_early.py``).
 - Each set fitted once with the earlier read-backs' command plus ``--regulators logged``:
   ``calibrate fit --motif auto --gate AND --method laplace --edge-weights --pipeline
   X->Y,Y->Z --regulators logged`` (and ``--pulses`` in the knock-down families, the fitted

@@ -1,16 +1,16 @@
 """The wiring read back from real logs with a knock-down of the input agent (issue 29 §4).
 
-The third read-back (``paper/wiring_weights.py``) moved each set by the edges' weight, but in
-every run the input agent X is competent (> 0.9) from step ~40 to the end: a Hill term of X is
-then a constant, the sign of an edge out of X only scales a rate, and the fit could not tell
-activation with a high threshold from repression with a low one (16 types within 5 elpd). Here
-each set adds a run in which X is knocked down while its targets are still learning: a
-spurious-reward pulse on X alone (``task.spurious.roles [X]``, mode ``flip``) drives A_X down
-and lets it recover, so an activated target slows during the dip and a repressed one speeds up.
-The fit knows each run's pulse windows and the roles they hit (``calibrate fit --pulses``:
-during a flip pulse a node's learning target was 0 instead of 1, the law of that time;
-``paper/wiring_floor.py`` refits these sets with today's), its edge weights
-(``--edge-weights``) and the data path (``--pipeline X->Y,Y->Z``).
+The third read-back (``paper/archive/wiring_weights.py``) moved each set by the edges'
+weight, but in every run the input agent X is competent (> 0.9) from step ~40 to the end: a
+Hill term of X is then a constant, the sign of an edge out of X only scales a rate, and the
+fit could not tell activation with a high threshold from repression with a low one (16 types
+within 5 elpd). Here each set adds a run in which X is knocked down while its targets are
+still learning: a spurious-reward pulse on X alone (``task.spurious.roles [X]``, mode
+``flip``) drives A_X down and lets it recover, so an activated target slows during the dip
+and a repressed one speeds up. The fit knows each run's pulse windows and the roles they hit
+(``calibrate fit --pulses``: during a flip pulse a node's learning target was 0 instead of
+1, the law of that time; ``paper/archive/wiring_floor.py`` refits these sets with today's),
+its edge weights (``--edge-weights``) and the data path (``--pipeline X->Y,Y->Z``).
 
 Design (``config.json``, stored before any of its runs; a design pilot — C2, set 0's seed
 3002, the same pulse — was trained and looked at first to see that a pulse on X moves A_X; it

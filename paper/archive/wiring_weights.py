@@ -1,7 +1,7 @@
 """The wiring read back from real logs with a reference inside each set (issue 29 §4).
 
 The testbed's first read-back (``paper/testbed_study.py``, sets moved by the learning rate)
-and its refit with a pipeline gate (``paper/wiring_pipeline.py``) both failed: in llm_runs
+and its refit with a pipeline gate (``paper/archive/wiring_pipeline.py``) both failed: in llm_runs
 each role's prompt carries its upstream role's output, so Y learns only once X is competent
 whatever the designed X->Y sign, and the fit could not tell that data path from the designed
 coupling. Here each set moves by the coupling itself: the runs of a set differ only in the
