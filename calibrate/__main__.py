@@ -180,6 +180,9 @@ def _parser() -> argparse.ArgumentParser:
     from ._pilots._cli import add_pilots_parser
 
     add_pilots_parser(sub)
+    from ._warning._cli import add_signal_rule_parser
+
+    add_signal_rule_parser(sub)
     return p
 
 
@@ -386,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
                     "watch": watch, "demo": demo_command,
                     "pilots": pilots_command}  # fmt: skip
             cmds["evaluate"] = evaluate_command
+            from ._warning._cli import signal_rule_command
+
+            cmds["signal-rule"] = signal_rule_command
             run = cmds[args.cmd]
             return run(args)
     except AgentmotifsError as err:

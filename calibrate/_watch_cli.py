@@ -77,6 +77,12 @@ def add_watch_parser(sub: Any) -> None:
         "weights of new-run draws solved once) or 'laplace' (the run's own parameters "
         "refitted at every evaluation, fresh draws of that posterior solved)",
     )
+    w.add_argument(
+        "--signal-rule",
+        default=None,
+        help="a fitted early-warning rule on the run's training signals (JSON from `calibrate "
+        "signal-rule`): alert also when it fires, naming the agent, signal and indicator",
+    )
     w.add_argument("--motif", default="C1", help="without --fit: the network fitted")
     w.add_argument("--gate", default="AND", help="without --fit: its gate")
     w.add_argument("--agent", action="append", default=[], metavar="AGENT=KEY")
@@ -177,6 +183,11 @@ class _Watcher:
         self.seen_status: str | None = None
         self.note: str | None = None
         self.say = (lambda s: print(s, file=sys.stderr)) if args.json else print
+        self.rule = None
+        if args.signal_rule is not None:
+            from ._warning._watch import load_rule
+
+            self.rule = load_rule(args.signal_rule)
 
     def _prepare(self, data):
         from ._watch import WatchDraws, prepare, run_setting
@@ -248,23 +259,33 @@ class _Watcher:
             self.note = self.draws.band_note
             self.say(f"interval: 90 % of {self.note}")
         alerted = False
+        signals = None
+        if self.rule is not None:
+            from ._warning._watch import run_signals, signal_alert
+
+            signals = run_signals(self.args.run, data)
         for s in new:
             fc = forecast(self.draws, t[t["step"] <= s], misfit=self.args.misfit,
                           observed=not self.args.model_only)  # fmt: skip
-            alert = fc.p_collapse >= self.args.threshold
+            sig = signal_alert(signals, self.rule, int(s)) if self.rule is not None else None
+            alert = fc.p_collapse >= self.args.threshold or sig is not None
             alerted = alerted or alert
             if self.args.json:
                 row = {"run": data.runs[0], **fc.to_dict(), "alert": alert,
                        "threshold": self.args.threshold, "source": self.draws.source,
-                       "run_status": run_status.get("status")}  # fmt: skip
+                       "run_status": run_status.get("status"),
+                       "signal_alert": None if sig is None else sig.__dict__}  # fmt: skip
                 print(json.dumps(row, allow_nan=False, default=float), flush=True)
             else:
                 print(fc.line(), flush=True)
             if alert:
                 seen = fc.observed_collapse
                 why = f" (collapsed so far: {', '.join(seen)})" if seen else ""
-                print(f"ALERT: step {fc.step}: P(collapse) {fc.p_collapse:.2f} >= "
-                      f"{self.args.threshold:g}{why}", file=sys.stderr, flush=True)  # fmt: skip
+                if fc.p_collapse >= self.args.threshold:
+                    print(f"ALERT: step {fc.step}: P(collapse) {fc.p_collapse:.2f} >= "
+                          f"{self.args.threshold:g}{why}", file=sys.stderr, flush=True)  # fmt: skip
+                if sig is not None:
+                    print(f"ALERT: signals: {sig.words()}", file=sys.stderr, flush=True)
                 if not self.args.once:
                     self.last_step = s
                     return True, status
