@@ -2,15 +2,16 @@
 two-digit arithmetic in few-shot prompts, and ``math-chat``, the same steps as chat turns.
 
 A pretrained model has never seen the testbed's compact formats (``X12+35=``); it reads
-arithmetic as people write it. ``math-lm`` asks for ``((a + b) - c) + d`` (the operations
-per role are the option ``ops``), one step per role on its upstream agent's actual output,
-as in ``math``: X computes ``s = a + b``, Y ``r = s - c`` from X's ``s``, Z ``f = r + d``
-from Y's ``r``. Each role's prompt is ``k_shots`` worked lines of its own operation (fixed
-by the task seed, one set per role) and then its own line left open::
+arithmetic as people write it. ``math-lm`` asks for ``a + b + c + d`` (the operation of
+each step is the option ``ops``, default ``+++``), one step per role on its upstream
+agent's actual output, as in ``math``: X computes ``s = a + b``, Y ``r = s + c`` from X's
+``s``, Z ``f = r + d`` from Y's ``r``. Each role's prompt is ``k_shots`` worked lines
+(:data:`SHOTS`, the same for every role, in its operation) and then its own line left
+open::
 
     23 + 14 = 37
-    31 + 45 = 76
-    27 + 19 =
+    45 + 27 = 72
+    41 + 18 =
 
 and the role answers with the two digits of the result (every result is drawn in 10-99, so
 outputs have a fixed width; SmolLM2's tokenizer gives each digit its own token, so
@@ -18,12 +19,13 @@ outputs have a fixed width; SmolLM2's tokenizer gives each digit its own token, 
 borrows) in its units, where a small model errs most. Normal problems have two-digit right
 operands; the shift ("other numbers") one-digit ones.
 
-Measured on SmolLM2-135M-Instruct (greedy, 48 items per cell, 2026-12-07): in this plain
-few-shot form, 2 shots, the base gets 0.31 of two-digit sums without a carry and 0.40 with
-one; in chat-template forms (a question as the user turn, with or without worked examples
-in it) it answers in words ("The sum of ...", "The answer is") and gets 0 of the first two
-tokens right. ``math-chat`` (option ``chat``) is kept for instruct bases that do answer a
-chat turn with the number; on SmolLM2 use ``math-lm``.
+Measured on SmolLM2-135M-Instruct (greedy, gold upstream, 2026-12-07): X 0.08, Y 0.40,
+Z 0.15 at step 0 (48 probes each); with per-role seeded worked lines instead, X 0.41, Y 0.56,
+Z 0.03, and with Y subtracting, Y 0.04 (it answers with the worked lines' results): the
+model is very sensitive to the lines. In chat-template forms (a question as the user turn,
+with or without worked lines in it) it answers in words ("The sum of ...", "The answer
+is") and got 0 of 48 sums in its first tokens. ``math-chat`` is kept for instruct bases
+that do answer a chat turn with the number; on SmolLM2 use ``math-lm``.
 """
 
 from __future__ import annotations
