@@ -37,9 +37,10 @@ from .config import (
     set_dotted,
     set_from_text,
 )
+from .knobs import KNOBS
 from .runlog import read_run
 
-_FLAGS = {  # CLI flag -> dotted config field
+_FLAGS = {  # CLI flag -> dotted config field (the knobs' flags come from the knob schema)
     "motif": "network.motif",
     "gate": "network.gate",
     "K": "network.K",
@@ -61,11 +62,8 @@ _FLAGS = {  # CLI flag -> dotted config field
     "threads": "threads",
     "pool_size": "pool_size",
     "warmup_steps": "rl.warmup_steps",
-    "batch": "rl.batch",
-    "group": "rl.group",
-    "lr": "rl.lr",
     "name": "name",
-}
+} | {k.flag: k.field for k in KNOBS if k.flag is not None}
 
 
 _HELP = {

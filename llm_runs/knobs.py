@@ -9,8 +9,9 @@ stand for; its type and domain are read from the config itself (:attr:`Knob.type
 
 Derived from :data:`KNOBS`: ``calibrate.KNOB_LINKS`` and ``calibrate.default_links`` (the
 links ``calibrate fit`` proposes), link transforms, the default scale of a search-space field
-(``recommend --space``), and ``llm_runs train``'s flags for the knobs (``--lr``,
-``--batch``, ``--group``: their types from the config fields).
+(``recommend --space``), and ``llm_runs train``'s options for the knobs (:attr:`Knob.flag`:
+``--lr``, ``--staleness``, ``--kl-coef``, ``--weight-decay``, ``--batch``, ``--group``; their
+types from the config fields).
 
 Example:
     >>> from llm_runs.knobs import knob
@@ -62,6 +63,13 @@ class Knob:
             raise ConfigError(f"knob {self.field}: scale must be one of {SCALES}")
         if _hint(self.field) is None:
             raise ConfigError(f"knob {self.field}: not a field of the training config")
+
+    @property
+    def flag(self) -> str | None:
+        """The ``llm_runs train`` option of the knob, as an argparse ``dest``: the field's
+        last part (``rl.lr`` -> ``lr``, the option ``--lr``; ``rl.kl_coef`` -> ``--kl-coef``);
+        None for a per-role family (``rl.lr_scale.*``, set with ``--set``)."""
+        return None if self.field.endswith(".*") else self.field.rsplit(".", 1)[-1]
 
     def matches(self, name: str) -> bool:
         """``name`` is this knob's field (or, for ``rl.lr_scale.*``, one role's)."""
