@@ -89,10 +89,17 @@ if TYPE_CHECKING:
     from ._batch import stack_models as stack_models
     from ._boundary import Boundary as Boundary
     from ._boundary import find_boundaries as find_boundaries
+    from ._boundary import instability_kind as instability_kind
     from ._boundary import map_threshold as map_threshold
     from ._boundary import secant_threshold as secant_threshold
     from ._boundary import stability_scan as stability_scan
     from ._demo import run_demo as run_demo
+    from ._early_warning import WARNING_SIGNS as WARNING_SIGNS
+    from ._early_warning import EarlyWarning as EarlyWarning
+    from ._early_warning import delayed_map_boundary as delayed_map_boundary
+    from ._early_warning import delayed_map_warning as delayed_map_warning
+    from ._early_warning import early_warning as early_warning
+    from ._early_warning import linear_warning as linear_warning
     from ._edge_weight import node_weights as node_weights
     from ._edge_weight import with_edge_weights as with_edge_weights
     from ._features import zigzag_update as zigzag_update
@@ -163,9 +170,16 @@ _LAZY: dict[str, str] = {
     "stack_models": "_batch",
     "Boundary": "_boundary",
     "find_boundaries": "_boundary",
+    "instability_kind": "_boundary",
     "map_threshold": "_boundary",
     "secant_threshold": "_boundary",
     "stability_scan": "_boundary",
+    "WARNING_SIGNS": "_early_warning",
+    "EarlyWarning": "_early_warning",
+    "delayed_map_boundary": "_early_warning",
+    "delayed_map_warning": "_early_warning",
+    "early_warning": "_early_warning",
+    "linear_warning": "_early_warning",
     "with_log_hill": "_hill",
     "AlonKinetics": "_kinetics",
     "CompetenceKinetics": "_kinetics",

@@ -262,6 +262,8 @@ class Stability(eqx.Module):
         spectral_radius: Of ``I + eta J`` (discrete map; < 1 is stable).
         leading_imag: |Im| of the eigenvalue with the largest real part.
         found: Whether the steady state was found.
+        jacobian: ``J = d(drift)/dy`` at the steady state over the dynamic state (levels
+            of dynamic nodes, then delay stages), shape ``(S_dyn, S_dyn)``, 1/time.
     """
 
     steady: Array
@@ -270,6 +272,7 @@ class Stability(eqx.Module):
     spectral_radius: Array
     leading_imag: Array
     found: Array
+    jacobian: Array
 
 
 @eqx.filter_jit
@@ -286,7 +289,7 @@ def linear_stability(model: Model, y_guess: Array, x: Array | float):
     ev = jnp.linalg.eigvals(J)
     lead = jnp.argmax(ev.real)
     rho = jnp.max(jnp.abs(1.0 + model.eta * ev))
-    return Stability(y_ss, ev, ev.real[lead], rho, jnp.abs(ev.imag[lead]), ok)
+    return Stability(y_ss, ev, ev.real[lead], rho, jnp.abs(ev.imag[lead]), ok, J)
 
 
 def equilibrate(model: Model, level: float = 0.0, *, t1: float = 200.0) -> Model:

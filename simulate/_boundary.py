@@ -33,6 +33,7 @@ __all__ = [
     "Boundary",
     "critical_type",
     "find_boundaries",
+    "instability_kind",
     "map_threshold",
     "secant_threshold",
     "stability_scan",
@@ -93,18 +94,30 @@ def _indicator(st, method: str) -> float:
     return float(st.max_real) if method == "ode" else float(st.spectral_radius) - 1.0
 
 
+def instability_kind(values: np.ndarray, *, discrete: bool) -> str:
+    """The bifurcation the leading eigenvalue heads for: of a Jacobian (``discrete`` False;
+    leading = largest real part) ``"Hopf"`` for a complex pair, else ``"fold"``; of a map's
+    multipliers (``discrete`` True; leading = largest modulus) ``"Neimark–Sacker"`` for a
+    complex pair, ``"period doubling"`` for a real negative one, else ``"fold"``."""
+    v = np.asarray(values)
+    if not discrete:
+        return "Hopf" if abs(v[np.argmax(np.real(v))].imag) > _IMAG_TOL else "fold"
+    lead = v[np.argmax(np.abs(v))]
+    if abs(lead.imag) > _IMAG_TOL:
+        return "Neimark–Sacker"
+    return "period doubling" if lead.real < 0 else "fold"
+
+
 def critical_type(st, model: Model, method: str) -> tuple[str, float]:
     """Bifurcation type and |Im| of the critical eigenvalue at a boundary."""
     ev = np.asarray(st.eigenvalues)
     if method == "ode":
-        lead = ev[np.argmax(np.real(ev))]
-        freq = abs(float(lead.imag))
-        return ("Hopf" if freq > _IMAG_TOL else "fold"), freq
+        kind = instability_kind(ev, discrete=False)
+        return kind, abs(float(ev[np.argmax(np.real(ev))].imag))
     mu = 1.0 + float(model.eta) * ev
+    kind = instability_kind(mu, discrete=True)
     k = int(np.argmax(np.abs(mu)))
-    if abs(mu[k].imag) > _IMAG_TOL:
-        return "Neimark–Sacker", abs(float(ev[k].imag))
-    return ("period doubling" if mu[k].real < 0 else "fold"), 0.0
+    return kind, (abs(float(ev[k].imag)) if kind == "Neimark–Sacker" else 0.0)
 
 
 def _guesses(model: Model, name: str, values: np.ndarray, schedule: Schedule, t1: float):
