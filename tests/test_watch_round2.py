@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from paper import _watch_testbed
 from paper import watch_round2 as w2
 from paper import watch_testbed as wt
 
@@ -47,7 +48,7 @@ def test_the_replay_resumes_after_the_last_setting_written(tmp_path, monkeypatch
         calls.append([r["run"] for r in runs])
         return [{"run": r["run"], "p": len(calls)} for r in runs]
 
-    monkeypatch.setattr(wt, "replay", fake)
+    monkeypatch.setattr(_watch_testbed, "replay", fake)  # what the rounds replay with
     runs = [{"run": f"r{i}", "setting": {"rl.lr": float(i // 2)}} for i in range(6)]
     partial = tmp_path / "replay.partial.jsonl"
     partial.write_text(json.dumps({"run": "r0", "p": 0}) + "\n" + '{"run": "r1", "p"')  # killed
