@@ -2,7 +2,7 @@
 
 One joint 3-agent run (``signals: true``, the default) whose RL steps alternate between
 the signals on (the meter's parameter copy and norms at each optimizer step, one no-grad
-forward of ``KL_ROWS`` rows per agent for the policy KL, the rows written and flushed) and off
+forward of ``KL_ROWS`` (2) rows per agent for the policy KL, the rows written and flushed) and off
 (the meter detached). The signals only observe, so both kinds of step continue one
 trajectory on one model, and a load change on a shared machine hits both alike. Prints the
 median seconds per RL step of each (wall and process CPU) and their ratio; goal: the signals
@@ -28,9 +28,8 @@ import torch
 from _machine import load_average
 
 from llm_runs import BASE_PRESETS, rl_step, setup_training
-from llm_runs._signal_log import SignalWriter
-from llm_runs._steps import KL_ROWS
 from llm_runs.config import TrainConfig
+from llm_runs.runlog import SignalWriter
 
 
 def _config(args: argparse.Namespace) -> TrainConfig:
@@ -76,7 +75,6 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         "algo": args.algo,
         "staleness": args.staleness,
         "steps": args.steps,
-        "kl_rows": KL_ROWS,
         "s_per_step_on": on_w,
         "s_per_step_off": off_w,
         "ratio": on_w / off_w,

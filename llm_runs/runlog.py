@@ -86,10 +86,8 @@ from ._runlog_schema import check_steps, is_int, validate_manifest
 from ._runlog_schema import is_terminal as is_terminal
 from ._runlog_schema import make_manifest as make_manifest
 from ._runlog_schema import validate_row as validate_row
-from ._signal_log import read_signals as read_signals
-from ._signal_log import validate_signal_row as validate_signal_row
-from ._signals import SIGNALS as SIGNALS
-from ._signals import SIGNALS_FILE as SIGNALS_FILE
+from ._signal_log import SignalWriter, read_signals, validate_signal_row
+from ._signals import SIGNALS, SIGNALS_FILE
 
 __all__ = [
     "COMPETENCE_FILE",
@@ -103,6 +101,7 @@ __all__ = [
     "RunLogError",
     "RunLogWarning",
     "RunWriter",
+    "SignalWriter",
     "competence_table",
     "git_revision",
     "is_terminal",

@@ -57,10 +57,6 @@ KNOWN: dict[str, str] = {
         ("bench_predict.py", "calibrate._predict._core's private name _draw_arrays", "draws"),
         ("bench_predict.py", "calibrate._predict._core's private name _draw_index", "draws"),
         ("bench_predict.py", "calibrate._predict._core's private name _setting_matrix", "draws"),
-        # the training signals' benchmark (in progress beside issue 71; listed here so that the
-        # boundary test that now scans benchmarks/ names what it waits for)
-        ("bench_signals.py", "llm_runs's private module llm_runs._signal_log", "SignalWriter"),
-        ("bench_signals.py", "llm_runs's private module llm_runs._steps", "KL_ROWS"),
     ]
 }
 
