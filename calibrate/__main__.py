@@ -270,7 +270,7 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _fit_locked(args: argparse.Namespace) -> int:
     """``fit`` after its checks, holding its ``--out`` (see :func:`_fit`)."""
-    from ._cli_inputs import check_horizon, describe_inputs, load, write_inputs
+    from ._cli_inputs import check_inputs, load, write_inputs
 
     _host_devices(_config(args).chains)  # the config file's chains unless --chains
     import jax
@@ -279,24 +279,9 @@ def _fit_locked(args: argparse.Namespace) -> int:
     from ._fit import fit
     from ._select._core import candidates, select
 
-    data = load(args)
-    for line in describe_inputs(data):  # keys' meanings, evaluation sizes, runs' status
-        print(line)
+    data = load(args, describe=True)  # and print the keys' meanings, sizes, runs' status
     cfg = _proposed_links(_config(args), args, data)
-    check_horizon(data, cfg)  # before any solve: steps of 1e15 asked 7 PiB
-    if cfg.edge_weights:  # every run's weights readable, before any work
-        from ._edge_weights import run_edge_weights
-
-        run_edge_weights(data)
-    if cfg.pulses:  # and every run's pulses
-        from ._pulses import config_pulses
-
-        for run in data.runs:
-            config_pulses(run, data.configs.get(run))
-    if cfg.logged_regulators:  # and every run's logged regulators and K, n
-        from ._regulators import run_regulators
-
-        run_regulators(data, tuple(data.agents))
+    check_inputs(data, cfg)  # horizon, weights, pulses, regulators: before any solve
     nodes = tuple(a.strip() for a in args.agents.split(",")) if args.agents else None
     out = Path(args.out)
     key = jax.random.key(args.seed)

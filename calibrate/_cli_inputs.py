@@ -15,6 +15,7 @@ __all__ = [
     "add_input_options",
     "check_gates",
     "check_horizon",
+    "check_inputs",
     "describe_inputs",
     "dry_run",
     "load",
@@ -68,8 +69,9 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def load(args: argparse.Namespace) -> CurveData:
-    """The inputs of ``fit``, read with the mapping and TensorBoard tags its options give."""
+def load(args: argparse.Namespace, *, describe: bool = False) -> CurveData:
+    """The inputs of ``fit``, read with the mapping and TensorBoard tags its options give;
+    ``describe``: print :func:`describe_inputs`' lines."""
     from simulate.common import ConfigError
 
     from ._data import load_inputs
@@ -83,9 +85,12 @@ def load(args: argparse.Namespace) -> CurveData:
         if not tag:
             raise ConfigError(f"--tb-tag must look like AGENT=TAG, got {item!r}")
         tags[agent] = tag
-    return load_inputs(
+    data = load_inputs(
         args.inputs, strict=args.strict, tb_tags=tags, tb_n_eval=args.tb_n_eval, mapping=mapping
     )
+    for line in describe_inputs(data) if describe else []:
+        print(line)
+    return data
 
 
 def dry_run(args: argparse.Namespace) -> int:
@@ -121,7 +126,7 @@ def describe_inputs(data: CurveData) -> list[str]:
         for r in data.sources.to_dict("records"):
             lines.append(
                 f"  {r['run']} {r['agent']} <- {r['key']}: {r['meaning']}; n_eval from "
-                f"{r['n_eval_from']}; each value a {r['point']}"
+                f"{r['n_eval_from']}; each value: {r['point']}"
             )
     for run, s in sorted(data.status.items()):
         why = f" ({s['reason']})" if s.get("reason") else ""
@@ -182,6 +187,26 @@ def check_gates(args: argparse.Namespace) -> None:
     auto = args.network is None and args.motif == "auto" and args.gate is None
     args.gates = ("AND", "OR") if auto else tuple(gates)
     args.gate = gates[0] if len(gates) == 1 else text
+
+
+def check_inputs(data: CurveData, cfg: Any) -> None:
+    """Everything ``fit`` needs of the inputs, before any solve: the horizon
+    (:func:`check_horizon`; steps of 1e15 asked 7 PiB), and, where the config asks for
+    them, every run's edge weights, flip pulses and logged regulators (with K, n)."""
+    check_horizon(data, cfg)
+    if cfg.edge_weights:
+        from ._edge_weights import run_edge_weights
+
+        run_edge_weights(data)
+    if cfg.pulses:
+        from ._pulses import config_pulses
+
+        for run in data.runs:
+            config_pulses(run, data.configs.get(run))
+    if cfg.logged_regulators:
+        from ._regulators import run_regulators
+
+        run_regulators(data, tuple(data.agents))
 
 
 def check_horizon(data: Any, cfg: Any) -> None:

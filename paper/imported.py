@@ -43,6 +43,9 @@ GRPO_ARGS = {
 }
 GRPO_N = 40  # completions behind one logged window mean
 AGENTS = ("solver", "verifier", "judge")
+#: The logs' learning speed grows as lr ** RATE_EXPONENT: the truth the fitted link slope
+#: ``c[rho[X]~rl.lr]`` (a log link) is compared with.
+RATE_EXPONENT = 0.7
 
 
 def design(quick: bool) -> dict[str, Any]:
@@ -54,12 +57,13 @@ def design(quick: bool) -> dict[str, Any]:
         "seed": 0,
         "method": "laplace",
         "quick": quick,
+        "truth_rate_exponent": RATE_EXPONENT,
     }
 
 
 def _grpo_level(lr: float, step: np.ndarray) -> np.ndarray:
     """The success probability of a correctness sample: faster at a larger rate."""
-    k = 0.02 * (lr / 1e-6) ** 0.7
+    k = 0.02 * (lr / 1e-6) ** RATE_EXPONENT
     return 0.1 + 0.75 * (1 - np.exp(-k * step))
 
 
@@ -92,7 +96,7 @@ def write_grpo(folder: Path, lr: float, steps: int, rng: np.random.Generator) ->
 
 def _agent_levels(lr: float, step: np.ndarray) -> dict[str, np.ndarray]:
     """A cascade: the verifier learns from the solver's level, the judge from both."""
-    k = 0.03 * (lr / 1e-6) ** 0.7
+    k = 0.03 * (lr / 1e-6) ** RATE_EXPONENT
     x = 0.1 + 0.7 * (1 - np.exp(-k * step))
     y = 0.1 + 0.7 * x**2 / (0.25 + x**2) * (1 - np.exp(-0.8 * k * step))
     z = 0.05 + 0.8 * (x * y) ** 2 / (0.1 + (x * y) ** 2) * (1 - np.exp(-0.6 * k * step))
@@ -220,6 +224,13 @@ def _table(summary: dict[str, Any]) -> str:
                 f"{s.get('n_eval_from')} | {status} | {f['mean']:.2f} [{f['q05']:.2f}, "
                 f"{f['q95']:.2f}] | {f['logged_final']:.2f} | {'yes' if f['inside_90'] else 'no'} |"
             )
+    slope = summary["cases"]["grpo"]["fit"].get("c[rho[X]~rl.lr]")
+    if slope is not None:
+        truth = summary["design"]["truth_rate_exponent"]
+        rows.append(
+            f"\ngrpo: fitted link slope c[rho[X]~rl.lr] {slope['mean']:.2f} [{slope['q05']:.2f}, "
+            f"{slope['q95']:.2f}] (90 %); the logs' learning speed grows as lr^{truth:g}"
+        )
     return "\n".join(rows) + "\n"
 
 
