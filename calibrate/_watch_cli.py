@@ -181,6 +181,7 @@ class _Watcher:
         self.draws = None
         self.last_step: int | None = None
         self.seen_status: str | None = None
+        self.described = False
         self.note: str | None = None
         self.say = (lambda s: print(s, file=sys.stderr)) if args.json else print
         self.rule = None
@@ -232,6 +233,12 @@ class _Watcher:
             return False, status
         t = data.table
         run_status = data.status.get(data.runs[0], {})  # an imported log's, counted
+        if not self.described and data.sources is not None:
+            from ._cli_inputs import describe_inputs  # once: what each key means
+
+            self.described = True
+            for line in describe_inputs(data):
+                self.say(line)
         if run_status.get("status") not in (None, "finished", self.seen_status):
             self.seen_status = run_status["status"]
             self.say(f"run status: {run_status['status']} ({run_status.get('reason')})")

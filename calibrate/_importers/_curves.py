@@ -39,8 +39,8 @@ _RESERVED = frozenset({"run", "step", "agent", "competence", "n_eval", "successe
 #: Logged keys that are hyperparameters (their peak becomes a covariate under the key).
 _LOGGED_HYPER = re.compile(r"(^|/)(learning_rate|lr)$")
 #: A reward function's key in one policy's log (TRL: ``rewards/<fn>/mean``, older
-#: ``rewards/<fn>``).
-_REWARD_FN = re.compile(r"^(eval_)?rewards/[^/]+(/mean)?$")
+#: ``rewards/<fn>``; its TensorBoard tags ``train/rewards/<fn>/mean``).
+_REWARD_FN = re.compile(r"^(eval_|train/|eval/)?rewards/[^/]+(/mean)?$")
 
 
 @dataclasses.dataclass(frozen=True)
