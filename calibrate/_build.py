@@ -58,7 +58,9 @@ def build_model(
     ts = np.unique(t_obs)
     if ts.size < 2:
         raise DataError("need observations at >= 2 distinct steps")
-    layout = make_layout(net, config, horizon=float(ts[-1]))
+    # the priors' scale from the logged steps (a refit from a saved fit's table, which holds
+    # them, gets the same layout), the observations at their windows' middles
+    layout = make_layout(net, config, horizon=float(t["step"].max()))
     # NUTS evaluates ~1e5 gradients: compile the likelihood for this sign structure; the
     # other methods share one program across all networks of the same wiring
     stages = config.lag_stages if config.lag == "erlang" else 0

@@ -104,6 +104,11 @@ def test_trl_evaluation_size_and_window_from_the_training_arguments(tmp_path):
     assert d.model_steps().tolist() == [s - 2 for s in range(5, 61, 5)]
     model = cal.build_model(d, "single")
     assert model.ts.tolist() == [float(s - 2) for s in range(5, 61, 5)]
+    # the priors' scale comes from the logged steps: a saved fit's table (no windows) gives
+    # the same layout when it is loaded
+    plain = cal.build_model(cal.CurveData.from_table(d.table), "single")
+    assert plain.ts.tolist() == [float(s) for s in range(5, 61, 5)]
+    np.testing.assert_array_equal(np.asarray(plain.layout.loc), np.asarray(model.layout.loc))
     # --n-eval overrides, and is said
     d = _read(folder, cal.KeyMapping({"X": f"{CORRECT}:0:2"}, n_eval=64))
     assert d.table["n_eval"].eq(64).all() and d.sources["n_eval_from"].tolist() == ["--n-eval"]
@@ -278,8 +283,13 @@ def test_cli_dry_run_shows_meaning_size_point_and_status(tmp_path, capsys):
     assert "finite LO < HI" in _one_line_error(capsys)
 
 
-def test_the_single_preset_is_one_node_without_edges():
+def test_the_single_preset_is_one_node_without_edges(tmp_path):
     from simulate.spec import resolve_spec, single_spec
+
+    spec_file = tmp_path / "one.json"  # a network spec of one agent works the same
+    spec_file.write_text('{"nodes": ["policy"], "edges": []}')
+    net, _ = cal.resolve_network(str(spec_file))
+    assert list(net.names) == ["policy"]
 
     spec = resolve_spec("single")
     assert spec.nodes == ("X",) and spec.edges == () and spec == single_spec()
