@@ -22,14 +22,20 @@ knobs that vary in a set of pilot runs (the links ``calibrate fit`` proposes).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from llm_runs.knobs import KNOBS, Knob, knob, own_rate_links
-from simulate.common import SCALE_DOMAINS, SCALES, ConfigError, in_scale_domain, to_scale
+from simulate.common import (
+    SCALE_DOMAINS,
+    SCALES,
+    ConfigError,
+    from_scale,
+    in_scale_domain,
+    to_scale,
+)
 
 from ._transforms import TRANSFORMS as TRANSFORMS
 
@@ -66,7 +72,7 @@ def transform_values(transform: str, h: Any) -> np.ndarray:
 def reference_value(transform: str, h: Any) -> float:
     """The reference ``T^-1(mean T(h))`` of a field's per-run values ``h``."""
     m = float(np.mean(transform_values(transform, h)))
-    return math.exp(m) if transform == "log" else math.expm1(m) if transform == "log1p" else m
+    return float(from_scale(transform, m))
 
 
 def check_value(transform: str, value: Any, field: str) -> float:

@@ -39,7 +39,14 @@ from typing import Any
 import numpy as np
 
 from llm_runs.knobs import knob
-from simulate.common import SCALE_DOMAINS, ConfigError, from_scale, in_scale_domain, scale_name
+from simulate.common import (
+    SCALE_DOMAINS,
+    ConfigError,
+    from_scale,
+    in_scale_domain,
+    scale_name,
+    to_scale,
+)
 
 from ._knobs import check_value
 from ._objective import check_objective
@@ -150,12 +157,8 @@ class SpaceField:
             idx = np.minimum((u * len(self.choices)).astype(int), len(self.choices) - 1)
             return [self.choices[i] for i in idx]
         lo, hi = float(self.low), float(self.high)  # type: ignore[arg-type]
-        if self.scale == "log":
-            x = np.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
-        elif self.scale == "log1p":
-            x = from_scale("log1p", math.log1p(lo) + u * (math.log1p(hi) - math.log1p(lo)))
-        else:
-            x = lo + u * (hi - lo)
+        a, b = to_scale(self.scale, [lo, hi])  # uniform on the field's scale
+        x = from_scale(self.scale, a + u * (b - a))
         x = np.clip(x, lo, hi)  # exp/log round-off must not leave the bounds
         if self.integer:
             return [int(v) for v in np.clip(np.rint(x), math.ceil(lo), math.floor(hi))]

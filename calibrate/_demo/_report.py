@@ -40,8 +40,10 @@ BASELINE_SAMPLES = 4000
 
 def _knob_scale(field: str, value: float) -> float:
     """``value`` on the knob's own scale (:data:`llm_runs.knobs.KNOBS`; ``log`` for others)."""
+    from simulate.common import to_scale
+
     k = knob(field)
-    return math.log1p(float(value)) if k and k.scale == "log1p" else math.log(float(value))
+    return float(to_scale(k.scale if k and k.scale == "log1p" else "log", float(value)))
 
 
 def _last_logs(log: Any) -> dict[str, tuple[float, int]]:

@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 import simulate
+from simulate.common import from_scale
 
 from .._config import ConfigError
 from .._covariates import factors
@@ -92,7 +93,7 @@ def recommend(
         lo, hi = transform_values(transform, [h.min(), h.max()])
         lo = max(lo - (hi - lo) / 2, 0.0) if transform == "log1p" else lo - (hi - lo) / 2
         x = np.linspace(lo, hi + (hi - lo) / 2, 15)
-        values = np.expm1(x) if transform == "log1p" else x
+        values = from_scale(transform, x)
     else:
         values = np.asarray(sorted(float(g) for g in grid))
         if not values.size:
