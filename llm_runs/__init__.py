@@ -45,6 +45,7 @@ from .runlog import RunLogError as RunLogError
 from .runlog import RunLogWarning as RunLogWarning
 from .runlog import competence_table as competence_table
 from .runlog import read_run as read_run
+from .runlog import read_signals as read_signals
 
 _LAZY = {
     "train": ("._train", "train"),
