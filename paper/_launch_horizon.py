@@ -9,7 +9,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["analyse", "curves", "figure", "forecast_scores", "spearman", "table"]
+__all__ = [
+    "analyse",
+    "curves",
+    "delayed_map_rate",
+    "figure",
+    "forecast_scores",
+    "onset_vs_rate",
+    "spearman",
+    "table",
+]
 
 
 def curves(folder: Path) -> dict[str, Any]:
@@ -114,6 +123,7 @@ def analyse(d: Any, folder: Path, run_name: Callable[[dict[str, Any], int], str]
                                             [c["launch_objective"] for c in by_cell])  # fmt: skip
     bias |= _best_at_pilot(d, rows, by_cell)
     bias |= _late_collapses(rows, d.pilot_steps)
+    bias["delayed_map"] = onset_vs_rate(rows)
     return {"short_horizon_bias": bias, "cells": by_cell, "runs": rows}
 
 
@@ -190,6 +200,49 @@ def forecast_scores(doc: dict[str, Any], summary: dict[str, Any]) -> dict[str, A
         "coverage90_objective": float(np.mean(cov)) if cov else None, "n_runs": len(cov),
         "brier_collapse": {h: float(np.mean(v)) if v else None for h, v in brier.items()},
     }  # fmt: skip
+
+
+def delayed_map_rate(lr: float, lag: int, curvature: float) -> float:
+    """Growth rate per step of the delayed map ``x_{t+1} = x_t - g x_{t-lag}`` at gain
+    ``g = lr * curvature`` (:func:`simulate.delayed_map_warning`'s roots): ``log max |z|``,
+    > 0 beyond the boundary :func:`simulate.delayed_map_boundary`."""
+    import simulate
+
+    w = simulate.delayed_map_warning(gain=float(lr) * float(curvature), lag=int(lag))
+    return float(np.log(np.max(np.abs(np.asarray(w.eigenvalues)))))
+
+
+def onset_vs_rate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The delayed map of policy lag and finite steps as the simulator's linearised
+    account of the collapses: one curvature ``lambda`` (gain ``g = rl.lr * lambda``, lag
+    ``rl.staleness`` steps) fitted so that "growth rate > 0" agrees best with the runs'
+    collapses by the launch horizon (package rule; a grid over ``lambda``, ties to the
+    smallest), then each collapsed run's onset step against the growth rate at its cell
+    (Spearman; a faster instability should collapse sooner: rho < 0)."""
+    if not rows:
+        return {}
+    grid = np.geomspace(1.0, 1e4, 81)
+    y = np.array([r["launch"]["collapse"] for r in rows], bool)
+    cells = [(r["cell"]["rl.lr"], r["cell"]["rl.staleness"]) for r in rows]
+    uniq = sorted(set(cells))
+
+    def agree(lam: float) -> float:
+        rate = {c: delayed_map_rate(c[0], c[1], lam) for c in uniq}
+        return float(np.mean([(rate[c] > 0) == yy for c, yy in zip(cells, y, strict=True)]))
+
+    scores = [agree(lam) for lam in grid]
+    lam = float(grid[int(np.argmax(scores))])
+    rate = {c: delayed_map_rate(c[0], c[1], lam) for c in uniq}
+    out: dict[str, Any] = {"curvature": lam, "agreement": float(max(scores)),
+                           "boundary_lr": {str(k): 2 * np.sin(np.pi / (2 * (2 * k + 1))) / lam
+                                           for k in sorted({c[1] for c in uniq})}}  # fmt: skip
+    pairs = [(rate[c], r["launch"]["onset"]) for c, r in zip(cells, rows, strict=True)
+             if r["launch"]["onset"] is not None and rate[c] > 0]  # fmt: skip
+    out["n_collapsed_beyond"] = len(pairs)
+    if len(pairs) >= 3 and len({p[0] for p in pairs}) > 1:
+        out["onset_vs_rate"] = spearman([p[0] for p in pairs], [p[1] for p in pairs])
+    out["pairs"] = [{"rate": a, "onset": b} for a, b in pairs]
+    return out
 
 
 def table(summary: dict[str, Any]) -> str:

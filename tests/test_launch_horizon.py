@@ -75,3 +75,14 @@ def test_quick_study_end_to_end(tmp_path: Path) -> None:
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:")
+
+
+def test_delayed_map_rate_changes_sign_at_the_boundary() -> None:
+    import simulate
+    from paper._launch_horizon import delayed_map_rate
+
+    for lag in (0, 1, 4):
+        g = simulate.delayed_map_boundary(lag)
+        assert delayed_map_rate(g * 0.9, lag, 1.0) < 0 < delayed_map_rate(g * 1.1, lag, 1.0)
+    # AR(1) without lag: |1 - g|
+    assert delayed_map_rate(0.5, 0, 5.0) == pytest.approx(np.log(1.5))
