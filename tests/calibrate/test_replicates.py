@@ -97,7 +97,8 @@ def _run(root, name, seed, lr, **extra):
 
 def test_a_runs_condition_is_its_config_apart_from_its_seed(tmp_path):
     paths = [_run(tmp_path, "a1", 1, 1e-3), _run(tmp_path, "a2", 2, 1e-3, threads=4),
-             _run(tmp_path, "b1", 1, 2e-3), _run(tmp_path, "b2", 3, 2e-3)]  # fmt: skip
+             _run(tmp_path, "b1", 1, 2e-3),  # a run logged before the signals' switch existed
+             _run(tmp_path, "b2", 3, 2e-3, signals=False)]  # fmt: skip
     cond = cal.load_inputs(paths).conditions()
     assert cond["a1"] == cond["a2"] != cond["b1"] == cond["b2"]
     # a table: its hyperparameter columns apart from the seed
