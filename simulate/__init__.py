@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from ._early_warning import delayed_map_warning as delayed_map_warning
     from ._early_warning import early_warning as early_warning
     from ._early_warning import linear_warning as linear_warning
+    from ._early_warning import warning_scan as warning_scan
     from ._edge_weight import node_weights as node_weights
     from ._edge_weight import with_edge_weights as with_edge_weights
     from ._features import zigzag_update as zigzag_update
@@ -180,6 +181,7 @@ _LAZY: dict[str, str] = {
     "delayed_map_warning": "_early_warning",
     "early_warning": "_early_warning",
     "linear_warning": "_early_warning",
+    "warning_scan": "_early_warning",
     "with_log_hill": "_hill",
     "AlonKinetics": "_kinetics",
     "CompetenceKinetics": "_kinetics",

@@ -47,8 +47,9 @@ from jax.scipy.linalg import expm
 from jaxtyping import Array, ArrayLike
 
 from ._analysis import _dynamic_index, linear_stability
-from ._boundary import instability_kind
-from ._kinetics import Model
+from ._boundary import instability_kind, stability_scan
+from ._kinetics import Model, Schedule
+from ._params import set_param
 from ._solve_core import apply_dtype, is_traced
 from .spec import SpecError
 
@@ -59,6 +60,7 @@ __all__ = [
     "delayed_map_warning",
     "early_warning",
     "linear_warning",
+    "warning_scan",
 ]
 
 #: Instability (as :func:`~simulate.instability_kind` names it) -> what announces it.
@@ -311,3 +313,49 @@ def delayed_map_warning(
     return linear_warning(
         drift=m, noise=noise, discrete=True, n_lags=n_lags, observed=np.array([0])
     )
+
+
+def warning_scan(
+    model: Model,
+    name: str,
+    values: ArrayLike,
+    *,
+    method: str = "ode",
+    schedule: Schedule | str | None = "on@0",
+    t1: float = 50.0,
+    interval: float = 1.0,
+    n_lags: int = 1,
+    noise: ArrayLike | None = None,
+) -> EarlyWarning:
+    """:func:`early_warning` along a sweep of parameter ``name``: the indicators as a
+    function of the distance to the boundary :func:`~simulate.find_boundaries` locates.
+
+    The fixed point at each value is the one :func:`~simulate.stability_scan` follows (ODE
+    solves to ``t1`` under ``schedule`` for guesses, Newton there; the input at the
+    schedule's end).
+
+    Args:
+        model: Base model.
+        name: Swept parameter (see :func:`~simulate.set_param`).
+        values: Grid, shape ``(num,)``.
+        method, interval, n_lags, noise: As :func:`early_warning`.
+        schedule: Input schedule of the guesses' solves.
+        t1: Horizon of those solves.
+
+    Returns:
+        The :class:`EarlyWarning` of every value stacked on a leading axis of length
+        ``num`` (``variance`` ``(num, N)``, ``autocorrelation`` ``(num, L, N)``, ``distance``
+        ``(num,)``, ...); all NaN at a value without a fixed point.
+    """
+    values = np.asarray(values, dtype=float)
+    ind, steady, x = stability_scan(model, name, values, method=method, schedule=schedule, t1=t1)
+    out: list[EarlyWarning | None] = []
+    for v, ok, guess in zip(values, np.isfinite(ind), steady, strict=True):
+        m = set_param(model, name, float(v))
+        kw = {"method": method, "interval": interval, "n_lags": n_lags, "noise": noise}
+        out.append(early_warning(m, x=x, y_guess=guess, **kw) if ok else None)
+    found = next((w for w in out if w is not None), None)
+    if found is None:
+        raise SpecError(f"no fixed point found anywhere along {name}")
+    blank = jax.tree.map(lambda a: jnp.full_like(a, jnp.nan), found)
+    return jax.tree.map(lambda *a: jnp.stack(a), *[w if w is not None else blank for w in out])

@@ -177,6 +177,26 @@ def test_finite_steps_of_the_model_flip_the_sign_of_the_autocorrelation():
     assert float(x_node.variance[0]) == 0 and bool(jnp.isnan(x_node.autocorrelation[0, 0]))
 
 
+def test_warning_scan_follows_the_fixed_point_along_a_sweep():
+    """C1's map along eta: the distance is 1 - max(|1 - eta|, |1 - 3 eta|) (eigenvalues -1
+    and -3), the statistics those of early_warning at each value, NaN past eta = 2/3."""
+    model = sim.make_model("C1", "alon", {"gamma": 3.0})
+    etas = np.linspace(0.1, 0.8, 8)
+    scan = sim.warning_scan(model, "eta", etas, method="map", noise=0.1, n_lags=2)
+    assert scan.variance.shape == (8, 3) and scan.autocorrelation.shape == (8, 2, 3)
+    want = 1 - np.maximum(np.abs(1 - etas), np.abs(1 - 3 * etas))
+    np.testing.assert_allclose(np.asarray(scan.distance), want, atol=1e-9)
+    var_z = np.asarray(scan.variance[:, 2])
+    assert np.all(np.diff(var_z[2:6]) > 0) and np.isnan(var_z[6:]).all()
+    one = sim.early_warning(
+        sim.set_param(model, "eta", etas[4]), x=2.0, y_guess=jnp.asarray([2.0, 2.0, 0.5]),
+        method="map", noise=0.1, n_lags=2,
+    )  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(scan.autocorrelation[4]), np.asarray(one.autocorrelation), rtol=1e-8
+    )
+
+
 def test_feedback_hopf_the_autocorrelation_oscillates_at_the_critical_frequency():
     """A repressor ring of 3 at its Hopf point (secant condition): approaching it the
     variance grows like 1 / distance and rho(k D) -> cos(omega k D), omega = tan(pi / 3)."""
