@@ -119,6 +119,12 @@ if TYPE_CHECKING:
     from ._study import train_run as train_run
     from ._study import train_runs as train_runs
     from ._synth import synthetic_curves as synthetic_curves
+    from ._warning import SignalAlert as SignalAlert
+    from ._warning import SignalRule as SignalRule
+    from ._warning import Trigger as Trigger
+    from ._warning import first_alert as first_alert
+    from ._warning import fit_rule as fit_rule
+    from ._warning import indicator_series as indicator_series
 
 _LAZY: dict[str, str] = {
     "archive_runs": "._archive",
@@ -199,6 +205,12 @@ _LAZY: dict[str, str] = {
     "Prediction": "._predict._core",
     "predict": "._predict._core",
     "observed_regime_probs": "._predict._rule",
+    "SignalAlert": "._warning",
+    "SignalRule": "._warning",
+    "Trigger": "._warning",
+    "first_alert": "._warning",
+    "fit_rule": "._warning",
+    "indicator_series": "._warning",
     "PilotPlan": "._pilots",
     "initial_settings": "._pilots",
     "train_args_for": "._pilots",

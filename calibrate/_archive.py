@@ -16,10 +16,10 @@ from simulate.common import OutputError
 
 __all__ = ["ARCHIVED", "archive_runs", "restore_runs"]
 
-#: The files an archive keeps (a run's log, manifest and timing; a study's stored designs,
-#: pilot rounds and selections), wherever they lie under the runs folder.
-ARCHIVED = ("competence.jsonl", "manifest.json", "timing.json", "pilots.json", "demo.json",
-            "links.json", "design.json", "selection.json")  # fmt: skip
+#: The files an archive keeps (a run's log, training signals, manifest and timing; a study's
+#: stored designs, pilot rounds and selections), wherever they lie under the runs folder.
+ARCHIVED = ("competence.jsonl", "signals.jsonl", "manifest.json", "timing.json", "pilots.json",
+            "demo.json", "links.json", "design.json", "selection.json")  # fmt: skip
 
 
 def _kept(path: Path, names: Sequence[str]) -> bool:

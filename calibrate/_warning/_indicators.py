@@ -41,8 +41,9 @@ def _check(x: np.ndarray, window: int, min_points: int) -> np.ndarray:
 def spike_z(x: np.ndarray, *, window: int = 30, min_points: int = 10) -> np.ndarray:
     """Robust z-score of each value against the ``window`` values before it, shape ``(T,)``.
 
-    ``(x[t] - median) / (1.4826 MAD)`` of ``x[t - window : t]`` (finite values only; a MAD
-    of 0 is replaced by 1e-12 times the median's size, or 1e-12).
+    ``(x[t] - median) / (1.4826 MAD)`` of ``x[t - window : t]`` (finite values only); where
+    over half the history ties (MAD 0) the scale is 1.2533 times the mean absolute deviation
+    from the median, and a constant history gives NaN (no scale to measure a spike by).
     """
     x = _check(x, window, min_points)
     out = np.full(x.size, np.nan)
@@ -52,8 +53,12 @@ def spike_z(x: np.ndarray, *, window: int = 30, min_points: int = 10) -> np.ndar
         if h.size < min_points or not np.isfinite(x[t]):
             continue
         med = float(np.median(h))
-        mad = 1.4826 * float(np.median(np.abs(h - med)))
-        out[t] = (x[t] - med) / max(mad, 1e-12 * max(abs(med), 1.0))
+        scale = 1.4826 * float(np.median(np.abs(h - med)))
+        tiny = 1e-9 * max(abs(med), 1e-12)
+        if scale <= tiny:  # over half the history ties: the mean absolute deviation
+            scale = 1.2533 * float(np.mean(np.abs(h - med)))
+        if scale > tiny:  # a constant history has no scale: no z
+            out[t] = (x[t] - med) / scale
     return out
 
 

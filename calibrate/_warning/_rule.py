@@ -23,17 +23,17 @@ import numpy as np
 import pandas as pd
 
 from .._config import ConfigError
-from . import _indicators
+from ._indicators import rolling_lag1, rolling_variance, spike_z, trend
 
 __all__ = ["DEFAULT_TRIGGERS", "INDICATORS", "SignalAlert", "SignalRule", "Trigger",
            "first_alert", "fit_rule", "indicator_series"]  # fmt: skip
 
 #: Indicator name -> function of a series (see :mod:`calibrate._warning._indicators`).
 INDICATORS = {
-    "spike_z": _indicators.spike_z,
-    "rolling_variance": _indicators.rolling_variance,
-    "rolling_lag1": _indicators.rolling_lag1,
-    "trend": _indicators.trend,
+    "spike_z": spike_z,
+    "rolling_variance": rolling_variance,
+    "rolling_lag1": rolling_lag1,
+    "trend": trend,
 }
 
 
@@ -244,8 +244,10 @@ def fit_rule(
                                               "above" else -math.inf))  # fmt: skip
             report[trig.name] = {"threshold": None, "runs": 0}
             continue
-        q = 1.0 - alpha if trig.direction == "above" else alpha
-        thr = float(np.quantile(peaks, q, method="higher"))
+        if trig.direction == "above":  # at most alpha of the calm runs' peaks exceed it
+            thr = float(np.quantile(peaks, 1.0 - alpha, method="higher"))
+        else:
+            thr = float(np.quantile(peaks, alpha, method="lower"))
         fitted.append(dataclasses.replace(trig, threshold=thr))
         report[trig.name] = {"threshold": thr, "runs": len(peaks)}
     out = dataclasses.replace(rule, triggers=tuple(fitted))

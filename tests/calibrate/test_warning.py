@@ -182,3 +182,26 @@ def test_watch_and_signal_rule_refuse_bad_input_with_one_line(tmp_path) -> None:
         assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), r.stderr
         assert needle in lines[0]
     assert not (tmp_path / "r.json").exists()
+
+
+def test_spike_z_of_a_mostly_constant_history_uses_its_mean_deviation() -> None:
+    x = np.r_[np.ones(20), 2.0, np.ones(9), 3.0]
+    z = spike_z(x, window=30, min_points=10)
+    assert np.all(np.isnan(z[10:20]))  # a constant history: no scale
+    # at the end the history holds one 2.0 among 29 ones: MAD 0, mean |dev| 1/30
+    assert z[-1] == pytest.approx(2.0 / (1.2533 / 30))
+
+
+def test_fit_rule_below_thresholds_leave_every_calm_run_quiet() -> None:
+    rng = np.random.default_rng(7)
+
+    def run() -> pd.DataFrame:
+        e = 1.0 + 0.05 * rng.standard_normal(120)
+        return pd.DataFrame({"step": np.arange(1, 121), "agent": "X", "entropy": e})
+
+    calm = [run() for _ in range(3)]
+    rule = SignalRule(triggers=(Trigger("entropy", "spike_z", "below"),), false_alert=0.05)
+    fitted, report = fit_rule(calm, [False] * 3, rule)
+    assert report["false_alert_share_train"] == 0.0
+    thr = fitted.triggers[0].threshold
+    assert thr is not None and thr < 0
