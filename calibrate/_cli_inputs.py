@@ -223,3 +223,35 @@ def check_horizon(data: Any, cfg: Any) -> None:
             f"(at most {MAX_SOLVE_STEPS:.0e}; about {n * 40 * len(data.agents):.3g} bytes "
             "per draw): fit the runs' steps as logged (not in other units) or raise dt"
         )
+
+
+def fit_inputs(fit_dir: Any) -> list[dict[str, Any]]:
+    """What each fitted agent's competence is (key, meaning and range, evaluation size,
+    points), from the fit's ``inputs.json`` (a selection folder: its best fit's, else any
+    fit's); ``[]`` for a fit of llm_runs folders, whose competences are probe accuracies."""
+    import json
+    from pathlib import Path
+
+    root = Path(fit_dir)
+    found = [root / "inputs.json", *sorted(root.glob("fits/*/inputs.json"))]
+    sel = root / "selection.json"
+    if sel.is_file():
+        best = json.loads(sel.read_text()).get("best")
+        found.insert(1, root / "fits" / str(best) / "inputs.json")
+    for f in found:
+        if f.is_file():
+            seen, out = set(), []
+            for r in json.loads(f.read_text()).get("sources", []):
+                k = (r.get("agent"), r.get("key"), r.get("meaning"))
+                if k not in seen:
+                    seen.add(k)
+                    out.append({"agent": r.get("agent"), "key": r.get("key"),
+                                "meaning": r.get("meaning"),
+                                "n_eval_from": r.get("n_eval_from")})  # fmt: skip
+            return out
+    return []
+
+
+def input_lines(inputs: list[dict[str, Any]]) -> list[str]:
+    """One line per fitted agent's source: ``competence of X <- rewards/acc: range [0, 2]``."""
+    return [f"competence of {r['agent']} <- {r['key']}: {r['meaning']}" for r in inputs]

@@ -104,12 +104,16 @@ def _predict_locked(args: argparse.Namespace, setting: dict[str, float], out: An
         n_eval=args.n_eval,
         extrapolation_sd=args.extrapolation_sd,
     )
+    from .._cli_inputs import fit_inputs, input_lines
+
+    inputs = fit_inputs(args.fit_dir)  # what each competence is (an imported key's range)
+    doc = pred.to_dict() | ({"inputs": inputs} if inputs else {})
     if args.json:
-        print(json.dumps(jsonable(pred.to_dict()), allow_nan=False))
+        print(json.dumps(jsonable(doc), allow_nan=False))
     else:
-        print("\n".join(pred.table()))
+        print("\n".join([*pred.table(), *input_lines(inputs)]))
     if out is not None:
-        path = write_json(out / "prediction.json", pred.to_dict())
+        path = write_json(out / "prediction.json", doc)
         mark_output(out, "calibrate predict", [path.name])
         print(f"prediction written to {path}", file=sys.stderr)
     if args.plot:

@@ -130,6 +130,11 @@ def _recommend_grid(args: argparse.Namespace, grid: list[float] | None, out: Pat
     rec = recommend_from_dir(
         args.fit_dir, param=args.param, grid=grid, steps=args.steps, key=jax.random.key(args.seed)
     )
+    from .._cli_inputs import fit_inputs
+
+    inputs = fit_inputs(args.fit_dir)  # what each competence is (an imported key's range)
+    if inputs:
+        rec["inputs"] = inputs
     path = write_json(out / "recommendation.json", rec)
     mark_output(out, "calibrate recommend", [path.name])
     print(path.read_text(encoding="utf-8"), end="")
@@ -228,6 +233,11 @@ def _recommend_space_locked(args: argparse.Namespace, space: Any, out: Path) -> 
         regime_rule=args.regime_rule or "observed",
     )
     arrays = rec.pop("_arrays")
+    from .._cli_inputs import fit_inputs, input_lines
+
+    inputs = fit_inputs(args.fit_dir)  # what each competence is (an imported key's range)
+    if inputs:
+        rec["inputs"] = inputs
     path = write_json(out / "recommendation.json", rec)
     cand = write_json(out / "candidates.json", jsonable(
         {"settings": arrays["settings"], "objective": arrays["utility"], "risk": arrays["risk"],
@@ -236,7 +246,7 @@ def _recommend_space_locked(args: argparse.Namespace, space: Any, out: Path) -> 
     if args.json:
         print(json.dumps(jsonable(rec), allow_nan=False))
     else:
-        print("\n".join(space_table(rec) + explain_lines(rec["explanation"])))
+        print("\n".join(space_table(rec) + explain_lines(rec["explanation"]) + input_lines(inputs)))
     print(f"recommendation written to {path}", file=sys.stderr)
     fig = plot_regime_map(rec, arrays, out / "regime_map.png")
     mark_output(out, "calibrate recommend", [fig.name])

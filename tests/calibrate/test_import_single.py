@@ -55,8 +55,13 @@ def test_single_with_finite_steps_and_lag_through_fit_predict_recommend(tmp_path
     pred = json.loads(capsys.readouterr().out)
     (p,) = pred["predictions"]
     assert list(p["agents"]) == ["X"] and 0 <= p["agents"]["X"]["final"]["mean"] <= 1
+    assert [r["meaning"] for r in pred["inputs"]] == ["range [0, 2]"]  # shown with the forecast
+    assert main(["predict", str(fit), "--set", "rl.lr=2e-6", "--steps", "100"]) == 0
+    assert "competence of X <- rewards/correctness_reward/mean: range [0, 2]" in (
+        capsys.readouterr().out)  # fmt: skip
     assert main(["recommend", str(fit), "--grid", "1e-6,2e-6,3e-6", "--steps", "100"]) == 0
-    assert (fit / "recommendation.json").is_file()
+    rec = json.loads((fit / "recommendation.json").read_text())
+    assert [r["meaning"] for r in rec["inputs"]] == ["range [0, 2]"]
 
 
 @pytest.mark.slow
@@ -104,3 +109,20 @@ def test_paper_imported_quick(tmp_path):
         for f in case["forecast_vs_heldout"].values():
             assert 0 <= f["q05"] <= f["mean"] <= f["q95"] <= 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "summary.json", "table.md"]
+
+
+def test_fit_inputs_reads_the_best_fit_of_a_selection(tmp_path):
+    from calibrate._cli_inputs import fit_inputs, input_lines
+
+    src = {"run": "r", "agent": "X", "key": "rewards/acc", "meaning": "range [0, 2]",
+           "n_eval_from": "training arguments", "point": "window mean"}  # fmt: skip
+    (tmp_path / "fits" / "C1-AND").mkdir(parents=True)
+    (tmp_path / "fits" / "A-OR").mkdir(parents=True)
+    (tmp_path / "selection.json").write_text(json.dumps({"best": "C1-AND"}))
+    (tmp_path / "fits" / "A-OR" / "inputs.json").write_text(json.dumps({"sources": []}))
+    (tmp_path / "fits" / "C1-AND" / "inputs.json").write_text(
+        json.dumps({"sources": [src, src | {"run": "s"}]}))  # fmt: skip
+    got = fit_inputs(tmp_path)
+    assert [r["meaning"] for r in got] == ["range [0, 2]"]  # one line per agent and key
+    assert input_lines(got) == ["competence of X <- rewards/acc: range [0, 2]"]
+    assert fit_inputs(tmp_path / "fits" / "A-OR") == [] and fit_inputs(tmp_path / "none") == []
