@@ -168,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     from ._predict._cli import add_predict_parser
 
     add_predict_parser(sub)
-    from ._watch_cli import add_watch_parser
+    from ._watch._cli import add_watch_parser
 
     add_watch_parser(sub)
     from ._evaluate._cli import add_evaluate_parser
@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             from ._pilots._cli import pilots_command
             from ._predict._cli import predict_command
             from ._recommend._cli import recommend_command
-            from ._watch_cli import watch
+            from ._watch._cli import watch
 
             cmds = {"fit": _fit, "recommend": recommend_command, "predict": predict_command,
                     "watch": watch, "demo": demo_command,

@@ -11,7 +11,7 @@ Design (fixed in ``config.json`` before anything is computed; see :func:`design`
   as the forecast testbed's but for ``rl.lr`` and ``rl.lr_scale.X``; staleness 0), all
   read from their committed logs; none of them is a pilot of this fit.
 - **methods**: ``weights`` (watch's importance weights, the first replay's options) and
-  ``laplace`` (:mod:`calibrate._watch_update`: the run's parameters refitted at each
+  ``laplace`` (:mod:`calibrate._watch._update`: the run's parameters refitted at each
   evaluation), each through :func:`calibrate._watch.prepare` and
   :func:`calibrate._watch.forecast` at the run's setting and the study's planned steps.
 - **rules**: the first replay's, imported (``paper/_watch_metrics.py``: the one collapse rule,

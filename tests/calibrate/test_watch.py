@@ -207,7 +207,7 @@ def _rows(agent: str, ys: list[float], n: int = 64):
 )
 def test_a_collapse_so_far_agrees_with_the_one_rule_for_real_runs(ys):
     import simulate
-    from calibrate._watch_draws import observed_collapse
+    from calibrate._watch._draws import observed_collapse
 
     got = observed_collapse(_rows("X", ys), ["X", "Y"])
     if len(ys) < 4:

@@ -12,7 +12,7 @@ import pytest
 import calibrate as cal
 from calibrate.__main__ import main
 from calibrate._watch import forecast, prepare
-from calibrate._watch_update import LaplaceWatch, run_map
+from calibrate._watch._update import LaplaceWatch, run_map
 
 from .test_watch import BASE, STEPS, _delta, _start_run
 
@@ -117,7 +117,7 @@ def test_p_collapse_rises_when_the_run_follows_an_unlikely_collapse(post):
 
 
 def test_one_compiled_objective_serves_every_step(post):
-    from calibrate import _watch_update as wu
+    from calibrate._watch import _update as wu
 
     lw = prepare(post, {"rl.lr": 1e-3}, steps=200, draws=20, update="laplace")
     obs, _ = _run(1e-3, {}, seed=3)

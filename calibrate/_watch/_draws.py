@@ -1,5 +1,5 @@
 """The draws behind a ``watch`` forecast and the forecast they give (shared by both updates:
-:mod:`calibrate._watch`'s importance weights and :mod:`calibrate._watch_update`'s Laplace
+:mod:`calibrate._watch`'s importance weights and :mod:`calibrate._watch._update`'s Laplace
 refit)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._predict._prediction import REGIME_GROUPS
+from .._predict._prediction import REGIME_GROUPS
 
 __all__ = [
     "Forecast",

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ._config import ConfigError
-from ._curve_data import DataError
+from .._config import ConfigError
+from .._curve_data import DataError
 
 __all__ = ["ALERT_STATUS", "add_watch_parser", "watch"]
 
@@ -104,7 +104,7 @@ def _check(args: argparse.Namespace) -> None:
         raise DataError(f"{args.run}: no such run folder or file")
     if args.fit is not None and not Path(args.fit).is_dir():
         raise ConfigError(f"--fit {args.fit}: no such fit folder")
-    from ._watch_update import UPDATES
+    from ._update import UPDATES
 
     if args.update not in UPDATES:
         raise ConfigError(f"--update must be one of {list(UPDATES)}, got {args.update!r}")
@@ -120,8 +120,8 @@ def _check(args: argparse.Namespace) -> None:
 def _read(args: argparse.Namespace):
     """The run's data (one run; None while a run folder has no evaluation yet), its
     manifest status and agents (None and [] without a manifest)."""
-    from ._data import load_inputs
-    from ._importers import KeyMapping
+    from .._data import load_inputs
+    from .._importers import KeyMapping
 
     status, agents = None, []
     folder = Path(args.run)
@@ -175,7 +175,7 @@ class _Watcher:
         self.key = jax.random.key(args.seed)
         self.post = None
         if args.fit is not None:
-            from ._posterior import load_fit
+            from .._posterior import load_fit
 
             self.post = load_fit(args.fit)
         self.draws = None
@@ -186,12 +186,12 @@ class _Watcher:
         self.say = (lambda s: print(s, file=sys.stderr)) if args.json else print
         self.rule = None
         if args.signal_rule is not None:
-            from ._warning._watch import load_rule
+            from .._warning._watch import load_rule
 
             self.rule = load_rule(args.signal_rule)
 
     def _prepare(self, data):
-        from ._watch import WatchDraws, prepare, run_setting
+        from ._core import WatchDraws, prepare, run_setting
 
         horizon = _horizon(self.args, data, self.post)
         assert self.post is not None
@@ -215,7 +215,7 @@ class _Watcher:
             self.say(f"note: the run does not record {f}; predicted at the pilots' reference")
 
     def _self_draws(self, data, obs, agents):
-        from ._watch import self_fit
+        from ._core import self_fit
 
         network = f"{self.args.motif}-{self.args.gate}"
         nodes = agents or sorted(obs["agent"].unique())
@@ -226,7 +226,7 @@ class _Watcher:
 
     def poll(self) -> tuple[bool, str | None]:
         """Read the run, print a forecast per new evaluation; (alerted, manifest status)."""
-        from ._watch import forecast
+        from ._core import forecast
 
         data, status, agents = _read(self.args)
         if data is None:
@@ -234,7 +234,7 @@ class _Watcher:
         t = data.table
         run_status = data.status.get(data.runs[0], {})  # an imported log's, counted
         if not self.described and data.sources is not None:
-            from ._cli_inputs import describe_inputs  # once: what each key means
+            from .._cli_inputs import describe_inputs  # once: what each key means
 
             self.described = True
             for line in describe_inputs(data):
@@ -268,7 +268,7 @@ class _Watcher:
         alerted = False
         signals = None
         if self.rule is not None:
-            from ._warning._watch import run_signals, signal_alert
+            from .._warning._watch import run_signals, signal_alert
 
             signals = run_signals(self.args.run, data)
         for s in new:

@@ -15,7 +15,7 @@ Two ways to condition on a run that is still being written:
   evaluations (a per-run random-effect update: nothing is solved again; ``update="weights"``,
   the default), or, with ``prepare(..., update="laplace")``, refits the run's own parameters
   at every evaluation (a Laplace step with the pilots' posterior and the run effects as its
-  prior, :mod:`calibrate._watch_update`) and solves fresh draws of that posterior;
+  prior, :mod:`calibrate._watch._update`) and solves fresh draws of that posterior;
 - **without one** (:func:`self_fit`): a small Laplace fit of the run's own evaluations, whose
   draws are pushed through the same predictor and weighted equally.
 
@@ -36,20 +36,20 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ._config import ConfigError
-from ._covariates import factors, is_product
-from ._new_run import band_note, draw_phi, evaluation_noise, fresh_effects, resolve_n_eval
-from ._posterior import Posterior
-from ._predict._core import link_covariates, predict
-from ._predict._knots import check_sd
-from ._watch_draws import Forecast as Forecast
-from ._watch_draws import WatchDraws as WatchDraws
-from ._watch_draws import summarize, with_observed
-from ._watch_draws import weighted_quantile as weighted_quantile
-from ._watch_update import UPDATES as UPDATES
-from ._watch_update import LaplaceWatch as LaplaceWatch
-from ._watch_update import forecast_laplace as forecast_laplace
-from ._watch_update import prepare_laplace as prepare_laplace
+from .._config import ConfigError
+from .._covariates import factors, is_product
+from .._new_run import band_note, draw_phi, evaluation_noise, fresh_effects, resolve_n_eval
+from .._posterior import Posterior
+from .._predict._core import link_covariates, predict
+from .._predict._knots import check_sd
+from ._draws import Forecast as Forecast
+from ._draws import WatchDraws as WatchDraws
+from ._draws import summarize, with_observed
+from ._draws import weighted_quantile as weighted_quantile
+from ._update import UPDATES as UPDATES
+from ._update import LaplaceWatch as LaplaceWatch
+from ._update import forecast_laplace as forecast_laplace
+from ._update import prepare_laplace as prepare_laplace
 
 __all__ = [
     "MIN_ESS",
@@ -254,7 +254,7 @@ def forecast(
 
     ``observed`` (default): an agent whose evaluations so far have already collapsed by the
     one rule for real runs has P(collapse) 1, and so has the network, whatever the draws say
-    (:func:`calibrate._watch_draws.with_observed`); False: the draws' regimes alone.
+    (:func:`calibrate._watch._draws.with_observed`); False: the draws' regimes alone.
 
     Raises:
         ConfigError: A bad ``misfit``, or an agent that is not a node of the fit.
@@ -328,9 +328,9 @@ def self_fit(
         draws: Posterior draws.
         key: PRNG key.
     """
-    from ._config import FitConfig
-    from ._curve_data import CurveData
-    from ._fit import fit
+    from .._config import FitConfig
+    from .._curve_data import CurveData
+    from .._fit import fit
 
     key = jax.random.key(0) if key is None else key
     data = CurveData.from_table(obs[["run", "step", "agent", "competence", "n_eval"]])

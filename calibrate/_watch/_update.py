@@ -53,12 +53,12 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._config import ConfigError
-from ._new_run import JITTER_BASES, draw_phi, evaluation_noise, resolve_n_eval
-from ._posterior import Posterior
-from ._predict._checks import failed_draws
-from ._predict._core import _setting_matrix, predict_arrays
-from ._watch_draws import Forecast, WatchDraws, summarize
+from .._config import ConfigError
+from .._new_run import JITTER_BASES, draw_phi, evaluation_noise, resolve_n_eval
+from .._posterior import Posterior
+from .._predict._checks import failed_draws
+from .._predict._core import _setting_matrix, predict_arrays
+from ._draws import Forecast, WatchDraws, summarize
 
 __all__ = [
     "UPDATES",
@@ -200,7 +200,7 @@ def prepare_laplace(
         ConfigError: A bad count, spread, horizon, ``n_points`` or ``n_eval``, or a setting
             field without a link.
     """
-    from ._new_run import band_note
+    from .._new_run import band_note
 
     for name, v in (("draws", draws), ("prior_draws", prior_draws)):
         if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
@@ -316,7 +316,7 @@ def run_map(
     """The Laplace step: the MAP of the whitened parameters ``w`` and its covariance."""
     from scipy.optimize import minimize
 
-    from ._fit import laplace
+    from .._fit import laplace
 
     cm = lw.post.model
     d = cm.layout.size
