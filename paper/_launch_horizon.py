@@ -204,12 +204,14 @@ def forecast_scores(doc: dict[str, Any], summary: dict[str, Any]) -> dict[str, A
 
 def delayed_map_rate(lr: float, lag: int, curvature: float) -> float:
     """Growth rate per step of the delayed map ``x_{t+1} = x_t - g x_{t-lag}`` at gain
-    ``g = lr * curvature`` (:func:`simulate.delayed_map_warning`'s roots): ``log max |z|``,
-    > 0 beyond the boundary :func:`simulate.delayed_map_boundary`."""
-    import simulate
-
-    w = simulate.delayed_map_warning(gain=float(lr) * float(curvature), lag=int(lag))
-    return float(np.log(np.max(np.abs(np.asarray(w.eigenvalues)))))
+    ``g = lr * curvature``: ``log max |z|`` over the roots of ``z^(lag+1) - z^lag + g`` (the
+    eigenvalues :func:`simulate.delayed_map_warning` reports; numpy's roots here, since the
+    fit scans thousands of gains), > 0 beyond :func:`simulate.delayed_map_boundary`."""
+    coef = np.zeros(int(lag) + 2)
+    coef[0], coef[1], coef[-1] = 1.0, -1.0, float(lr) * float(curvature)
+    if lag == 0:
+        coef = np.array([1.0, -1.0 + float(lr) * float(curvature)])
+    return float(np.log(np.max(np.abs(np.roots(coef)))))
 
 
 def onset_vs_rate(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -86,3 +86,12 @@ def test_delayed_map_rate_changes_sign_at_the_boundary() -> None:
         assert delayed_map_rate(g * 0.9, lag, 1.0) < 0 < delayed_map_rate(g * 1.1, lag, 1.0)
     # AR(1) without lag: |1 - g|
     assert delayed_map_rate(0.5, 0, 5.0) == pytest.approx(np.log(1.5))
+
+
+def test_delayed_map_rate_is_the_simulators_largest_root() -> None:
+    import simulate
+    from paper._launch_horizon import delayed_map_rate
+
+    for g, lag in ((0.3, 2), (0.9, 1), (0.05, 12)):
+        roots = np.asarray(simulate.delayed_map_warning(gain=g, lag=lag).eigenvalues)
+        assert delayed_map_rate(g, lag, 1.0) == pytest.approx(np.log(np.abs(roots).max()))
