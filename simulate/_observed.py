@@ -63,17 +63,7 @@ def classify_observed(
         raise AgentmotifsError(
             f"states must have shape (T, N) with T = {tt.size} evaluation steps, got {y.shape}"
         )
-    if tt.size < 4:
-        raise AgentmotifsError(f"a regime needs at least 4 evaluation steps, got {tt.size}")
-    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(tt))):
-        raise AgentmotifsError("steps and competence values must be finite to label a regime")
-    n = y.shape[1]
-    ne = np.broadcast_to(np.asarray(n_eval, dtype=np.float64), (n,))
-    if not np.all(ne > 0):
-        raise AgentmotifsError(f"n_eval must be positive, got {n_eval!r}")
-    labels = tuple(str(i) for i in range(n)) if names is None else tuple(names)
-    if len(labels) != n:
-        raise AgentmotifsError(f"{len(labels)} names for {n} agents")
+    ne, labels = _checked(tt, y, n_eval, names)
     # measurement noise of each agent: binomial on its n_eval probes, at the level of the
     # second half of the curve (where the classifier looks for oscillation)
     noise_sd = _noise_sd(y, ne)
@@ -102,6 +92,25 @@ def classify_observed(
         "node_regimes": {a: REGIME_NAMES[Regime(c)] for a, c in zip(labels, codes, strict=True)},
         "collapse": {a: v.as_dict() for a, v in verdicts.items()},
     }
+
+
+def _checked(
+    tt: np.ndarray, y: np.ndarray, n_eval: Any, names: tuple[str, ...] | None
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The checks both classifiers share (``y``: agents on the last axis); returns the
+    per-agent ``n_eval`` and the agents' names."""
+    if tt.size < 4:
+        raise AgentmotifsError(f"a regime needs at least 4 evaluation steps, got {tt.size}")
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(tt))):
+        raise AgentmotifsError("steps and competence values must be finite to label a regime")
+    n = y.shape[-1]
+    ne = np.broadcast_to(np.asarray(n_eval, dtype=np.float64), (n,))
+    if not np.all(ne > 0):
+        raise AgentmotifsError(f"n_eval must be positive, got {n_eval!r}")
+    labels = tuple(str(i) for i in range(n)) if names is None else tuple(names)
+    if len(labels) != n:
+        raise AgentmotifsError(f"{len(labels)} names for {n} agents")
+    return ne, labels
 
 
 def _noise_sd(y: np.ndarray, ne: np.ndarray) -> np.ndarray:
@@ -150,17 +159,8 @@ def classify_observed_many(
         raise AgentmotifsError(
             f"states must have shape (B, T, N) with T = {tt.size} evaluation steps, got {y.shape}"
         )
-    if tt.size < 4:
-        raise AgentmotifsError(f"a regime needs at least 4 evaluation steps, got {tt.size}")
-    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(tt))):
-        raise AgentmotifsError("steps and competence values must be finite to label a regime")
-    b, _, n = y.shape
-    ne = np.broadcast_to(np.asarray(n_eval, dtype=np.float64), (n,))
-    if not np.all(ne > 0):
-        raise AgentmotifsError(f"n_eval must be positive, got {n_eval!r}")
-    labels = tuple(str(i) for i in range(n)) if names is None else tuple(names)
-    if len(labels) != n:
-        raise AgentmotifsError(f"{len(labels)} names for {n} agents")
+    ne, labels = _checked(tt, y, n_eval, names)
+    b, n = y.shape[0], y.shape[2]
     if b == 0:
         return np.zeros(0, dtype=np.int64)
     nodes = np.asarray(_batched_classify(labels)(jnp.asarray(tt), jnp.asarray(y),
